@@ -1,0 +1,61 @@
+import type { InputProblem } from '../http/errors.ts';
+import type { CreateItemIn, FieldValueOut } from '../schemas/record.ts';
+import { pointer } from '../schemas/parse.ts';
+import { canCreate, type Caller } from './access.ts';
+import type { ObjectDef } from './definition.ts';
+import { applyFieldValues } from './field-values.ts';
+import { renderTemplate } from './name.ts';
+
+/** A record ready to insert: everything but the id, which storage allocates. */
+export interface NewRecord {
+  objectId: number;
+  objectVersion: number;
+  /** The rendered name, or undefined for `<objectName> #<id>`. */
+  name: string | undefined;
+  objectName: string;
+  fieldValues: FieldValueOut[];
+  sharedWorkspaceIds: number[];
+  userId: number;
+  now: number;
+  isTemplate: boolean;
+  creationType: 'System' | 'User';
+}
+
+export type Plan<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
+
+/**
+ * Checks a well-shaped create batch against the object definitions (CONTRACT §5) and builds
+ * the records to insert, or lists every problem of every element.
+ */
+export function planCreate(
+  caller: Caller,
+  items: readonly CreateItemIn[],
+  objects: ReadonlyMap<number, ObjectDef>,
+  now: number,
+): Plan<NewRecord[]> {
+  const problems: InputProblem[] = [];
+  const records: NewRecord[] = [];
+  items.forEach((item, index) => {
+    const def = objects.get(item.objectId);
+    if (def === undefined || !canCreate(caller, def)) {
+      // An unknown and an inaccessible object answer the same.
+      problems.push({ pointer: pointer('', index, 'objectId'), code: 'unknown_object', message: 'no object definition you may create records for', status: 422 });
+      return;
+    }
+    const applied = applyFieldValues(def, [], item.fieldValues, pointer('', index), 'create');
+    problems.push(...applied.problems);
+    records.push({
+      objectId: def.id,
+      objectVersion: def.version,
+      name: renderTemplate(def, applied.values),
+      objectName: def.name,
+      fieldValues: applied.values,
+      sharedWorkspaceIds: def.workspaceIds,
+      userId: caller.userId,
+      now,
+      isTemplate: item.isTemplate ?? false,
+      creationType: 'User',
+    });
+  });
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: records };
+}

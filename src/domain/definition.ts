@@ -1,0 +1,53 @@
+import type { InputProblem } from '../http/errors.ts';
+import type { FieldDefinitionIn, ObjectDefinitionIn } from '../schemas/admin.ts';
+import { pointer } from '../schemas/parse.ts';
+import { templateFields } from './name.ts';
+
+export type FieldType = FieldDefinitionIn['type'];
+export type FieldDef = FieldDefinitionIn;
+
+/** One version of an object definition, as the domain functions need it. */
+export interface ObjectDef {
+  id: number;
+  version: number;
+  name: string;
+  nameTemplate?: string;
+  workspaceIds: number[];
+  fields: FieldDef[];
+}
+
+/** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
+export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
+  const problems: InputProblem[] = [];
+  const add = (at: string, code: string, message: string): void => {
+    problems.push({ pointer: at, code, message });
+  };
+  const seenWorkspaces = new Set<number>();
+  input.workspaceIds.forEach((id, i) => {
+    if (seenWorkspaces.has(id)) add(pointer('', 'workspaceIds', i), 'duplicate', 'workspace listed more than once');
+    seenWorkspaces.add(id);
+  });
+  const names = new Set<string>();
+  input.fields.forEach((field, i) => {
+    if (names.has(field.name)) add(pointer('', 'fields', i, 'name'), 'duplicate', 'field name used more than once');
+    names.add(field.name);
+    const choice = field.type === 'select' || field.type === 'multiSelect';
+    if (choice && (field.options === undefined || field.options.length === 0)) {
+      add(pointer('', 'fields', i, 'options'), 'required', `a ${field.type} field needs options`);
+    }
+    if (!choice && field.options !== undefined) add(pointer('', 'fields', i, 'options'), 'not_allowed', 'only select fields take options');
+    if (field.options !== undefined && new Set(field.options).size !== field.options.length) {
+      add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
+    }
+  });
+  for (const name of templateFields(input.nameTemplate ?? '')) {
+    if (!names.has(name)) add('/nameTemplate', 'unknown_field', `the template names ${name}, which is not a field`);
+  }
+  return problems;
+}
+
+/** The definition as the admin API answers it (the shape PUT accepts, plus id and version). */
+export function definitionOut(def: ObjectDef): Record<string, unknown> {
+  const { id, version, name, workspaceIds, nameTemplate, fields } = def;
+  return { id, version, name, workspaceIds, ...(nameTemplate === undefined ? {} : { nameTemplate }), fields };
+}

@@ -1,0 +1,107 @@
+import type { FieldDef } from './definition.ts';
+
+export const MAX_TEXT = 100_000;
+const MAX_URL = 8192;
+const MAX_EMAIL = 254;
+
+/** Why a value does not fit its field: `invalid_type` (wrong JSON type) or `invalid_value`. */
+export interface ValueProblem {
+  code: 'invalid_type' | 'invalid_value';
+  message: string;
+}
+
+const wrongType = (expected: string): ValueProblem => ({ code: 'invalid_type', message: `expected ${expected}` });
+const wrongValue = (message: string): ValueProblem => ({ code: 'invalid_value', message });
+
+/** Checks one non-null value against its field's type (CONTRACT §4); undefined when it fits. */
+export function checkValue(field: FieldDef, value: unknown): ValueProblem | undefined {
+  switch (field.type) {
+    case 'text':
+      if (typeof value !== 'string') return wrongType('string');
+      return characters(value) <= MAX_TEXT ? undefined : wrongValue(`expected at most ${MAX_TEXT} characters`);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : wrongType('number');
+    case 'integer':
+      return Number.isSafeInteger(value) ? undefined : wrongType('integer');
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : wrongType('boolean');
+    case 'date':
+      if (typeof value !== 'string') return wrongType('string');
+      return isDate(value) ? undefined : wrongValue('expected a calendar date YYYY-MM-DD');
+    case 'datetime':
+      if (typeof value !== 'string') return wrongType('string');
+      return isDateTime(value) ? undefined : wrongValue('expected an RFC 3339 date-time with offset');
+    case 'select':
+      if (typeof value !== 'string') return wrongType('string');
+      return field.options?.includes(value) ? undefined : wrongValue('expected one of the options');
+    case 'multiSelect':
+      return checkMultiSelect(field.options ?? [], value);
+    case 'email':
+      if (typeof value !== 'string') return wrongType('string');
+      return isEmail(value) ? undefined : wrongValue('expected an email address');
+    case 'url':
+      if (typeof value !== 'string') return wrongType('string');
+      return isHttpUrl(value) ? undefined : wrongValue('expected an absolute http or https URL');
+    case 'json':
+      return undefined;
+  }
+}
+
+/** Length in Unicode code points, as SQLite's length() and JSON Schema count. */
+export function characters(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
+}
+
+function checkMultiSelect(options: readonly string[], value: unknown): ValueProblem | undefined {
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) return wrongType('array of strings');
+  if (!value.every((item) => options.includes(item))) return wrongValue('expected only strings of the options');
+  return new Set(value).size === value.length ? undefined : wrongValue('expected distinct options');
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+function isCalendarDate(year: number, month: number, day: number): boolean {
+  const date = new Date(Date.UTC(2000, month - 1, day));
+  date.setUTCFullYear(year);
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+export function isDate(text: string): boolean {
+  const m = DATE.exec(text);
+  return m !== null && isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
+}
+
+export function isDateTime(text: string): boolean {
+  const m = DATE_TIME.exec(text);
+  if (m === null || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) return false;
+  // RFC 3339 allows a leap second (60).
+  const [hour, minute, second] = [Number(m[4]), Number(m[5]), Number(m[6])];
+  if (hour > 23 || minute > 59 || second > 60) return false;
+  return m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59);
+}
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)*$/;
+
+export function isEmail(text: string): boolean {
+  return text.length <= MAX_EMAIL && EMAIL.test(text);
+}
+
+export function isHttpUrl(text: string): boolean {
+  if (text.length > MAX_URL || !/^https?:\/\//i.test(text)) return false;
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}

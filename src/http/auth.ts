@@ -1,0 +1,34 @@
+import { HttpError, unauthorized } from './errors.ts';
+
+const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})$/i;
+
+/** The bearer token of a request, or 401. */
+export function bearerToken(request: Request): string {
+  const match = BEARER.exec(request.headers.get('Authorization') ?? '');
+  if (match?.[1] === undefined) throw unauthorized();
+  return match[1];
+}
+
+/** Lower-case hex SHA-256: how API keys are stored and looked up. */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A new API key: 32 random bytes, base64url, with a prefix that makes leaked keys greppable. */
+export function newApiKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return 'rk_' + btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
+}
+
+/** The admin API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 when no token is configured. */
+export async function requireAdmin(request: Request, adminToken: string | undefined): Promise<void> {
+  if (adminToken === undefined || adminToken === '') {
+    throw new HttpError(503, 'unavailable', 'Admin API disabled', 'Set the ADMIN_TOKEN secret to enable it.');
+  }
+  const sent = bearerToken(request);
+  // Compare digests so the comparison takes the same time whatever the lengths.
+  const [a, b] = await Promise.all([sha256Hex(sent), sha256Hex(adminToken)]);
+  const enc = new TextEncoder();
+  if (!crypto.subtle.timingSafeEqual(enc.encode(a), enc.encode(b))) throw unauthorized();
+}

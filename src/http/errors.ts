@@ -1,0 +1,83 @@
+/** The one error vocabulary of the service: thrown anywhere, turned into problem+json in one place. */
+
+export type ProblemCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'precondition_failed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'unprocessable'
+  | 'rate_limited'
+  | 'internal'
+  | 'unavailable'
+  // More specific codes that replace the generic one for their status.
+  | 'record_deleted';
+
+/** One problem with one input: a body location (`pointer`) or a path parameter. */
+export interface InputProblem {
+  pointer?: string;
+  parameter?: string;
+  code: string;
+  message: string;
+  /** Present when this problem alone would answer another status than the response's. */
+  status?: number;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ProblemCode,
+    readonly title: string,
+    readonly detail?: string,
+    readonly errors?: readonly InputProblem[],
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {
+    super(title);
+    this.name = 'HttpError';
+  }
+}
+
+function summary(problems: readonly InputProblem[], where: string): string {
+  return `${problems.length} problem${problems.length === 1 ? '' : 's'} in the ${where}`;
+}
+
+export const invalidBody = (problems: readonly InputProblem[]): HttpError =>
+  new HttpError(400, 'invalid_request', 'Request body is invalid', summary(problems, 'request body'), problems);
+
+export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
+  new HttpError(400, 'invalid_request', 'Path parameter is invalid', summary(problems, 'path'), problems);
+
+export const unauthorized = (): HttpError =>
+  new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <api key>.', undefined, {
+    'WWW-Authenticate': 'Bearer',
+  });
+
+export const notFound = (what = 'Resource'): HttpError => new HttpError(404, 'not_found', `${what} not found`);
+
+export const forbidden = (detail: string): HttpError => new HttpError(403, 'forbidden', 'Forbidden', detail);
+
+/**
+ * Problems found while checking a well-shaped body against definitions and stored records.
+ * The status is that of the first problem in request order (CONTRACT §7).
+ */
+export function rejected(problems: readonly InputProblem[]): HttpError {
+  const first = problems[0]?.status ?? 422;
+  const byStatus: Record<number, [ProblemCode, string]> = {
+    403: ['forbidden', 'Forbidden'],
+    404: ['not_found', 'Record not found'],
+    409: ['conflict', 'Conflict'],
+    422: ['unprocessable', 'Request cannot be applied'],
+  };
+  const [code, title] = byStatus[first] ?? ['unprocessable', 'Request cannot be applied'];
+  const specific = problems[0]?.code === 'record_deleted' ? 'record_deleted' : code;
+  const listed = problems.map((p) => (p.status === first ? withoutStatus(p) : p));
+  return new HttpError(first, specific, title, summary(problems, 'request'), listed);
+}
+
+function withoutStatus({ status: _status, ...rest }: InputProblem): InputProblem {
+  return rest;
+}

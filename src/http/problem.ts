@@ -1,0 +1,35 @@
+import { HttpError } from './errors.ts';
+
+export const PROBLEM_TYPE = 'application/problem+json';
+
+/** Shapes any thrown value into an RFC 9457 response; unknown errors are logged, never shown. */
+export function problemResponse(error: unknown, requestId: string): Response {
+  const known = error instanceof HttpError ? error : internal(error, requestId);
+  const body: Record<string, unknown> = {
+    type: 'about:blank',
+    title: known.title,
+    status: known.status,
+    code: known.code,
+  };
+  if (known.detail !== undefined) body.detail = known.detail;
+  if (known.errors !== undefined) body.errors = known.errors;
+  return new Response(JSON.stringify(body), {
+    status: known.status,
+    headers: { 'Content-Type': PROBLEM_TYPE, ...known.headers },
+  });
+}
+
+function internal(error: unknown, requestId: string): HttpError {
+  const retry = unavailableReason(error);
+  if (retry) return retry;
+  console.error(JSON.stringify({ requestId, error: error instanceof Error ? error.stack ?? error.message : String(error) }));
+  return new HttpError(500, 'internal', 'Internal error', `Quote request id ${requestId} when reporting this.`);
+}
+
+/** D1 or Durable Object overload is not our bug: ask the caller to come back. */
+function unavailableReason(error: unknown): HttpError | undefined {
+  const message = error instanceof Error ? error.message : '';
+  const overloaded = (error as { overloaded?: boolean } | null)?.overloaded === true || /overloaded/i.test(message);
+  if (!overloaded) return undefined;
+  return new HttpError(503, 'unavailable', 'Service overloaded', 'Try again shortly.', undefined, { 'Retry-After': '1' });
+}

@@ -1,0 +1,12 @@
+/** A JSON answer. */
+export function json(data: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(data), {
+    status,
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
+}
+
+/** An answer that carries one record: with its version as a strong ETag (CONTRACT §6). */
+export function recordResponse(record: { version: number }): Response {
+  return json(record, 200, { ETag: `"${record.version}"` });
+}

@@ -1,0 +1,14 @@
+import { createContext } from './context.ts';
+import type { Env } from './env.ts';
+import { requestIdOf } from './http/request-id.ts';
+import { buildRouter } from './router.ts';
+
+export { RecordObject } from './record-object.ts';
+
+const router = buildRouter();
+
+export default {
+  fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+    return router.fetch(request, createContext(env, requestIdOf(request), ctx));
+  },
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,97 @@
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type * as v from 'valibot';
+import type { Operation } from './routes/table.ts';
+import { Problem } from './schemas/problem.ts';
+
+/**
+ * CONTRACT §10: OpenAPI 3.1, generated from the operation table and the same Valibot schemas
+ * that validate requests, so the document cannot drift from the code.
+ */
+
+const schema = (s: v.GenericSchema): unknown => {
+  const { $schema: _dialect, ...rest } = toJsonSchema(s, { target: 'draft-2020-12', errorMode: 'ignore' }) as Record<string, unknown>;
+  return rest;
+};
+
+const TITLES: Record<number, string> = {
+  400: 'Invalid request (body shape, JSON, path parameter)',
+  401: 'Missing or unknown credentials',
+  403: 'Visible, but the caller may not change it',
+  404: 'Not found (or not visible to the caller)',
+  409: 'Conflict (a deleted record)',
+  412: 'If-Match did not match the current version',
+  413: 'Body larger than 1 MiB',
+  415: 'Content-Type is not application/json',
+  422: 'Valid shape, but not applicable to definitions or records',
+  500: 'Internal error',
+  503: 'Unavailable; retry after Retry-After',
+};
+
+/** Statuses an operation can answer, from what it takes. */
+export function errorStatuses(op: Operation): number[] {
+  const hasParams = op.path.includes(':');
+  const statuses = new Set<number>([...op.errors, 500, 503]);
+  if (op.auth !== 'none') statuses.add(401);
+  if (op.body !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
+  if (hasParams) [400, 404].forEach((s) => statuses.add(s));
+  return [...statuses].sort((a, b) => a - b);
+}
+
+const header = (description: string) => ({ description, schema: { type: 'string' } });
+
+export function openApiDocument(operations: readonly Operation[]): unknown {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of operations) {
+    const path = op.path.replace(/:(\w+)/g, '{$1}');
+    const parameters = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({
+      name: m[1], in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9]+$' },
+    }));
+    const common = { 'X-Request-Id': header('Echo of the caller\'s id, or a new one'), 'Server-Timing': header('D1 round trips and Durable Object calls') };
+    const okHeaders = op.ok.etag === true ? { ...common, ETag: header('"<version>" of the record') } : common;
+    const responses: Record<string, unknown> = {
+      [op.ok.status]: {
+        description: 'Success',
+        headers: okHeaders,
+        ...(op.ok.schema === undefined
+          ? op.path === '/openapi.json' ? { content: { 'application/json': { schema: { type: 'object' } } } } : {}
+          : { content: { 'application/json': { schema: schema(op.ok.schema) } } }),
+      },
+    };
+    for (const status of errorStatuses(op)) {
+      responses[status] = {
+        description: TITLES[status] ?? 'Error',
+        headers: common,
+        content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+      };
+    }
+    paths[path] ??= {};
+    paths[path][op.method.toLowerCase()] = {
+      summary: op.summary,
+      ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
+      ...(parameters.length > 0 ? { parameters } : {}),
+      ...(op.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: schema(op.body) } } } }),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Record service', version: '1.0.0' },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    security: [{ apiKey: [] }],
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from POST /admin/users/{userId}/keys' },
+        adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN secret' },
+      },
+      schemas: { Problem: schema(Problem) },
+    },
+    paths,
+  };
+}
+
+let cached: string | undefined;
+
+export function openApiResponse(operations: readonly Operation[]): Response {
+  cached ??= JSON.stringify(openApiDocument(operations));
+  return new Response(cached, { headers: { 'Content-Type': 'application/json' } });
+}

@@ -1,0 +1,89 @@
+import type { IRequest } from 'itty-router';
+import type { Context } from '../context.ts';
+import { definitionOut, definitionProblems } from '../domain/definition.ts';
+import { newApiKey, requireAdmin, sha256Hex } from '../http/auth.ts';
+import { readJson } from '../http/body.ts';
+import { invalidBody, notFound, rejected } from '../http/errors.ts';
+import { pathIds } from '../http/params.ts';
+import { json } from '../http/respond.ts';
+import { MembershipInput, NamedInput, ObjectDefinitionInput, type ObjectDefinitionIn } from '../schemas/admin.ts';
+import { parseObject, pointer, type Parsed } from '../schemas/parse.ts';
+
+/** CONTRACT §4: the admin API. Every handler first checks the admin token. */
+
+function valid<T>(parsed: Parsed<T>): T {
+  if (!parsed.ok) throw invalidBody(parsed.problems);
+  return parsed.value;
+}
+
+export async function createUser(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { name } = valid(parseObject(NamedInput, await readJson(request)));
+  return json(await store.createUser(name, Date.now()), 201);
+}
+
+export async function createKey(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { userId } = pathIds(request.params, 'userId');
+  const key = newApiKey();
+  if (!(await store.createKey(userId, await sha256Hex(key), Date.now()))) throw notFound('User');
+  return json({ key }, 201);
+}
+
+export async function createWorkspace(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { name } = valid(parseObject(NamedInput, await readJson(request)));
+  return json(await store.createWorkspace(name, Date.now()), 201);
+}
+
+export async function putMember(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
+  const { role } = valid(parseObject(MembershipInput, await readJson(request)));
+  if (!(await store.putMember(workspaceId, userId, role))) throw notFound('Workspace or user');
+  return json({ workspaceId, userId, role });
+}
+
+export async function deleteMember(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
+  if (!(await store.deleteMember(workspaceId, userId))) throw notFound('Workspace or user');
+  return new Response(null, { status: 204 });
+}
+
+/** A valid definition whose workspaces all exist, or 400 / 422. */
+async function definitionBody(request: IRequest, { store }: Context): Promise<ObjectDefinitionIn> {
+  const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)));
+  const shape = definitionProblems(input);
+  if (shape.length > 0) throw invalidBody(shape);
+  const existing = await store.existingWorkspaces(input.workspaceIds);
+  const missing = input.workspaceIds.flatMap((id, i) =>
+    existing.has(id) ? [] : [{ pointer: pointer('', 'workspaceIds', i), code: 'unknown_workspace', message: 'no such workspace', status: 422 }],
+  );
+  if (missing.length > 0) throw rejected(missing);
+  return input;
+}
+
+export async function createObject(request: IRequest, context: Context): Promise<Response> {
+  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  const input = await definitionBody(request, context);
+  return json(definitionOut(await context.store.createObject(input, Date.now())), 201);
+}
+
+export async function updateObject(request: IRequest, context: Context): Promise<Response> {
+  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  const { objectId } = pathIds(request.params, 'objectId');
+  const input = await definitionBody(request, context);
+  const def = await context.store.updateObject(objectId, input, Date.now());
+  if (def === undefined) throw notFound('Object');
+  return json(definitionOut(def));
+}
+
+export async function getObject(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { objectId } = pathIds(request.params, 'objectId');
+  const def = await store.getObject(objectId);
+  if (def === undefined) throw notFound('Object');
+  return json(definitionOut(def));
+}
+

@@ -1,0 +1,14 @@
+import type { IRequest } from 'itty-router';
+import type { Context } from '../context.ts';
+import { HttpError } from '../http/errors.ts';
+import { json } from '../http/respond.ts';
+
+/** CONTRACT §10: 200 when D1 answers; 503 otherwise. No key needed. */
+export async function health(_request: IRequest, { store }: Context): Promise<Response> {
+  try {
+    if (await store.ping()) return json({ status: 'ok' });
+  } catch {
+    // Reported below as unavailable: the cause is D1's, not the caller's.
+  }
+  throw new HttpError(503, 'unavailable', 'Storage unreachable', 'D1 did not answer.', undefined, { 'Retry-After': '5' });
+}

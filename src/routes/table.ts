@@ -1,0 +1,68 @@
+import type { IRequest } from 'itty-router';
+import * as v from 'valibot';
+import type { Context } from '../context.ts';
+import { ApiKey, MembershipInput, Membership, Named, NamedInput, ObjectDefinition, ObjectDefinitionInput } from '../schemas/admin.ts';
+import { MAX_BATCH } from '../schemas/common.ts';
+import { Health } from '../schemas/problem.ts';
+import { BatchItemSchema, CreateItem, RecordSchema } from '../schemas/record.ts';
+import * as admin from './admin.ts';
+import { openApiResponse } from '../openapi.ts';
+import { health } from './meta.ts';
+import { createRecords } from './records-create.ts';
+import { readRecord } from './records-read.ts';
+
+export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One operation: how it is routed and how /openapi.json documents it. */
+export interface Operation {
+  method: Method;
+  /** itty-router path; `:name` parameters are ids (digits only). */
+  path: string;
+  handler: Handler;
+  summary: string;
+  auth: 'key' | 'admin' | 'none';
+  body?: v.GenericSchema;
+  ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
+  /** Statuses beyond those every operation of its kind can answer (see openapi.ts). */
+  errors: number[];
+}
+
+const batchOf = <S extends v.GenericSchema>(item: S) => v.pipe(v.array(item), v.minLength(1), v.maxLength(MAX_BATCH));
+const items = v.array(BatchItemSchema);
+
+/** Every operation of the service, in routing order (a literal segment before a parameter). */
+export const operations: Operation[] = [
+  { method: 'GET', path: '/health', handler: health, summary: 'Health: 200 when D1 answers', auth: 'none', ok: { status: 200, schema: Health }, errors: [] },
+  { method: 'GET', path: '/openapi.json', handler: () => openApiResponse(operations), summary: 'This document', auth: 'none', ok: { status: 200 }, errors: [] },
+  {
+    method: 'POST', path: '/records/batch', handler: createRecords, summary: 'Create 1 to 20 records (all or nothing)',
+    auth: 'key', body: batchOf(CreateItem), ok: { status: 201, schema: items }, errors: [422],
+  },
+  {
+    method: 'GET', path: '/records/:recordId', handler: readRecord, summary: 'Read a record visible to the caller',
+    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, errors: [],
+  },
+  {
+    method: 'GET', path: '/workspaces/:workspaceId/records/:recordId', handler: readRecord,
+    summary: 'Read a record shared with a workspace the caller belongs to', auth: 'key',
+    ok: { status: 200, schema: RecordSchema, etag: true }, errors: [],
+  },
+  { method: 'POST', path: '/admin/users', handler: admin.createUser, summary: 'Create a user', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [] },
+  { method: 'POST', path: '/admin/users/:userId/keys', handler: admin.createKey, summary: 'Issue an API key for a user (shown once)', auth: 'admin', ok: { status: 201, schema: ApiKey }, errors: [] },
+  { method: 'POST', path: '/admin/workspaces', handler: admin.createWorkspace, summary: 'Create a workspace', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [] },
+  {
+    method: 'PUT', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.putMember, summary: 'Add a member or change their role',
+    auth: 'admin', body: MembershipInput, ok: { status: 200, schema: Membership }, errors: [],
+  },
+  { method: 'DELETE', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.deleteMember, summary: 'Remove a member', auth: 'admin', ok: { status: 204 }, errors: [] },
+  {
+    method: 'POST', path: '/admin/objects', handler: admin.createObject, summary: 'Create an object definition (version 1)',
+    auth: 'admin', body: ObjectDefinitionInput, ok: { status: 201, schema: ObjectDefinition }, errors: [422],
+  },
+  {
+    method: 'PUT', path: '/admin/objects/:objectId', handler: admin.updateObject, summary: 'Replace an object definition (next version)',
+    auth: 'admin', body: ObjectDefinitionInput, ok: { status: 200, schema: ObjectDefinition }, errors: [422],
+  },
+  { method: 'GET', path: '/admin/objects/:objectId', handler: admin.getObject, summary: 'Read the current object definition', auth: 'admin', ok: { status: 200, schema: ObjectDefinition }, errors: [] },
+];

@@ -1,0 +1,39 @@
+import * as v from 'valibot';
+import { EntityName, FieldName, Id } from './common.ts';
+
+export const FIELD_TYPES = [
+  'text', 'number', 'integer', 'boolean', 'date', 'datetime', 'select', 'multiSelect', 'email', 'url', 'json',
+] as const;
+
+export const NamedInput = v.strictObject({ name: EntityName });
+export const Named = v.strictObject({ id: Id, name: EntityName });
+
+export const ApiKey = v.strictObject({
+  key: v.pipe(v.string(), v.description('The API key; shown only once, only its hash is stored.')),
+});
+
+export const Role = v.picklist(['editor', 'viewer']);
+export const MembershipInput = v.strictObject({ role: Role });
+export const Membership = v.strictObject({ workspaceId: Id, userId: Id, role: Role });
+
+export const FieldDefinition = v.strictObject({
+  name: FieldName,
+  type: v.picklist(FIELD_TYPES),
+  required: v.exactOptional(v.boolean()),
+  options: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(200))), v.maxLength(1000))),
+});
+export type FieldDefinitionIn = v.InferOutput<typeof FieldDefinition>;
+
+export const ObjectDefinitionInput = v.strictObject({
+  name: EntityName,
+  workspaceIds: v.pipe(v.array(Id), v.minLength(1), v.maxLength(100)),
+  nameTemplate: v.exactOptional(v.pipe(v.string(), v.maxLength(10000))),
+  fields: v.pipe(v.array(FieldDefinition), v.maxLength(200)),
+});
+export type ObjectDefinitionIn = v.InferOutput<typeof ObjectDefinitionInput>;
+
+export const ObjectDefinition = v.strictObject({
+  id: Id,
+  version: v.pipe(Id, v.minValue(1)),
+  ...ObjectDefinitionInput.entries,
+});

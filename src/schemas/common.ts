@@ -1,0 +1,13 @@
+import * as v from 'valibot';
+
+/** CONTRACT §1: JSON integers only, >= 0, within the safe range. */
+export const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
+
+/** Field names of object definitions (CONTRACT §4); a malformed one is a shape problem. */
+export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
+export const FieldName = v.pipe(v.string(), v.regex(FIELD_NAME));
+
+/** A display name of an admin entity (user, workspace, object). */
+export const EntityName = v.pipe(v.string(), v.minLength(1), v.maxLength(200));
+
+export const MAX_BATCH = 20;

@@ -1,0 +1,108 @@
+import * as v from 'valibot';
+import type { InputProblem } from '../http/errors.ts';
+import { MAX_BATCH } from './common.ts';
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
+
+type Schema = v.GenericSchema;
+
+/** RFC 6901 pointer of a path below `prefix`. */
+export function pointer(prefix: string, ...keys: readonly (string | number)[]): string {
+  return prefix + keys.map((k) => '/' + String(k).replaceAll('~', '~0').replaceAll('/', '~1')).join('');
+}
+
+/** Every problem Valibot finds, in our vocabulary; messages never quote the input. */
+export function shapeProblems(schema: Schema, input: unknown, prefix = ''): InputProblem[] {
+  const result = v.safeParse(schema, input);
+  if (result.success) return [];
+  return result.issues.map((issue) => toProblem(issue, prefix));
+}
+
+function toProblem(issue: v.BaseIssue<unknown>, prefix: string): InputProblem {
+  const keys = (issue.path ?? []).map((item) => item.key as string | number);
+  const at = pointer(prefix, ...keys);
+  const last = keys.at(-1);
+  if (issue.kind === 'schema' && issue.expected === 'never') {
+    return { pointer: at, code: 'unknown_property', message: `unknown property ${String(last)}` };
+  }
+  if (issue.kind === 'schema' && issue.received === 'undefined' && issue.path?.at(-1)?.type === 'object') {
+    return { pointer: at, code: 'required', message: `${String(last)} is required` };
+  }
+  const [code, message] = describe(issue);
+  return { pointer: at, code, message };
+}
+
+function describe(issue: v.BaseIssue<unknown>): [string, string] {
+  switch (issue.type) {
+    case 'integer':
+      return ['invalid_type', 'expected integer'];
+    case 'min_value':
+    case 'max_value':
+      return ['out_of_range', `expected ${issue.expected}`];
+    case 'min_length':
+    case 'max_length':
+      return ['invalid_length', `expected length ${issue.expected}`];
+    case 'regex':
+      return ['invalid_format', `expected to match ${issue.expected}`];
+    default:
+      return ['invalid_type', `expected ${issue.expected}`];
+  }
+}
+
+/** Problems for a key whose value repeats within `list` (e.g. the same fieldName twice). */
+export function duplicateProblems(list: unknown, key: string, prefix: string): InputProblem[] {
+  if (!Array.isArray(list)) return [];
+  const seen = new Set<unknown>();
+  const problems: InputProblem[] = [];
+  list.forEach((item: unknown, index) => {
+    if (typeof item !== 'object' || item === null || !(key in item)) return;
+    const value = (item as Record<string, unknown>)[key];
+    if (typeof value !== 'string' && typeof value !== 'number') return;
+    if (seen.has(value)) {
+      problems.push({ pointer: pointer(prefix, index, key), code: 'duplicate', message: `${key} appears more than once` });
+    }
+    seen.add(value);
+  });
+  return problems;
+}
+
+/** Duplicated fieldName within the fieldValues list of an object at `prefix`. */
+export function fieldValueDuplicates(item: unknown, prefix: string): InputProblem[] {
+  if (typeof item !== 'object' || item === null) return [];
+  return duplicateProblems((item as { fieldValues?: unknown }).fieldValues, 'fieldName', pointer(prefix, 'fieldValues'));
+}
+
+/**
+ * Parses a batch body. The length is checked first because Valibot skips array-level
+ * actions when any item fails; then every item, and `extra` checks (duplicates) on the raw input.
+ */
+export function parseBatch<S extends Schema>(
+  item: S,
+  input: unknown,
+  extra: (items: readonly unknown[]) => InputProblem[],
+): Parsed<v.InferOutput<S>[]> {
+  if (!Array.isArray(input)) {
+    return { ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an array' }] };
+  }
+  if (input.length < 1 || input.length > MAX_BATCH) {
+    return {
+      ok: false,
+      problems: [{ pointer: '', code: 'invalid_length', message: `expected 1 to ${MAX_BATCH} elements` }],
+    };
+  }
+  const problems = [
+    ...input.flatMap((element, index) => shapeProblems(item, element, pointer('', index))),
+    ...extra(input),
+  ];
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S>[] };
+}
+
+/** Parses one object body; `extra` adds checks Valibot cannot express (duplicates). */
+export function parseObject<S extends Schema>(
+  schema: S,
+  input: unknown,
+  extra: (input: unknown) => InputProblem[] = () => [],
+): Parsed<v.InferOutput<S>> {
+  const problems = [...shapeProblems(schema, input), ...extra(input)];
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S> };
+}

@@ -1,0 +1,51 @@
+/**
+ * Counts the round trips a request makes, for `Server-Timing` (issue 4): every D1 call
+ * (a `batch()` is one) and every Durable Object call, with their durations.
+ */
+export interface Work {
+  d1Trips: number;
+  d1Ms: number;
+}
+
+export class Meter implements Work {
+  d1Trips = 0;
+  d1Ms = 0;
+  doCalls = 0;
+  doMs = 0;
+
+  async d1<T>(call: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    try {
+      return await call();
+    } finally {
+      this.d1Trips++;
+      this.d1Ms += performance.now() - start;
+    }
+  }
+
+  /** A Durable Object call; the D1 work done inside the object is added from its answer. */
+  async durable<T extends { work: Work }>(call: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    try {
+      const answer = await call();
+      this.d1Trips += answer.work.d1Trips;
+      this.d1Ms += answer.work.d1Ms;
+      return answer;
+    } finally {
+      this.doCalls++;
+      this.doMs += performance.now() - start;
+    }
+  }
+
+  work(): Work {
+    return { d1Trips: this.d1Trips, d1Ms: this.d1Ms };
+  }
+
+  header(): string {
+    const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
+    return (
+      `d1;dur=${this.d1Ms.toFixed(1)};desc="${plural(this.d1Trips, 'round trip', 'round trips')}", ` +
+      `do;dur=${this.doMs.toFixed(1)};desc="${plural(this.doCalls, 'call', 'calls')}"`
+    );
+  }
+}

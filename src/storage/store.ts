@@ -1,0 +1,270 @@
+import type { Caller, Role } from '../domain/access.ts';
+import type { NewRecord } from '../domain/create.ts';
+import type { FieldDef, ObjectDef } from '../domain/definition.ts';
+import type { ObjectDefinitionIn } from '../schemas/admin.ts';
+import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
+import type { Meter } from './meter.ts';
+
+/** All SQL of the service. Every method is one D1 round trip unless it says otherwise. */
+
+interface RecordRow {
+  id: number;
+  object_id: number;
+  object_version: number;
+  name: string;
+  field_values: string;
+  creation_type: 'System' | 'User';
+  version: number;
+  deleted: number;
+  owned_by: number | null;
+  created_at: number;
+  created_by: number;
+  updated_at: number;
+  updated_by: number;
+  is_template: number;
+}
+
+interface ObjectRow {
+  id: number;
+  version: number;
+  name: string;
+  name_template: string | null;
+  fields: string;
+  workspace_ids: string;
+}
+
+interface CallerRow {
+  user_id: number;
+  workspace_id: number | null;
+  role: Role | null;
+}
+
+const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
+  LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ?`;
+
+const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+  WHERE o.id IN (SELECT value FROM json_each(?))`;
+
+const RECORDS = `SELECT r.*, (SELECT json_group_array(workspace_id) FROM
+    (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
+  FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
+
+// The id is max + 1 (rows are never deleted, so it is never reused); the fallback name needs
+// the id, so it is built here: keep it in step with fallbackName() in domain/name.ts.
+const INSERT_RECORD = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type,
+    version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template)
+  SELECT n.id, ?1, ?2, coalesce(?3, ?4 || ' #' || n.id), ?5, ?6, 1, 0, ?7, ?8, ?7, ?8, ?7, ?9
+  FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
+  RETURNING *`;
+
+const SHARE_LAST_RECORD = `INSERT INTO record_workspaces (record_id, workspace_id)
+  SELECT (SELECT max(id) FROM records), value FROM json_each(?)`;
+
+export class Store {
+  constructor(
+    private readonly db: D1Database,
+    private readonly meter: Meter,
+  ) {}
+
+  private batch<T>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
+    return this.meter.d1(() => this.db.batch<T>(statements));
+  }
+
+  private all<T>(statement: D1PreparedStatement): Promise<T[]> {
+    return this.meter.d1(async () => (await statement.all<T>()).results);
+  }
+
+  /** The caller behind a key hash and the current definitions of `objectIds`, in one round trip. */
+  async createContext(keyHash: string, objectIds: readonly number[]): Promise<{ caller: Caller | undefined; objects: Map<number, ObjectDef> }> {
+    const [callerRows, objectRows] = await this.batch<unknown>([
+      this.db.prepare(CALLER).bind(keyHash),
+      this.db.prepare(OBJECTS).bind(JSON.stringify(objectIds)),
+    ]);
+    const objects = (objectRows?.results ?? []) as ObjectRow[];
+    return {
+      caller: toCaller((callerRows?.results ?? []) as CallerRow[]),
+      objects: new Map(objects.map((row) => [row.id, toObjectDef(row)])),
+    };
+  }
+
+  /** The caller behind a key hash and the records `recordIds`, in one round trip. */
+  async readContext(keyHash: string, recordIds: readonly number[]): Promise<{ caller: Caller | undefined; records: Map<number, RecordOut> }> {
+    const [callerRows, recordRows] = await this.batch<unknown>([
+      this.db.prepare(CALLER).bind(keyHash),
+      this.db.prepare(RECORDS).bind(JSON.stringify(recordIds)),
+    ]);
+    const records = ((recordRows?.results ?? []) as (RecordRow & { shared_workspace_ids: string })[]).map((row) =>
+      toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]),
+    );
+    return { caller: toCaller((callerRows?.results ?? []) as CallerRow[]), records: new Map(records.map((r) => [r.id, r])) };
+  }
+
+  /** Inserts every record and its sharing in one transaction: all or nothing. */
+  async insertRecords(records: readonly NewRecord[]): Promise<RecordOut[]> {
+    const statements = records.flatMap((r) => [
+      this.db
+        .prepare(INSERT_RECORD)
+        .bind(r.objectId, r.objectVersion, r.name ?? null, r.objectName, JSON.stringify(r.fieldValues), r.creationType, r.userId, r.now, r.isTemplate ? 1 : 0),
+      this.db.prepare(SHARE_LAST_RECORD).bind(JSON.stringify(r.sharedWorkspaceIds)),
+    ]);
+    const results = await this.batch<RecordRow>(statements);
+    return records.map((r, index) => {
+      const row = results[index * 2]?.results[0];
+      if (row === undefined) throw new Error('insert returned no row');
+      return toRecord(row, r.sharedWorkspaceIds);
+    });
+  }
+
+  async ping(): Promise<boolean> {
+    const rows = await this.all<{ ok: number }>(this.db.prepare('SELECT 1 AS ok'));
+    return rows[0]?.ok === 1;
+  }
+
+  // ---- admin -------------------------------------------------------------------------------
+
+  async createUser(name: string, now: number): Promise<{ id: number; name: string }> {
+    const rows = await this.all<{ id: number; name: string }>(
+      this.db.prepare('INSERT INTO users (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
+    );
+    return single(rows);
+  }
+
+  /** Stores a key hash for an existing user; false when the user does not exist. */
+  async createKey(userId: number, keyHash: string, now: number): Promise<boolean> {
+    const rows = await this.all(
+      this.db
+        .prepare('INSERT INTO api_keys (key_hash, user_id, created_at) SELECT ?, id, ? FROM users WHERE id = ? RETURNING user_id')
+        .bind(keyHash, now, userId),
+    );
+    return rows.length === 1;
+  }
+
+  async createWorkspace(name: string, now: number): Promise<{ id: number; name: string }> {
+    const rows = await this.all<{ id: number; name: string }>(
+      this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
+    );
+    return single(rows);
+  }
+
+  /** Sets a role; false when the workspace or the user does not exist. */
+  async putMember(workspaceId: number, userId: number, role: Role): Promise<boolean> {
+    const rows = await this.all(
+      this.db
+        .prepare(
+          `INSERT INTO memberships (workspace_id, user_id, role)
+           SELECT w.id, u.id, ?3 FROM workspaces w, users u WHERE w.id = ?1 AND u.id = ?2
+           ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role RETURNING role`,
+        )
+        .bind(workspaceId, userId, role),
+    );
+    return rows.length === 1;
+  }
+
+  /** Removes a membership (if any); false when the workspace or the user does not exist. */
+  async deleteMember(workspaceId: number, userId: number): Promise<boolean> {
+    const [, exists] = await this.batch<{ found: number }>([
+      this.db.prepare('DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?').bind(workspaceId, userId),
+      this.db
+        .prepare('SELECT (SELECT count(*) FROM workspaces WHERE id = ?) + (SELECT count(*) FROM users WHERE id = ?) AS found')
+        .bind(workspaceId, userId),
+    ]);
+    return exists?.results[0]?.found === 2;
+  }
+
+  /** Which of `ids` are existing workspaces. */
+  async existingWorkspaces(ids: readonly number[]): Promise<Set<number>> {
+    const rows = await this.all<{ id: number }>(
+      this.db.prepare('SELECT id FROM workspaces WHERE id IN (SELECT value FROM json_each(?))').bind(JSON.stringify(ids)),
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /** Creates an object with its version 1. */
+  async createObject(input: ObjectDefinitionIn, now: number): Promise<ObjectDef> {
+    const [, inserted] = await this.batch<ObjectRow>([
+      this.db.prepare('INSERT INTO objects (current_version) VALUES (1)'),
+      this.insertVersion('(SELECT max(id) FROM objects)', input, now),
+    ]);
+    return toObjectDef(single(inserted?.results ?? []));
+  }
+
+  /** Adds the next version of an existing object; undefined when it does not exist. */
+  async updateObject(id: number, input: ObjectDefinitionIn, now: number): Promise<ObjectDef | undefined> {
+    const [, inserted] = await this.batch<ObjectRow>([
+      this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
+      this.insertVersion('?', input, now, id),
+    ]);
+    const row = inserted?.results[0];
+    return row === undefined ? undefined : toObjectDef(row);
+  }
+
+  private insertVersion(objectId: string, input: ObjectDefinitionIn, now: number, ...idParam: number[]): D1PreparedStatement {
+    return this.db
+      .prepare(
+        `INSERT INTO object_versions (object_id, version, name, name_template, fields, workspace_ids, created_at)
+         SELECT id, current_version, ?, ?, ?, ?, ? FROM objects WHERE id = ${objectId}
+         RETURNING object_id AS id, version, name, name_template, fields, workspace_ids`,
+      )
+      .bind(
+        input.name,
+        input.nameTemplate ?? null,
+        JSON.stringify(input.fields),
+        JSON.stringify([...new Set(input.workspaceIds)].sort((a, b) => a - b)),
+        now,
+        ...idParam,
+      );
+  }
+
+  async getObject(id: number): Promise<ObjectDef | undefined> {
+    const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS).bind(JSON.stringify([id])));
+    return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
+  }
+}
+
+function single<T>(rows: readonly T[]): T {
+  const row = rows[0];
+  if (row === undefined) throw new Error('expected one row');
+  return row;
+}
+
+function toCaller(rows: readonly CallerRow[]): Caller | undefined {
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  const roles = new Map<number, Role>();
+  for (const row of rows) if (row.workspace_id !== null && row.role !== null) roles.set(row.workspace_id, row.role);
+  return { userId: first.user_id, roles };
+}
+
+function toObjectDef(row: ObjectRow): ObjectDef {
+  const def: ObjectDef = {
+    id: row.id,
+    version: row.version,
+    name: row.name,
+    workspaceIds: JSON.parse(row.workspace_ids) as number[],
+    fields: JSON.parse(row.fields) as FieldDef[],
+  };
+  if (row.name_template !== null) def.nameTemplate = row.name_template;
+  return def;
+}
+
+/** The one serialization of a record (CONTRACT §1: identical wherever it appears). */
+function toRecord(row: RecordRow, sharedWorkspaceIds: number[]): RecordOut {
+  return {
+    id: row.id,
+    objectId: row.object_id,
+    objectVersion: row.object_version,
+    name: row.name,
+    fieldValues: JSON.parse(row.field_values) as FieldValueOut[],
+    creationType: row.creation_type,
+    version: row.version,
+    deleted: row.deleted === 1,
+    sharedWorkspaceIds,
+    ownedBy: row.owned_by,
+    createdAt: row.created_at,
+    createdBy: row.created_by,
+    updatedAt: row.updated_at,
+    updatedBy: row.updated_by,
+    isTemplate: row.is_template === 1,
+  };
+}

@@ -1,0 +1,42 @@
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const root = (path: string): string => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        // The pure core: plain Node, milliseconds.
+        test: { name: 'core', root: root(''), include: ['test/unit/**/*.test.ts'], benchmark: { include: ['test/unit/**/*.bench.ts'] } },
+      },
+      {
+        // Storage, routes and the Durable Object inside the Workers runtime against real D1.
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: root('wrangler.toml') },
+            miniflare: {
+              bindings: {
+                ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+                TEST_MIGRATIONS: await readD1Migrations(root('migrations')),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: 'workers',
+          root: root(''),
+          include: ['test/integration/**/*.test.ts'],
+          setupFiles: ['test/integration/setup.ts'],
+        },
+      },
+      {
+        // Over real HTTP against a locally started Worker.
+        test: { name: 'e2e', root: root(''), include: ['test/e2e/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 120_000 },
+      },
+    ],
+  },
+});
