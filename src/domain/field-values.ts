@@ -29,7 +29,7 @@ export function applyFieldValues(
   changes.forEach(({ fieldName, value }, index) => {
     const field = fields.get(fieldName);
     if (field === undefined) {
-      problems.push(problem(pointer(prefix, 'fieldValues', index, 'fieldName'), 'unknown_field', `${fieldName} is not a field of the object`));
+      problems.push(problem(pointer(prefix, 'fieldValues', index, 'fieldName'), 'unknown_field', 'not a field of the object'));
       return;
     }
     if (value === null) {

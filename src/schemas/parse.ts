@@ -23,7 +23,7 @@ function toProblem(issue: v.BaseIssue<unknown>, prefix: string): InputProblem {
   const at = pointer(prefix, ...keys);
   const last = keys.at(-1);
   if (issue.kind === 'schema' && issue.expected === 'never') {
-    return { pointer: at, code: 'unknown_property', message: `unknown property ${String(last)}` };
+    return { pointer: at, code: 'unknown_property', message: 'unknown property' };
   }
   if (issue.kind === 'schema' && issue.received === 'undefined' && issue.path?.at(-1)?.type === 'object') {
     return { pointer: at, code: 'required', message: `${String(last)} is required` };

@@ -1,0 +1,100 @@
+import { env, exports } from 'cloudflare:workers';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface Answer<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** Raw body text, sent as is. */
+  raw?: string;
+  key?: string;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP call into the Worker, as a client would make it. */
+export async function call<T = any>(method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key !== undefined) headers.Authorization = `Bearer ${options.key}`;
+  let body: string | undefined = options.raw;
+  if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined) headers['Content-Type'] ??= 'application/json';
+  const res = await exports.default.fetch(`http://records.test${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+export const admin = <T = any>(method: string, path: string, body?: unknown): Promise<Answer<T>> =>
+  call<T>(method, path, { key: ADMIN_TOKEN, ...(body === undefined ? {} : { body }) });
+
+async function expectCreated<T>(answer: Answer<T>): Promise<T> {
+  if (answer.status !== 201 && answer.status !== 200) throw new Error(`setup failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body;
+}
+
+export async function newUser(name = 'user'): Promise<{ id: number; key: string }> {
+  const { id } = await expectCreated(await admin<{ id: number }>('POST', '/admin/users', { name }));
+  const { key } = await expectCreated(await admin<{ key: string }>('POST', `/admin/users/${id}/keys`));
+  return { id, key };
+}
+
+export async function newWorkspace(members: Record<number, 'editor' | 'viewer'> = {}): Promise<number> {
+  const { id } = await expectCreated(await admin<{ id: number }>('POST', '/admin/workspaces', { name: 'ws' }));
+  for (const [userId, role] of Object.entries(members)) {
+    await expectCreated(await admin('PUT', `/admin/workspaces/${id}/members/${userId}`, { role }));
+  }
+  return id;
+}
+
+export const CONTACT_FIELDS = [
+  { name: 'firstName', type: 'text', required: true },
+  { name: 'lastName', type: 'text' },
+  { name: 'age', type: 'integer' },
+  { name: 'stage', type: 'select', options: ['lead', 'customer'] },
+  { name: 'tags', type: 'multiSelect', options: ['a', 'b', 'c'] },
+  { name: 'email', type: 'email' },
+];
+
+export async function newObject(workspaceIds: number[], extra: Record<string, unknown> = {}): Promise<any> {
+  return expectCreated(
+    await admin('POST', '/admin/objects', {
+      name: 'Contact',
+      workspaceIds,
+      nameTemplate: '{firstName} {lastName}',
+      fields: CONTACT_FIELDS,
+      ...extra,
+    }),
+  );
+}
+
+/** A user who edits a workspace holding a Contact object: the usual starting point. */
+export async function world() {
+  const editor = await newUser('editor');
+  const viewer = await newUser('viewer');
+  const stranger = await newUser('stranger');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
+  const object = await newObject([workspaceId]);
+  return { editor, viewer, stranger, workspaceId, object };
+}
+
+export async function createOne(key: string, objectId: number, fieldValues: unknown[], extra: Record<string, unknown> = {}): Promise<any> {
+  const answer = await call('POST', '/records/batch', { key, body: [{ objectId, fieldValues, ...extra }] });
+  if (answer.status !== 201) throw new Error(`create failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body[0].record;
+}
+
+export async function countRows(table: string): Promise<number> {
+  const row = await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+export function expectProblem(answer: Answer, status: number, code: string): void {
+  if (answer.status !== status || answer.body?.code !== code || answer.body?.status !== status) {
+    throw new Error(`expected ${status} ${code}, got ${answer.status} ${JSON.stringify(answer.body)}`);
+  }
+  if (answer.headers.get('Content-Type') !== 'application/problem+json') throw new Error('not problem+json');
+}
