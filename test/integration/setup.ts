@@ -2,4 +2,4 @@ import { applyD1Migrations } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 
 // Storage is isolated per test file; the same migration files as production build the schema.
-await applyD1Migrations(env.DB, (env as unknown as { TEST_MIGRATIONS: Parameters<typeof applyD1Migrations>[1] }).TEST_MIGRATIONS);
+await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
