@@ -9,9 +9,10 @@ const sha256 = async (text: string): Promise<string> =>
 describe('admin API (CONTRACT §4)', () => {
   it('answers 503 when no ADMIN_TOKEN is configured, 401 for a wrong token', async () => {
     const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+    const { ADMIN_TOKEN: _configured, ...withoutAdminToken } = env;
     const res = await worker.fetch(
       new Request('http://x/admin/users', { method: 'POST', headers: { Authorization: 'Bearer anything', 'Content-Type': 'application/json' }, body: '{"name":"a"}' }),
-      { ...env, ADMIN_TOKEN: undefined } as typeof env,
+      withoutAdminToken,
       ctx,
     );
     expect(res.status).toBe(503);
