@@ -43,9 +43,12 @@ export function openApiDocument(operations: readonly Operation[]): unknown {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of operations) {
     const path = op.path.replace(/:(\w+)/g, '{$1}');
-    const parameters = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({
-      name: m[1], in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9]+$' },
+    const parameters: { name: string; in: string; required: boolean; schema: Record<string, string> }[] = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({
+      name: m[1] ?? '', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9]+$' },
     }));
+    if (op.ifMatch === true) {
+      parameters.push({ name: 'If-Match', in: 'header', required: false, schema: { type: 'string', pattern: '.*' } });
+    }
     const common = { 'X-Request-Id': header('Echo of the caller\'s id, or a new one'), 'Server-Timing': header('D1 round trips and Durable Object calls') };
     const okHeaders = op.ok.etag === true ? { ...common, ETag: header('"<version>" of the record') } : common;
     const responses: Record<string, unknown> = {

@@ -13,7 +13,7 @@ export async function readRecord(request: IRequest, { store }: Context): Promise
   const { recordId, workspaceId } = inWorkspace
     ? pathIds(request.params, 'workspaceId', 'recordId')
     : { ...pathIds(request.params, 'recordId'), workspaceId: undefined };
-  const { caller, records } = await store.readContext(keyHash, [recordId]);
+  const { caller, records } = await store.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);
   if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none') {

@@ -4,11 +4,12 @@ import type { Context } from '../context.ts';
 import { ApiKey, MembershipInput, Membership, Named, NamedInput, ObjectDefinition, ObjectDefinitionInput } from '../schemas/admin.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import { Health } from '../schemas/problem.ts';
-import { BatchItemSchema, CreateItem, RecordSchema } from '../schemas/record.ts';
+import { BatchItemSchema, CreateItem, PatchBody, PatchItem, RecordSchema } from '../schemas/record.ts';
 import * as admin from './admin.ts';
 import { openApiResponse } from '../openapi.ts';
 import { health } from './meta.ts';
 import { createRecords } from './records-create.ts';
+import { patchRecord, patchRecords } from './records-patch.ts';
 import { readRecord } from './records-read.ts';
 
 export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
@@ -24,6 +25,8 @@ export interface Operation {
   auth: 'key' | 'admin' | 'none';
   body?: v.GenericSchema;
   ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
+  /** Honours an `If-Match` request header. */
+  ifMatch?: boolean;
   /** Statuses beyond those every operation of its kind can answer (see openapi.ts). */
   errors: number[];
 }
@@ -38,6 +41,19 @@ export const operations: Operation[] = [
   {
     method: 'POST', path: '/records/batch', handler: createRecords, summary: 'Create 1 to 20 records (all or nothing)',
     auth: 'key', body: batchOf(CreateItem), ok: { status: 201, schema: items }, errors: [422],
+  },
+  {
+    method: 'PATCH', path: '/records/batch', handler: patchRecords, summary: 'Patch 1 to 20 records (all or nothing)',
+    auth: 'key', body: batchOf(PatchItem), ok: { status: 200, schema: items }, errors: [403, 404, 409, 422],
+  },
+  {
+    method: 'PATCH', path: '/workspaces/:workspaceId/records/batch', handler: patchRecords,
+    summary: 'Patch 1 to 20 records of a workspace (all or nothing)', auth: 'key', body: batchOf(PatchItem),
+    ok: { status: 200, schema: items }, errors: [403, 409, 422],
+  },
+  {
+    method: 'PATCH', path: '/workspaces/:workspaceId/records/:recordId', handler: patchRecord, summary: 'Patch one record of a workspace',
+    auth: 'key', body: PatchBody, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 409, 412, 422],
   },
   {
     method: 'GET', path: '/records/:recordId', handler: readRecord, summary: 'Read a record visible to the caller',

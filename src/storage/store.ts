@@ -4,6 +4,7 @@ import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
+import { retrying } from './retry.ts';
 
 /** All SQL of the service. Every method is one D1 round trip unless it says otherwise. */
 
@@ -33,6 +34,22 @@ interface ObjectRow {
   workspace_ids: string;
 }
 
+type RecordReadRow = RecordRow & { shared_workspace_ids: string };
+
+export interface RecordContext {
+  caller: Caller | undefined;
+  records: Map<number, RecordOut>;
+  objects: Map<number, ObjectDef>;
+}
+
+/** A write lost to a concurrent one: recompute on the stored state and try again. */
+export class VersionConflict extends Error {
+  constructor() {
+    super('version_conflict');
+    this.name = 'VersionConflict';
+  }
+}
+
 interface CallerRow {
   user_id: number;
   workspace_id: number | null;
@@ -46,6 +63,10 @@ const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
   WHERE o.id IN (SELECT value FROM json_each(?))`;
 
+const OBJECTS_OF_RECORDS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+  WHERE o.id IN (SELECT object_id FROM records WHERE id IN (SELECT value FROM json_each(?)))`;
+
 const RECORDS = `SELECT r.*, (SELECT json_group_array(workspace_id) FROM
     (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
   FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
@@ -58,6 +79,11 @@ const INSERT_RECORD = `INSERT INTO records (id, object_id, object_version, name,
   FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
   RETURNING *`;
 
+// See migration 0002: a stale expected version yields NULL, which the trigger refuses.
+const UPDATE_RECORD = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
+    name = ?4, field_values = ?5, updated_at = ?6, updated_by = ?7
+  WHERE id = ?1`;
+
 const SHARE_LAST_RECORD = `INSERT INTO record_workspaces (record_id, workspace_id)
   SELECT (SELECT max(id) FROM records), value FROM json_each(?)`;
 
@@ -67,37 +93,63 @@ export class Store {
     private readonly meter: Meter,
   ) {}
 
-  private batch<T>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-    return this.meter.d1(() => this.db.batch<T>(statements));
+  /** One round trip. Only idempotent work (reads, version-guarded writes) is retried. */
+  private batch<T>(statements: D1PreparedStatement[], idempotent = true): Promise<D1Result<T>[]> {
+    const once = (): Promise<D1Result<T>[]> => this.meter.d1(() => this.db.batch<T>(statements));
+    return idempotent ? retrying(once) : once();
   }
 
-  private all<T>(statement: D1PreparedStatement): Promise<T[]> {
-    return this.meter.d1(async () => (await statement.all<T>()).results);
+  private all<T>(statement: D1PreparedStatement, idempotent = true): Promise<T[]> {
+    const once = async (): Promise<T[]> => this.meter.d1(async () => (await statement.all<T>()).results);
+    return idempotent ? retrying(once) : once();
   }
 
   /** The caller behind a key hash and the current definitions of `objectIds`, in one round trip. */
   async createContext(keyHash: string, objectIds: readonly number[]): Promise<{ caller: Caller | undefined; objects: Map<number, ObjectDef> }> {
-    const [callerRows, objectRows] = await this.batch<unknown>([
+    const [callers, objects] = await this.batch<unknown>([
       this.db.prepare(CALLER).bind(keyHash),
       this.db.prepare(OBJECTS).bind(JSON.stringify(objectIds)),
     ]);
-    const objects = (objectRows?.results ?? []) as ObjectRow[];
-    return {
-      caller: toCaller((callerRows?.results ?? []) as CallerRow[]),
-      objects: new Map(objects.map((row) => [row.id, toObjectDef(row)])),
-    };
+    return { caller: toCaller(rowsOf(callers)), objects: objectMap(rowsOf(objects)) };
   }
 
-  /** The caller behind a key hash and the records `recordIds`, in one round trip. */
-  async readContext(keyHash: string, recordIds: readonly number[]): Promise<{ caller: Caller | undefined; records: Map<number, RecordOut> }> {
-    const [callerRows, recordRows] = await this.batch<unknown>([
+  /**
+   * The caller behind a key hash, the records `recordIds` and the current definitions of their
+   * objects, in one round trip: all a read or a patch needs to decide.
+   */
+  async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
+    const ids = JSON.stringify(recordIds);
+    const [callers, records, objects] = await this.batch<unknown>([
       this.db.prepare(CALLER).bind(keyHash),
-      this.db.prepare(RECORDS).bind(JSON.stringify(recordIds)),
+      this.db.prepare(RECORDS).bind(ids),
+      this.db.prepare(OBJECTS_OF_RECORDS).bind(ids),
     ]);
-    const records = ((recordRows?.results ?? []) as (RecordRow & { shared_workspace_ids: string })[]).map((row) =>
-      toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]),
+    return { caller: toCaller(rowsOf(callers)), records: recordMap(rowsOf(records)), objects: objectMap(rowsOf(objects)) };
+  }
+
+  /** The stored state of records, e.g. after a write lost to a concurrent one. */
+  async getRecords(recordIds: readonly number[]): Promise<Map<number, RecordOut>> {
+    return recordMap(await this.all<RecordReadRow>(this.db.prepare(RECORDS).bind(JSON.stringify(recordIds))));
+  }
+
+  /**
+   * Writes new states of records in one transaction, each guarded by the version it was
+   * computed from: if any record moved on meanwhile, nothing is written and this throws a
+   * VersionConflict (the trigger of migration 0002 aborts the batch).
+   */
+  async writeRecords(writes: readonly { record: RecordOut; expectedVersion: number }[]): Promise<void> {
+    if (writes.length === 0) return;
+    const statements = writes.map(({ record, expectedVersion }) =>
+      this.db
+        .prepare(UPDATE_RECORD)
+        .bind(record.id, expectedVersion, record.version, record.name, JSON.stringify(record.fieldValues), record.updatedAt, record.updatedBy),
     );
-    return { caller: toCaller((callerRows?.results ?? []) as CallerRow[]), records: new Map(records.map((r) => [r.id, r])) };
+    try {
+      await this.batch(statements);
+    } catch (error) {
+      if (error instanceof Error && error.message.includes('version_conflict')) throw new VersionConflict();
+      throw error;
+    }
   }
 
   /** Inserts every record and its sharing in one transaction: all or nothing. */
@@ -108,7 +160,7 @@ export class Store {
         .bind(r.objectId, r.objectVersion, r.name ?? null, r.objectName, JSON.stringify(r.fieldValues), r.creationType, r.userId, r.now, r.isTemplate ? 1 : 0),
       this.db.prepare(SHARE_LAST_RECORD).bind(JSON.stringify(r.sharedWorkspaceIds)),
     ]);
-    const results = await this.batch<RecordRow>(statements);
+    const results = await this.batch<RecordRow>(statements, false);
     return records.map((r, index) => {
       const row = results[index * 2]?.results[0];
       if (row === undefined) throw new Error('insert returned no row');
@@ -126,6 +178,7 @@ export class Store {
   async createUser(name: string, now: number): Promise<{ id: number; name: string }> {
     const rows = await this.all<{ id: number; name: string }>(
       this.db.prepare('INSERT INTO users (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
+      false,
     );
     return single(rows);
   }
@@ -136,6 +189,7 @@ export class Store {
       this.db
         .prepare('INSERT INTO api_keys (key_hash, user_id, created_at) SELECT ?, id, ? FROM users WHERE id = ? RETURNING user_id')
         .bind(keyHash, now, userId),
+      false,
     );
     return rows.length === 1;
   }
@@ -143,6 +197,7 @@ export class Store {
   async createWorkspace(name: string, now: number): Promise<{ id: number; name: string }> {
     const rows = await this.all<{ id: number; name: string }>(
       this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
+      false,
     );
     return single(rows);
   }
@@ -185,7 +240,7 @@ export class Store {
     const [, inserted] = await this.batch<ObjectRow>([
       this.db.prepare('INSERT INTO objects (current_version) VALUES (1)'),
       this.insertVersion('(SELECT max(id) FROM objects)', input, now),
-    ]);
+    ], false);
     return toObjectDef(single(inserted?.results ?? []));
   }
 
@@ -194,7 +249,7 @@ export class Store {
     const [, inserted] = await this.batch<ObjectRow>([
       this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
       this.insertVersion('?', input, now, id),
-    ]);
+    ], false);
     const row = inserted?.results[0];
     return row === undefined ? undefined : toObjectDef(row);
   }
@@ -226,6 +281,18 @@ function single<T>(rows: readonly T[]): T {
   const row = rows[0];
   if (row === undefined) throw new Error('expected one row');
   return row;
+}
+
+function rowsOf<T>(result: D1Result<unknown> | undefined): T[] {
+  return (result?.results ?? []) as T[];
+}
+
+function objectMap(rows: readonly ObjectRow[]): Map<number, ObjectDef> {
+  return new Map(rows.map((row) => [row.id, toObjectDef(row)]));
+}
+
+function recordMap(rows: readonly RecordReadRow[]): Map<number, RecordOut> {
+  return new Map(rows.map((row) => [row.id, toRecord(row, JSON.parse(row.shared_workspace_ids) as number[])]));
 }
 
 function toCaller(rows: readonly CallerRow[]): Caller | undefined {

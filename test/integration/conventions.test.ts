@@ -57,7 +57,7 @@ describe('conventions of every request (CONTRACT §1, §2)', () => {
     expectProblem(await call('GET', '/nowhere'), 404, 'not_found');
     const wrong = await call('DELETE', '/records/batch');
     expectProblem(wrong, 405, 'method_not_allowed');
-    expect(wrong.headers.get('Allow')).toBe('POST');
+    expect(wrong.headers.get('Allow')).toBe('POST, PATCH');
     expect((await call('PUT', '/records/1')).headers.get('Allow')).toBe('GET');
   });
 

@@ -1,0 +1,122 @@
+import type { InputProblem } from '../http/errors.ts';
+import type { PatchIn, RecordOut } from '../schemas/record.ts';
+import { pointer } from '../schemas/parse.ts';
+import type { Access } from './access.ts';
+import type { ObjectDef } from './definition.ts';
+import { applyFieldValues } from './field-values.ts';
+import { recordName } from './name.ts';
+
+const at = (prefix: string, status: number, code: string, message: string, ...keys: string[]): InputProblem => ({
+  pointer: pointer(prefix, ...keys),
+  code,
+  message,
+  status,
+});
+
+/**
+ * Everything that can be known about a patch before it takes its turn (CONTRACT §3, §6):
+ * 404 for a record the caller cannot see, 403 for one they cannot change, 409 for a deleted one,
+ * 422 for a changed `ownedBy` and values that do not fit the current definition.
+ */
+export function patchProblems(
+  record: RecordOut | undefined,
+  access: Access,
+  def: ObjectDef | undefined,
+  patch: PatchIn,
+  prefix: string,
+): InputProblem[] {
+  if (record === undefined || access === 'none' || def === undefined) {
+    return [at(prefix, 404, 'not_found', 'no such record', ...(prefix === '' ? [] : ['id']))];
+  }
+  if (access !== 'write') return [at(prefix, 403, 'forbidden', 'you may not change this record', ...(prefix === '' ? [] : ['id']))];
+  if (record.deleted) return [deletedProblem(prefix)];
+  const problems: InputProblem[] = [];
+  if (patch.ownedBy !== undefined && patch.ownedBy !== record.ownedBy) {
+    problems.push(at(prefix, 422, 'not_editable', 'ownedBy cannot be changed', 'ownedBy'));
+  }
+  problems.push(...applyFieldValues(def, record.fieldValues, patch.fieldValues ?? [], prefix, 'patch').problems);
+  return problems;
+}
+
+export function deletedProblem(prefix: string): InputProblem {
+  return at(prefix, 409, 'record_deleted', 'a deleted record cannot be patched', ...(prefix === '' ? [] : ['id']));
+}
+
+export type Applied = { ok: true; record: RecordOut; changed: boolean } | { ok: false; problem: InputProblem };
+
+/**
+ * Applies a patch on top of `record`: merges field values, and when anything changed raises the
+ * version by one, stamps the update and re-renders the name. A patch that changes nothing
+ * leaves the record as it was (same version, same updatedAt).
+ */
+export function applyPatch(record: RecordOut, def: ObjectDef, patch: PatchIn, userId: number, now: number, prefix = ''): Applied {
+  if (record.deleted) return { ok: false, problem: deletedProblem(prefix) };
+  const merged = applyFieldValues(def, record.fieldValues, patch.fieldValues ?? [], prefix, 'patch');
+  const problem = merged.problems[0];
+  if (problem !== undefined) return { ok: false, problem };
+  if (sameValues(record.fieldValues, merged.values)) return { ok: true, record, changed: false };
+  return {
+    ok: true,
+    changed: true,
+    record: {
+      ...record,
+      fieldValues: merged.values,
+      name: recordName(def, merged.values, record.id),
+      version: record.version + 1,
+      updatedAt: Math.max(now, record.updatedAt),
+      updatedBy: userId,
+    },
+  };
+}
+
+function sameValues(a: RecordOut['fieldValues'], b: RecordOut['fieldValues']): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * `If-Match` with strong comparison (RFC 9110 §13.1.1): `*`, or a list of `"<version>"` tags.
+ * A weak tag never matches; an unparsable header matches nothing.
+ */
+const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
+
+export function ifMatchAllows(header: string | undefined, version: number): boolean {
+  if (header === undefined) return true;
+  const tags = header.split(',').map((tag) => tag.trim());
+  if (tags.length === 1 && tags[0] === '*') return true;
+  if (!tags.every((tag) => ENTITY_TAG.test(tag))) return false;
+  return tags.includes(`"${version}"`);
+}
+
+/** One patch waiting for its turn in a record's object. */
+export interface QueuedPatch {
+  def: ObjectDef;
+  patch: PatchIn;
+  userId: number;
+  ifMatch?: string;
+}
+
+export type Outcome =
+  | { ok: true; record: RecordOut }
+  | { ok: false; status: 409 | 412 | 422; problem?: InputProblem };
+
+/**
+ * Applies queued patches one after another on top of `base` (group commit, issue 4): each
+ * outcome is the record right after that patch, so the versions answered are consecutive,
+ * and `final` is the one state to write.
+ */
+export function applySequence(base: RecordOut, queued: readonly QueuedPatch[], now: number): { final: RecordOut; outcomes: Outcome[] } {
+  let current = base;
+  const outcomes = queued.map((item): Outcome => {
+    if (!ifMatchAllows(item.ifMatch, current.version)) return { ok: false, status: 412 };
+    const applied = applyPatch(current, item.def, item.patch, item.userId, now);
+    if (!applied.ok) return { ok: false, status: applied.problem.status === 409 ? 409 : 422, problem: applied.problem };
+    current = applied.record;
+    return { ok: true, record: current };
+  });
+  return { final: current, outcomes };
+}
+
+/** The newer of two states of one record. */
+export function newer(a: RecordOut | undefined, b: RecordOut): RecordOut {
+  return a !== undefined && a.version >= b.version ? a : b;
+}
