@@ -49,14 +49,21 @@ export async function patchBatch(context: Context, input: PatchBatchInput): Prom
   const snapshots = items.map((item) => records.get(item.id) as RecordOut);
   const leaseId = crypto.randomUUID();
   const states = await takeTurns(context, leaseId, snapshots, started + TURN_TIMEOUT_MS);
-  let committed: RecordOut[] | undefined;
+  const release = (committed: RecordOut[] = []) => {
+    const byId = new Map(committed.map((record) => [record.id, record]));
+    return Promise.all(ids.map((id) => releaseObject(context.env, id, leaseId, byId.get(id))));
+  };
+  let committed: RecordOut[];
   try {
     committed = await commit(store, items, states, objects, caller.userId);
-    return committed;
-  } finally {
-    const byId = new Map(committed?.map((record) => [record.id, record]));
-    context.waitUntil(Promise.all(ids.map((id) => releaseObject(context.env, id, leaseId, byId.get(id)))));
+  } catch (error) {
+    // Hand the objects back before answering, so a retry finds them free.
+    await release().catch(() => undefined);
+    throw error;
   }
+  // On success the objects learn the new states after the answer has left.
+  context.waitUntil(release(committed));
+  return committed;
 }
 
 function batchDuplicates(items: readonly unknown[]): InputProblem[] {

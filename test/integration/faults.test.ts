@@ -1,0 +1,83 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { Meter } from '../../src/storage/meter.ts';
+import { Store, VersionConflict } from '../../src/storage/store.ts';
+import { call, createOne, world } from './helpers.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+const versions = async (ids: number[]) =>
+  (await env.DB.prepare('SELECT id, version, field_values FROM records WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id').bind(JSON.stringify(ids)).all()).results;
+const objectOf = (id: number) => env.RECORDS.get(env.RECORDS.idFromName(String(id)));
+
+async function records(n: number) {
+  const w = await world();
+  const list = [];
+  for (let i = 0; i < n; i++) list.push(await createOne(w.editor.key, w.object.id, [fv('firstName', `R${i}`)]));
+  return { ...w, list, ids: list.map((r) => r.id as number) };
+}
+
+describe('faults', () => {
+  it('a batch whose D1 write fails part-way leaves every record as it was and every object free', async () => {
+    const { editor, list, ids } = await records(4);
+    const last = ids[3] as number;
+    await env.DB.exec(`CREATE TRIGGER injected_failure BEFORE UPDATE ON records WHEN NEW.id = ${last} BEGIN SELECT RAISE(ABORT, 'injected'); END`);
+    const before = await versions(ids);
+    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'x')] })) });
+    expect(res.status).toBe(500);
+    expect(JSON.stringify(res.body)).not.toContain('injected');
+    expect(await versions(ids)).toEqual(before);
+    await env.DB.exec('DROP TRIGGER injected_failure');
+    // Every object took its lease back: a new lease is granted without waiting.
+    for (const record of list) {
+      const probe = await objectOf(record.id).lease({ leaseId: 'probe', snapshot: record, waitMs: 0 });
+      expect(probe.record?.version).toBe(1);
+      await objectOf(record.id).release('probe');
+    }
+    const next = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'y')] })) });
+    expect(next.status).toBe(200);
+    expect(next.body.map((item: any) => item.record.version)).toEqual([2, 2, 2, 2]);
+  });
+
+  it('D1 itself refuses a stale write, and a batch holding one stale write writes nothing', async () => {
+    const { list } = await records(2);
+    const [a, b] = list;
+    const store = new Store(env.DB, new Meter());
+    await expect(store.writeRecords([{ record: { ...a, version: 2, name: 'stale' }, expectedVersion: 0 }])).rejects.toBeInstanceOf(VersionConflict);
+    await expect(
+      store.writeRecords([
+        { record: { ...a, version: 2, name: 'good' }, expectedVersion: 1 },
+        { record: { ...b, version: 3, name: 'stale' }, expectedVersion: 2 },
+      ]),
+    ).rejects.toBeInstanceOf(VersionConflict);
+    // An update that does not raise the version is refused too.
+    await expect(env.DB.prepare('UPDATE records SET name = ? WHERE id = ?').bind('sneaky', a.id).run()).rejects.toThrow(/version_conflict/);
+    expect((await versions([a.id, b.id])).map((r: any) => r.version)).toEqual([1, 1]);
+    await store.writeRecords([{ record: { ...a, version: 2, name: 'good' }, expectedVersion: 1 }]);
+    expect((await versions([a.id]))[0]).toMatchObject({ version: 2 });
+  });
+
+  it('a write behind the object\'s back (a twin, an expired lease) is detected and built upon, not overwritten', async () => {
+    const { editor, workspaceId, list } = await records(1);
+    const id = list[0].id;
+    const path = `/workspaces/${workspaceId}/records/${id}`;
+    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(2);
+    // Another writer moves the record to version 3 directly in D1.
+    await env.DB.prepare(`UPDATE records SET version = 3, field_values = json('[{"fieldName":"firstName","value":"R0"},{"fieldName":"lastName","value":"twin"},{"fieldName":"age","value":1}]') WHERE id = ?`).bind(id).run();
+    const res = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
+    expect(res.body.version).toBe(4);
+    expect(res.body.fieldValues).toEqual([fv('firstName', 'R0'), fv('lastName', 'twin'), fv('age', 2)]);
+    expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(res.body);
+  });
+
+  it('a lease never released ends by itself; meanwhile others wait or are told busy', async () => {
+    const { editor, workspaceId, list } = await records(1);
+    const record = list[0];
+    const stub = objectOf(record.id);
+    expect((await stub.lease({ leaseId: 'crashed-worker', snapshot: record, waitMs: 0 })).record).toBeDefined();
+    expect((await stub.lease({ leaseId: 'other', snapshot: record, waitMs: 0 })).record).toBeUndefined();
+    expect((await stub.lease({ leaseId: 'other', snapshot: record, waitMs: 50 })).record).toBeUndefined();
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 5)] } });
+    expect(res.status).toBe(200);
+    expect(res.body.version).toBe(2);
+  }, 15_000);
+});
