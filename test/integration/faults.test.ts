@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import type { LeaseAnswer, LeaseCall } from '../../src/record-object.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { Store, VersionConflict } from '../../src/storage/store.ts';
 import { call, createOne, world } from './helpers.ts';
@@ -7,7 +8,14 @@ import { call, createOne, world } from './helpers.ts';
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
   (await env.DB.prepare('SELECT id, version, field_values FROM records WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id').bind(JSON.stringify(ids)).all()).results;
-const objectOf = (id: number) => env.RECORDS.get(env.RECORDS.idFromName(String(id)));
+/** The record's object, with the plain answer types (RPC stub types lose `unknown` values). */
+const objectOf = (id: number) => {
+  const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
+  return {
+    lease: async (call: LeaseCall) => (await stub.lease(call)) as LeaseAnswer,
+    release: (leaseId: string) => stub.release(leaseId),
+  };
+};
 
 async function records(n: number) {
   const w = await world();
