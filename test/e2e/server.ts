@@ -1,0 +1,83 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Runs the project's Worker under `wrangler dev` with fresh local state, for e2e tests and benchmarks. */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+// Nothing may wait on Cloudflare's servers (PLATFORM.md).
+const QUIET = { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_HIDE_BANNER: 'true', NO_COLOR: '1' };
+
+export interface LocalWorker {
+  url: string;
+  stop: () => Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first. */
+export async function startLocalWorker(options: { config?: string; vars?: Record<string, string>; migrate?: boolean } = {}): Promise<LocalWorker> {
+  const config = options.config ?? join(ROOT, 'wrangler.toml');
+  const state = mkdtempSync(join(tmpdir(), 'record-service-'));
+  const env = { ...process.env, ...QUIET };
+  if (options.migrate !== false) {
+    const migrated = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', state, '--config', config], { env, encoding: 'utf8' });
+    if (migrated.status !== 0) throw new Error(`migrations failed: ${migrated.stderr}${migrated.stdout}`);
+  }
+  const [port, inspector] = [await freePort(), await freePort()];
+  const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
+  const child = spawn(
+    process.execPath,
+    [WRANGLER, 'dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', state, '--log-level', 'error', '--show-interactive-dev-session=false', ...vars],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilUp(url, child, () => output);
+  } catch (error) {
+    await stop(child, state);
+    throw error;
+  }
+  return { url, stop: () => stop(child, state) };
+}
+
+async function waitUntilUp(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited: ${output()}`);
+    try {
+      const res = await fetch(`${url}/health`);
+      await res.body?.cancel();
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  throw new Error(`wrangler dev did not answer within 60 s: ${output()}`);
+}
+
+async function stop(child: ChildProcess, state: string): Promise<void> {
+  if (child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+  rmSync(state, { recursive: true, force: true });
+}

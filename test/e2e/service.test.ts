@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OpenApiCheck } from './openapi-check.ts';
+import { startLocalWorker, type LocalWorker } from './server.ts';
+
+const ADMIN = 'e2e-admin-token';
+let worker: LocalWorker;
+let check: OpenApiCheck;
+
+/** A client that sends every answer past the OpenAPI validator. */
+async function http(method: string, path: string, key?: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${worker.url}${path}`, {
+    method,
+    headers: {
+      ...(key === undefined ? {} : { Authorization: `Bearer ${key}` }),
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const json = text === '' ? undefined : JSON.parse(text);
+  check.check(method, path, res.status, res.headers.get('Content-Type'), json);
+  return { status: res.status, headers: res.headers, body: json };
+}
+
+beforeAll(async () => {
+  worker = await startLocalWorker({ vars: { ADMIN_TOKEN: ADMIN } });
+  check = new OpenApiCheck(await (await fetch(`${worker.url}/openapi.json`)).json());
+});
+
+afterAll(async () => {
+  await worker?.stop();
+});
+
+describe('end to end over HTTP against wrangler dev', () => {
+  let key = '';
+  let workspaceId = 0;
+  let objectId = 0;
+  let records: any[] = [];
+
+  it('runs the README walk-through', async () => {
+    expect((await http('GET', '/health')).body).toEqual({ status: 'ok' });
+    const user = await http('POST', '/admin/users', ADMIN, { name: 'Ada' });
+    expect(user.status).toBe(201);
+    key = (await http('POST', `/admin/users/${user.body.id}/keys`, ADMIN)).body.key;
+    workspaceId = (await http('POST', '/admin/workspaces', ADMIN, { name: 'Sales' })).body.id;
+    expect((await http('PUT', `/admin/workspaces/${workspaceId}/members/${user.body.id}`, ADMIN, { role: 'editor' })).body.role).toBe('editor');
+    const object = await http('POST', '/admin/objects', ADMIN, {
+      name: 'Contact',
+      workspaceIds: [workspaceId],
+      nameTemplate: '{firstName} {lastName}',
+      fields: [
+        { name: 'firstName', type: 'text', required: true },
+        { name: 'lastName', type: 'text' },
+        { name: 'stage', type: 'select', options: ['lead', 'customer'] },
+        ...Array.from({ length: 10 }, (_, i) => ({ name: `n${i}`, type: 'integer' })),
+      ],
+    });
+    objectId = object.body.id;
+    expect((await http('GET', `/admin/objects/${objectId}`, ADMIN)).body).toEqual(object.body);
+
+    const created = await http('POST', '/records/batch', key, [
+      { objectId, fieldValues: [{ fieldName: 'firstName', value: 'Ada' }, { fieldName: 'lastName', value: 'Lovelace' }] },
+      { objectId, fieldValues: [{ fieldName: 'firstName', value: 'Alan' }, { fieldName: 'stage', value: 'lead' }] },
+    ]);
+    expect(created.status).toBe(201);
+    records = created.body.map((item: any) => item.record);
+    expect(records.map((r) => r.name)).toEqual(['Ada Lovelace', 'Alan']);
+    expect(created.headers.get('Server-Timing')).toMatch(/^d1;dur=[\d.]+;desc="2 round trips", do;dur=[\d.]+;desc="0 calls"$/);
+
+    const read = await http('GET', `/records/${records[0].id}`, key);
+    expect(read.body).toEqual(records[0]);
+    expect(read.headers.get('ETag')).toBe('"1"');
+
+    const patched = await http('PATCH', `/workspaces/${workspaceId}/records/${records[0].id}`, key, { fieldValues: [{ fieldName: 'stage', value: 'customer' }] }, { 'If-Match': '"1"' });
+    expect(patched.body).toMatchObject({ version: 2, fieldValues: [{ fieldName: 'firstName', value: 'Ada' }, { fieldName: 'lastName', value: 'Lovelace' }, { fieldName: 'stage', value: 'customer' }] });
+    const stale = await http('PATCH', `/workspaces/${workspaceId}/records/${records[0].id}`, key, { fieldValues: [] }, { 'If-Match': '"1"' });
+    expect(stale.status).toBe(412);
+
+    const batch = await http('PATCH', '/records/batch', key, records.map((r) => ({ id: r.id, fieldValues: [{ fieldName: 'n0', value: 1 }] })));
+    expect(batch.body.map((item: any) => item.record.version)).toEqual([3, 2]);
+    expect((await http('GET', `/workspaces/${workspaceId}/records/${records[1].id}`, key)).body).toEqual(batch.body[1].record);
+  });
+
+  it('answers bad input with documented problems', async () => {
+    expect((await http('POST', '/records/batch', key, [])).status).toBe(400);
+    expect((await http('POST', '/records/batch', key, [{ objectId, fieldValues: [{ fieldName: 'nope', value: 1 }] }])).status).toBe(422);
+    expect((await http('POST', '/records/batch', 'rk_wrong', [])).status).toBe(401);
+    expect((await http('GET', '/records/abc', key)).status).toBe(400);
+    expect((await http('GET', '/records/999999', key)).status).toBe(404);
+    expect((await http('PATCH', '/records/batch', key, [{ id: records[0].id, ownedBy: 424242 }])).status).toBe(422);
+    expect((await http('DELETE', '/records/batch', key)).status).toBe(405);
+  });
+
+  it('serializes 100 concurrent patches of one record over HTTP', async () => {
+    const id = records[1].id;
+    const before = (await http('GET', `/records/${id}`, key)).body.version;
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => http('PATCH', `/workspaces/${workspaceId}/records/${id}`, key, { fieldValues: [{ fieldName: `n${i % 10}`, value: i + 1000 }] })),
+    );
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers.map((a) => a.body.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => before + 1 + i));
+    expect((await http('GET', `/records/${id}`, key)).body.version).toBe(before + 100);
+  });
+
+  it('runs 10 concurrent batches over the same records in different orders', async () => {
+    const more = await http('POST', '/records/batch', key, Array.from({ length: 10 }, (_, i) => ({ objectId, fieldValues: [{ fieldName: 'firstName', value: `B${i}` }] })));
+    const ids: number[] = more.body.map((item: any) => item.record.id);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, b) =>
+        http('PATCH', '/records/batch', key, [...ids].sort(() => Math.random() - 0.5).map((id) => ({ id, fieldValues: [{ fieldName: `n${b}`, value: b }] }))),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    for (const id of ids) {
+      const record = (await http('GET', `/records/${id}`, key)).body;
+      expect(record.version).toBe(11);
+      expect(record.fieldValues).toHaveLength(11);
+    }
+  });
+
+  it('never answered anything /openapi.json does not document', () => {
+    expect(check.problems).toEqual([]);
+  });
+});
