@@ -7,7 +7,7 @@ import { isTransient, sleep } from '../storage/retry.ts';
 type Stub = DurableObjectStub<RecordObject>;
 
 /** The object of one record, placed near D1's primary when a location hint is configured. */
-function stubFor(env: Env, recordId: number): Stub {
+export function stubFor(env: Env, recordId: number): Stub {
   const hint = env.RECORD_OBJECT_LOCATION_HINT;
   const id = env.RECORDS.idFromName(String(recordId));
   return hint ? env.RECORDS.get(id, { locationHint: hint as DurableObjectLocationHint }) : env.RECORDS.get(id);

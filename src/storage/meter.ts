@@ -12,6 +12,9 @@ export class Meter implements Work {
   d1Ms = 0;
   doCalls = 0;
   doMs = 0;
+  /** Most object calls in flight at once: 20 for a batch of 20 taken in parallel, 1 if in sequence. */
+  doPeak = 0;
+  private doInFlight = 0;
 
   async d1<T>(call: () => Promise<T>): Promise<T> {
     const start = performance.now();
@@ -26,12 +29,14 @@ export class Meter implements Work {
   /** A Durable Object call; the D1 work done inside the object is added from its answer. */
   async durable<T extends { work: Work }>(call: () => Promise<T>): Promise<T> {
     const start = performance.now();
+    this.doPeak = Math.max(this.doPeak, ++this.doInFlight);
     try {
       const answer = await call();
       this.d1Trips += answer.work.d1Trips;
       this.d1Ms += answer.work.d1Ms;
       return answer;
     } finally {
+      this.doInFlight--;
       this.doCalls++;
       this.doMs += performance.now() - start;
     }

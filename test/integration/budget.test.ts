@@ -1,0 +1,59 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { createContext } from '../../src/context.ts';
+import { sha256Hex } from '../../src/http/auth.ts';
+import { patchBatch } from '../../src/patching/patch-batch.ts';
+import { call, createOne, world, type Answer } from './helpers.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+const SERVER_TIMING = /^d1;dur=(\d+\.\d);desc="(\d+) round trips?", do;dur=(\d+\.\d);desc="(\d+) calls?"$/;
+
+function work(answer: Answer): { d1: number; calls: number } {
+  const match = SERVER_TIMING.exec(answer.headers.get('Server-Timing') ?? '');
+  if (match === null) throw new Error(`bad Server-Timing: ${answer.headers.get('Server-Timing')}`);
+  return { d1: Number(match[2]), calls: Number(match[4]) };
+}
+
+describe('cost budget per operation (issue 4), from Server-Timing', () => {
+  it('create batch of 1 and of 20: one read round trip and one write round trip', async () => {
+    const { editor, object } = await world();
+    for (const size of [1, 20]) {
+      const res = await call('POST', '/records/batch', { key: editor.key, body: Array.from({ length: size }, () => ({ objectId: object.id, fieldValues: [fv('firstName', 'x')] })) });
+      expect(res.status).toBe(201);
+      expect(work(res)).toEqual({ d1: 2, calls: 0 });
+    }
+  });
+
+  it('patch one: one object call and two D1 round trips, counted inside the object too', async () => {
+    const { editor, workspaceId, object } = await world();
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+    expect(res.status).toBe(200);
+    expect(work(res)).toEqual({ d1: 2, calls: 1 });
+    // A patch that changes nothing does not write.
+    const noop = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+    expect(work(noop)).toEqual({ d1: 1, calls: 1 });
+  });
+
+  it('patch batch of 20: 20 object calls, all in parallel, and at most 3 D1 round trips', async () => {
+    const { editor, object } = await world();
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await createOne(editor.key, object.id, [fv('firstName', `r${i}`)])).id);
+    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 1)] })) });
+    expect(res.status).toBe(200);
+    const { d1, calls } = work(res);
+    expect(d1).toBeLessThanOrEqual(3);
+    expect(calls).toBe(20);
+
+    const context = createContext(env, 'budget', { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext);
+    const body = { ok: true as const, value: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) };
+    await patchBatch(context, { keyHash: await sha256Hex(editor.key), workspaceId: undefined, body });
+    expect(context.meter.doPeak).toBe(20);
+    expect(context.meter.doCalls).toBe(20);
+  });
+
+  it('every record operation and the others carry both entries', async () => {
+    const res = await call('GET', '/nowhere');
+    expect(work(res)).toEqual({ d1: 0, calls: 0 });
+  });
+});
