@@ -1,0 +1,55 @@
+/**
+ * Baseline Worker: the same D1 statements the service needs for each benchmarked operation,
+ * nothing else. Records are shared with one workspace, like the service's.
+ */
+interface Env {
+  DB: D1Database;
+}
+
+const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type, version, deleted,
+    owned_by, created_at, created_by, updated_at, updated_by, is_template)
+  SELECT coalesce(max(id), 0) + 1, 1, 1, 'Bench', ?, 'User', 1, 0, 1, ?, 1, ?, 1, 0 FROM records`;
+const SHARE = 'INSERT INTO record_workspaces (record_id, workspace_id) SELECT max(id), 1 FROM records';
+const UPDATE = 'UPDATE records SET version = version + 1, field_values = ?, updated_at = ? WHERE id = ?';
+
+const values = (n: unknown): string => JSON.stringify([{ fieldName: 'n0', value: n }]);
+
+async function createTwenty(db: D1Database): Promise<void> {
+  const now = Date.now();
+  await db.batch(Array.from({ length: 20 }, (_, i) => [db.prepare(INSERT).bind(values(i), now, now), db.prepare(SHARE)]).flat());
+}
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const url = new URL(request.url);
+    const db = env.DB;
+    if (url.pathname === '/health') return Response.json({ status: 'ok' });
+    if (url.pathname === '/setup') {
+      const now = Date.now();
+      await db.batch([
+        db.prepare("INSERT INTO users (id, name, created_at) VALUES (1, 'bench', ?)").bind(now),
+        db.prepare("INSERT INTO workspaces (id, name, created_at) VALUES (1, 'bench', ?)").bind(now),
+        db.prepare('INSERT INTO objects (id, current_version) VALUES (1, 1)'),
+        db.prepare("INSERT INTO object_versions VALUES (1, 1, 'Bench', NULL, '[]', '[1]', ?)").bind(now),
+      ]);
+      for (let i = 0; i < 50; i++) await createTwenty(db);
+      return Response.json({ ok: true });
+    }
+    if (url.pathname === '/records/batch' && request.method === 'POST') {
+      await createTwenty(db);
+      return new Response(null, { status: 201 });
+    }
+    const body = (await request.json()) as { ids?: number[]; value: number };
+    if (url.pathname === '/records/batch' && request.method === 'PATCH') {
+      const now = Date.now();
+      await db.batch((body.ids ?? []).map((id) => db.prepare(UPDATE).bind(values(body.value), now, id)));
+      return Response.json({ ok: true });
+    }
+    const id = /^\/records\/(\d+)$/.exec(url.pathname)?.[1];
+    if (id !== undefined && request.method === 'PATCH') {
+      await db.prepare(UPDATE).bind(values(body.value), Date.now(), Number(id)).run();
+      return Response.json({ ok: true });
+    }
+    return new Response('not found', { status: 404 });
+  },
+} satisfies ExportedHandler<Env>;

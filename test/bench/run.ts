@@ -1,0 +1,225 @@
+/**
+ * `npm run bench`: the service against a bare baseline Worker (test/bench/baseline) that does only
+ * the storage work of each operation. Both run locally under wrangler dev with fresh state and
+ * are driven by autocannon, alternating service and baseline to cancel drift. Prints a table and
+ * writes it to test/bench/results.md.
+ */
+import autocannon from 'autocannon';
+import { execSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { startLocalWorker, type LocalWorker } from '../e2e/server.ts';
+
+const CONNECTIONS = 32;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const RECORDS = 1000;
+const ADMIN = 'bench-admin-token';
+const RESULTS = fileURLToPath(new URL('./results.md', import.meta.url));
+
+interface Target {
+  url: string;
+  headers: Record<string, string>;
+  ids: number[];
+  /** Path of one-record patches; `{id}` is replaced. */
+  patchPath: string;
+  patchBody: (value: number) => unknown;
+  batchBody: (ids: number[], value: number) => unknown;
+  createBody: unknown;
+}
+
+interface Scenario {
+  name: string;
+  recordsPerRequest: number;
+  request: (target: Target, counter: () => number) => autocannon.Request;
+}
+
+const pick = (ids: number[], n: number): number[] => {
+  const chosen = new Set<number>();
+  while (chosen.size < n) chosen.add(ids[Math.floor(Math.random() * ids.length)] as number);
+  return [...chosen];
+};
+
+const scenarios: Scenario[] = [
+  {
+    name: 'create-20',
+    recordsPerRequest: 20,
+    request: (t) => ({ method: 'POST', path: '/records/batch', body: JSON.stringify(t.createBody) }),
+  },
+  {
+    name: 'patch-1 (1000 records)',
+    recordsPerRequest: 1,
+    request: (t, next) => ({
+      method: 'PATCH',
+      setupRequest: (req) => {
+        const value = next();
+        return { ...req, path: t.patchPath.replace('{id}', String(pick(t.ids, 1)[0])), body: JSON.stringify(t.patchBody(value)) };
+      },
+    }),
+  },
+  {
+    name: 'batch-patch-20',
+    recordsPerRequest: 20,
+    request: (t, next) => ({
+      method: 'PATCH',
+      path: '/records/batch',
+      setupRequest: (req) => ({ ...req, body: JSON.stringify(t.batchBody(pick(t.ids, 20), next())) }),
+    }),
+  },
+  {
+    name: 'hot record',
+    recordsPerRequest: 1,
+    request: (t, next) => ({
+      method: 'PATCH',
+      path: t.patchPath.replace('{id}', String(t.ids[0])),
+      setupRequest: (req) => ({ ...req, body: JSON.stringify(t.patchBody(next())) }),
+    }),
+  },
+];
+
+async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<any> {
+  const res = await fetch(url, { method, headers: { ...headers, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+  return res.status === 204 ? undefined : res.json();
+}
+
+async function serviceTarget(worker: LocalWorker): Promise<Target> {
+  const admin = { Authorization: `Bearer ${ADMIN}` };
+  const user = await json(`${worker.url}/admin/users`, 'POST', admin, { name: 'bench' });
+  const { key } = await json(`${worker.url}/admin/users/${user.id}/keys`, 'POST', admin);
+  const ws = await json(`${worker.url}/admin/workspaces`, 'POST', admin, { name: 'bench' });
+  await json(`${worker.url}/admin/workspaces/${ws.id}/members/${user.id}`, 'PUT', admin, { role: 'editor' });
+  const object = await json(`${worker.url}/admin/objects`, 'POST', admin, { name: 'Bench', workspaceIds: [ws.id], fields: [{ name: 'n0', type: 'integer' }] });
+  const headers = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
+  const createBody = Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [{ fieldName: 'n0', value: i }] }));
+  const ids: number[] = [];
+  while (ids.length < RECORDS) ids.push(...(await json(`${worker.url}/records/batch`, 'POST', headers, createBody)).map((item: any) => item.record.id));
+  return {
+    url: worker.url,
+    headers,
+    ids,
+    patchPath: `/workspaces/${ws.id}/records/{id}`,
+    patchBody: (value) => ({ fieldValues: [{ fieldName: 'n0', value }] }),
+    batchBody: (batch, value) => batch.map((id) => ({ id, fieldValues: [{ fieldName: 'n0', value }] })),
+    createBody,
+  };
+}
+
+async function baselineTarget(worker: LocalWorker): Promise<Target> {
+  await json(`${worker.url}/setup`, 'POST', {});
+  return {
+    url: worker.url,
+    headers: { 'Content-Type': 'application/json' },
+    ids: Array.from({ length: RECORDS }, (_, i) => i + 1),
+    patchPath: '/records/{id}',
+    patchBody: (value) => ({ value }),
+    batchBody: (ids, value) => ({ ids, value }),
+    createBody: {},
+  };
+}
+
+interface Totals {
+  requests: number;
+  ok: number;
+  bad: number;
+  seconds: number;
+  p50: number[];
+  p99: number[];
+}
+
+async function drive(target: Target, scenario: Scenario, counter: () => number): Promise<autocannon.Result> {
+  return autocannon({
+    url: target.url,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    headers: target.headers,
+    requests: [scenario.request(target, counter)],
+  });
+}
+
+function add(totals: Totals, result: autocannon.Result): void {
+  totals.requests += result.requests.total;
+  totals.ok += result['2xx'];
+  totals.bad += result.non2xx + result.errors + result.timeouts;
+  totals.seconds += result.duration;
+  totals.p50.push(result.latency.p50);
+  totals.p99.push(result.latency.p99);
+}
+
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
+const empty = (): Totals => ({ requests: 0, ok: 0, bad: 0, seconds: 0, p50: [], p99: [] });
+
+async function hotVersion(target: Target): Promise<number> {
+  const record = await json(`${target.url}/records/${target.ids[0]}`, 'GET', target.headers);
+  return record.version;
+}
+
+async function main(): Promise<void> {
+  console.log(`Starting the service and the baseline (wrangler dev, fresh state)…`);
+  const [service, baseline] = await Promise.all([
+    startLocalWorker({ vars: { ADMIN_TOKEN: ADMIN } }),
+    startLocalWorker({ config: fileURLToPath(new URL('./baseline/wrangler.toml', import.meta.url)) }),
+  ]);
+  const lines: string[] = [];
+  const loud: string[] = [];
+  try {
+    const [s, b] = await Promise.all([serviceTarget(service), baselineTarget(baseline)]);
+    let value = 0;
+    const counter = () => ++value;
+    const rows: string[][] = [];
+    let hotAccounted = '';
+    for (const scenario of scenarios) {
+      const totals = { service: empty(), baseline: empty() };
+      const hotBefore = scenario.name === 'hot record' ? await hotVersion(s) : 0;
+      for (let round = 0; round < ROUNDS; round++) {
+        add(totals.service, await drive(s, scenario, counter));
+        add(totals.baseline, await drive(b, scenario, counter));
+      }
+      if (scenario.name === 'hot record') {
+        const gained = (await hotVersion(s)) - hotBefore;
+        hotAccounted = `hot record: ${totals.service.ok} successful patches, version rose by ${gained}: ${gained === totals.service.ok ? 'every version accounted for' : 'MISMATCH'}`;
+        if (gained !== totals.service.ok) loud.push(hotAccounted);
+      }
+      const rate = (t: Totals) => t.requests / Math.max(t.seconds, 1);
+      for (const [who, t] of [['service', totals.service], ['baseline', totals.baseline]] as const) {
+        if (t.bad > 0) loud.push(`${scenario.name} / ${who}: ${t.bad} non-2xx answers or errors`);
+      }
+      rows.push([
+        scenario.name,
+        rate(totals.service).toFixed(0),
+        rate(totals.baseline).toFixed(0),
+        (rate(totals.service) * scenario.recordsPerRequest).toFixed(0),
+        `${mean(totals.service.p50).toFixed(0)} / ${mean(totals.service.p99).toFixed(0)}`,
+        `${mean(totals.baseline.p50).toFixed(0)} / ${mean(totals.baseline.p99).toFixed(0)}`,
+        `${totals.service.bad} / ${totals.baseline.bad}`,
+        (rate(totals.service) / Math.max(rate(totals.baseline), 1e-9)).toFixed(2),
+      ]);
+    }
+    const cpu = cpus()[0]?.model ?? 'unknown CPU';
+    lines.push(`# Benchmark: service vs bare baseline`, '');
+    lines.push(`${new Date().toISOString()} · ${cpus().length} × ${cpu} · Node ${process.version} · wrangler ${version()} · ${CONNECTIONS} connections · ${ROUNDS} × ${SECONDS} s per side, alternating`, '');
+    lines.push('| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / p99 ms | errors (service / baseline) | ratio |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
+    lines.push('', hotAccounted);
+  } finally {
+    await Promise.all([service.stop(), baseline.stop()]);
+  }
+  if (loud.length > 0) lines.push('', '**Problems:**', ...loud.map((l) => `- ${l}`));
+  const table = lines.join('\n') + '\n';
+  writeFileSync(RESULTS, table);
+  console.log('\n' + table);
+  for (const line of loud) console.error(`!!! ${line}`);
+  if (loud.length > 0) process.exitCode = 1;
+}
+
+function version(): string {
+  try {
+    return execSync(`"${process.execPath}" node_modules/wrangler/bin/wrangler.js --version`, { encoding: 'utf8' }).trim();
+  } catch {
+    return '?';
+  }
+}
+
+await main();
