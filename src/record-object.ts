@@ -8,17 +8,16 @@ import { Store, VersionConflict } from './storage/store.ts';
 
 /** How long a call may wait for its turn before it is answered 503 (CONTRACT §8). */
 export const TURN_TIMEOUT_MS = 10_000;
-/** A batch's lease ends by itself after this, so a crashed Worker never leaves an object stuck. */
-export const LEASE_TTL_MS = 5_000;
 /** Patches merged into one D1 write at most. */
 const MAX_GROUP = 64;
-/** Writes lost to a concurrent writer (a twin object, an expired lease) before giving up. */
+/** Writes lost to a concurrent writer (a batch, a twin object) before answering busy. */
 const MAX_CONFLICTS = 4;
 
 export interface PatchCall extends QueuedPatch {
   /** The record as the Worker read it; the object may know a newer state. */
   snapshot: RecordOut;
 }
+
 /** Flat rather than a union: RPC stubs type unions of results poorly. */
 export interface PatchAnswer {
   status: 200 | 409 | 412 | 422 | 503;
@@ -27,59 +26,44 @@ export interface PatchAnswer {
   work: Work;
 }
 
-export interface LeaseCall {
-  leaseId: string;
-  snapshot: RecordOut;
-  /** 0: answer at once (granted or busy); otherwise wait up to this long for the turn. */
-  waitMs: number;
-}
-export interface LeaseAnswer {
-  /** The best known state of the record when granted. */
+/** A batch's turn: the newest state of the record once every patch queued before it is written. */
+export interface TurnAnswer {
+  /** Absent when the turn did not come within TURN_TIMEOUT_MS. */
   record?: RecordOut;
   work: Work;
 }
 
-type Entry =
-  | { kind: 'patch'; call: PatchCall; timer: ReturnType<typeof setTimeout>; answer: (a: PatchAnswer) => void; fail: (e: unknown) => void }
-  | { kind: 'lease'; call: LeaseCall; timer: ReturnType<typeof setTimeout>; answer: (a: LeaseAnswer) => void };
+type PatchEntry = { kind: 'patch'; call: PatchCall; timer: ReturnType<typeof setTimeout>; answer: (a: PatchAnswer) => void; fail: (e: unknown) => void };
+type TurnEntry = { kind: 'turn'; snapshot: RecordOut; timer: ReturnType<typeof setTimeout>; answer: (a: TurnAnswer) => void };
+type Entry = PatchEntry | TurnEntry;
 
 const NO_WORK: Work = { d1Trips: 0, d1Ms: 0 };
 
 /**
- * One object per record: the record's patches and the leases of batches take turns in one
- * FIFO queue, one at a time. Awaiting D1 opens the input gate, so the queue, not the runtime,
- * is what serializes; D1's version guard is what makes a stale write (from a twin object, an
- * expired lease) fail instead of overwriting. No routing or validation here.
+ * One object per record: the record's patches, and the turns of batches that include it, are
+ * served in one FIFO queue, one at a time. Awaiting D1 opens the input gate, so the queue, not
+ * the runtime, is what serializes; D1's version guard is what makes any stale write (from a
+ * twin object, a batch that committed meanwhile) fail instead of overwriting. No routing or
+ * validation here.
  */
 export class RecordObject extends DurableObject<Env> {
   /** The newest state of the record this object has seen committed. */
   private known: RecordOut | undefined;
   private readonly queue: Entry[] = [];
   private running = false;
-  private held: { leaseId: string; end: (committed?: RecordOut) => void } | undefined;
 
   /** Applies one patch in turn (possibly grouped with others into one write). */
   patch(call: PatchCall): Promise<PatchAnswer> {
     return new Promise((answer, fail) => {
-      const entry: Entry = { kind: 'patch', call, answer, fail, timer: this.expireAfter(TURN_TIMEOUT_MS, () => answer({ status: 503, work: NO_WORK })) };
-      this.enqueue(entry);
+      this.enqueue({ kind: 'patch', call, answer, fail, timer: this.expire(() => answer({ status: 503, work: NO_WORK })) });
     });
   }
 
-  /** Holds the record's turn for a batch until `release` or LEASE_TTL_MS. */
-  lease(call: LeaseCall): Promise<LeaseAnswer> {
-    if (this.held?.leaseId === call.leaseId) return Promise.resolve({ record: newer(this.known, call.snapshot), work: NO_WORK });
-    if (call.waitMs === 0 && (this.running || this.queue.length > 0)) return Promise.resolve({ work: NO_WORK });
+  /** A batch's turn in this record's order: answered once everything queued before it is written. */
+  turn(snapshot: RecordOut): Promise<TurnAnswer> {
     return new Promise((answer) => {
-      const entry: Entry = { kind: 'lease', call, answer, timer: this.expireAfter(Math.max(call.waitMs, 1), () => answer({ work: NO_WORK })) };
-      this.enqueue(entry);
+      this.enqueue({ kind: 'turn', snapshot, answer, timer: this.expire(() => answer({ work: NO_WORK })) });
     });
-  }
-
-  /** Ends a lease; `committed` is the record's state if the batch wrote it. */
-  release(leaseId: string, committed?: RecordOut): { work: Work } {
-    if (this.held?.leaseId === leaseId) this.held.end(committed);
-    return { work: NO_WORK };
   }
 
   private enqueue(entry: Entry): void {
@@ -87,14 +71,14 @@ export class RecordObject extends DurableObject<Env> {
     void this.run();
   }
 
-  /** Removes a still-waiting entry from the queue when its time is up. */
-  private expireAfter(ms: number, onExpiry: () => void): ReturnType<typeof setTimeout> {
+  /** Takes an entry that is still waiting out of the queue when its time is up. */
+  private expire(onExpiry: () => void): ReturnType<typeof setTimeout> {
     const timer = setTimeout(() => {
       const index = this.queue.findIndex((entry) => entry.timer === timer);
       if (index === -1) return;
       this.queue.splice(index, 1);
       onExpiry();
-    }, ms);
+    }, TURN_TIMEOUT_MS);
     return timer;
   }
 
@@ -103,16 +87,15 @@ export class RecordObject extends DurableObject<Env> {
     this.running = true;
     try {
       while (this.queue.length > 0) {
-        const head = this.queue[0];
-        if (head?.kind === 'lease') {
-          this.queue.shift();
-          clearTimeout(head.timer);
-          await this.hold(head);
+        const head = this.queue.shift() as Entry;
+        clearTimeout(head.timer);
+        if (head.kind === 'turn') {
+          head.answer({ record: newer(this.known, head.snapshot), work: NO_WORK });
           continue;
         }
-        const group: Extract<Entry, { kind: 'patch' }>[] = [];
+        const group: PatchEntry[] = [head];
         while (group.length < MAX_GROUP && this.queue[0]?.kind === 'patch') {
-          const entry = this.queue.shift() as Extract<Entry, { kind: 'patch' }>;
+          const entry = this.queue.shift() as PatchEntry;
           clearTimeout(entry.timer);
           group.push(entry);
         }
@@ -123,26 +106,8 @@ export class RecordObject extends DurableObject<Env> {
     }
   }
 
-  private hold(entry: Extract<Entry, { kind: 'lease' }>): Promise<void> {
-    return new Promise((done) => {
-      const end = (committed?: RecordOut): void => {
-        clearTimeout(ttl);
-        this.held = undefined;
-        if (committed !== undefined) this.known = newer(this.known, committed);
-        done();
-      };
-      // Expired: the holder may still write, so what this object knows may be stale now.
-      const ttl = setTimeout(() => {
-        this.known = undefined;
-        end();
-      }, LEASE_TTL_MS);
-      this.held = { leaseId: entry.call.leaseId, end };
-      entry.answer({ record: newer(this.known, entry.call.snapshot), work: NO_WORK });
-    });
-  }
-
   /** Applies queued patches in order and writes the result once, guarded by the base version. */
-  private async applyGroup(group: Extract<Entry, { kind: 'patch' }>[]): Promise<void> {
+  private async applyGroup(group: PatchEntry[]): Promise<void> {
     const meter = new Meter();
     const store = new Store(this.env.DB, meter);
     let base = group.reduce<RecordOut | undefined>((best, entry) => newer(best, entry.call.snapshot), this.known);

@@ -1,7 +1,6 @@
 import type { Env } from '../env.ts';
-import type { LeaseAnswer, LeaseCall, PatchAnswer, PatchCall, RecordObject } from '../record-object.ts';
+import type { PatchAnswer, PatchCall, RecordObject, TurnAnswer } from '../record-object.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { Work } from '../storage/meter.ts';
 import { isTransient, sleep } from '../storage/retry.ts';
 
 type Stub = DurableObjectStub<RecordObject>;
@@ -16,7 +15,7 @@ export function stubFor(env: Env, recordId: number): Stub {
 /**
  * Calls a record's object, retrying transient failures on a new stub (a failed stub is never
  * reused). Every call we make is safe to repeat: patches set absolute values (a repeat changes
- * nothing) and leases are keyed by lease id. `overloaded` is never retried.
+ * nothing) and a turn only reads. `overloaded` is never retried.
  */
 async function callObject<T>(env: Env, recordId: number, call: (stub: Stub) => Promise<unknown>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -34,8 +33,5 @@ async function callObject<T>(env: Env, recordId: number, call: (stub: Stub) => P
 export const patchInObject = (env: Env, call: PatchCall): Promise<PatchAnswer> =>
   callObject(env, call.snapshot.id, (stub) => stub.patch(call));
 
-export const leaseObject = (env: Env, call: LeaseCall): Promise<LeaseAnswer> =>
-  callObject(env, call.snapshot.id, (stub) => stub.lease(call));
-
-export const releaseObject = (env: Env, recordId: number, leaseId: string, committed?: RecordOut): Promise<{ work: Work }> =>
-  callObject(env, recordId, (stub) => stub.release(leaseId, committed));
+export const turnInObject = (env: Env, snapshot: RecordOut): Promise<TurnAnswer> =>
+  callObject(env, snapshot.id, (stub) => stub.turn(snapshot));

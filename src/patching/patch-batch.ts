@@ -9,7 +9,7 @@ import type { Settled } from '../routes/settle.ts';
 import { sleep } from '../storage/retry.ts';
 import { VersionConflict, type Store } from '../storage/store.ts';
 import { TURN_TIMEOUT_MS } from '../record-object.ts';
-import { leaseObject, releaseObject } from './objects.ts';
+import { turnInObject } from './objects.ts';
 import { busy } from './patch-one.ts';
 
 export interface PatchBatchInput {
@@ -19,18 +19,16 @@ export interface PatchBatchInput {
   body: Settled<unknown>;
 }
 
-/** Parallel attempts to take every record's turn at once before falling back to id order. */
-const PARALLEL_ATTEMPTS = 3;
-const MAX_CONFLICTS = 4;
-
 /**
- * SPEC 4.3 / 4.4, all or nothing (CONTRACT §7, §8): one D1 read decides every element; then the
- * batch takes the turn of every record's object (a lease), computes every new state, commits them
- * in one guarded D1 batch, and hands the objects back. Leases are released after the answer.
+ * SPEC 4.3 / 4.4, all or nothing (CONTRACT §7, §8): one D1 read decides every element; then every
+ * record's object gives the batch its turn, in parallel, handing over the record's newest state;
+ * the Worker computes every new state and commits them in one D1 batch guarded by versions. If
+ * any record moved on meanwhile (another batch, a patch), nothing was written: re-read, recompute
+ * and commit again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
  */
 export async function patchBatch(context: Context, input: PatchBatchInput): Promise<RecordOut[]> {
-  const started = Date.now();
-  const { store } = context;
+  const deadline = Date.now() + TURN_TIMEOUT_MS;
+  const { store, env, meter } = context;
   const parsed = input.body.ok ? parseBatch(PatchItem, input.body.value, batchDuplicates) : undefined;
   const ids = parsed?.ok === true ? parsed.value.map((item) => item.id) : [];
   const { caller, records, objects } = await store.recordContext(input.keyHash, ids);
@@ -46,75 +44,29 @@ export async function patchBatch(context: Context, input: PatchBatchInput): Prom
   });
   if (problems.length > 0) throw rejected(problems);
 
-  const snapshots = items.map((item) => records.get(item.id) as RecordOut);
-  const leaseId = crypto.randomUUID();
-  const states = await takeTurns(context, leaseId, snapshots, started + TURN_TIMEOUT_MS);
-  const release = (committed: RecordOut[] = []) => {
-    const byId = new Map(committed.map((record) => [record.id, record]));
-    return Promise.all(ids.map((id) => releaseObject(context.env, id, leaseId, byId.get(id))));
-  };
-  let committed: RecordOut[];
-  try {
-    committed = await commit(store, items, states, objects, caller.userId);
-  } catch (error) {
-    // Hand the objects back before answering, so a retry finds them free.
-    await release().catch(() => undefined);
-    throw error;
+  const turns = await Promise.all(items.map((item) => meter.durable(() => turnInObject(env, records.get(item.id) as RecordOut))));
+  const states = new Map<number, RecordOut>();
+  for (const turn of turns) {
+    if (turn.record === undefined) throw busy();
+    states.set(turn.record.id, turn.record);
   }
-  // On success the objects learn the new states after the answer has left.
-  context.waitUntil(release(committed));
-  return committed;
+  return commit(store, items, states, objects, caller.userId, deadline);
 }
 
 function batchDuplicates(items: readonly unknown[]): InputProblem[] {
   return [...duplicateProblems(items, 'id', ''), ...items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i)))];
 }
 
-/**
- * Takes every record's turn. First all at once, without waiting (a busy object says so at
- * once, and the batch lets go of everything and tries again after a jittered pause); then, if
- * still contended, one by one in ascending id order, waiting: a batch then only ever waits
- * for a record while holding lower ones, so batches can never wait for each other in a circle.
- */
-async function takeTurns(context: Context, leaseId: string, snapshots: readonly RecordOut[], deadline: number): Promise<Map<number, RecordOut>> {
-  const { env, meter } = context;
-  const lease = (snapshot: RecordOut, waitMs: number) => meter.durable(() => leaseObject(env, { leaseId, snapshot, waitMs }));
-  const letGo = (ids: number[]) => Promise.all(ids.map((id) => meter.durable(() => releaseObject(env, id, leaseId))));
-
-  for (let attempt = 1; attempt <= PARALLEL_ATTEMPTS; attempt++) {
-    const answers = await Promise.all(snapshots.map((snapshot) => lease(snapshot, 0)));
-    const granted = answers.flatMap((answer) => (answer.record === undefined ? [] : [answer.record]));
-    if (granted.length === snapshots.length) return new Map(granted.map((record) => [record.id, record]));
-    await letGo(granted.map((record) => record.id));
-    await sleep(Math.random() * 10 * 2 ** attempt);
-  }
-
-  const held = new Map<number, RecordOut>();
-  for (const snapshot of [...snapshots].sort((a, b) => a.id - b.id)) {
-    const remaining = deadline - Date.now();
-    const answer = remaining > 0 ? await lease(snapshot, remaining) : { record: undefined };
-    if (answer.record === undefined) {
-      await letGo([...held.keys()]);
-      throw busy();
-    }
-    held.set(snapshot.id, answer.record);
-  }
-  return held;
-}
-
-/**
- * Applies every element on the state its object handed over and writes all changes in one D1
- * batch guarded by versions. If a record moved on anyway (an expired lease, a twin object),
- * nothing was written: re-read and recompute.
- */
+/** Applies every element on the newest states and writes all changes in one guarded D1 batch. */
 async function commit(
   store: Store,
   items: readonly PatchItemIn[],
   states: Map<number, RecordOut>,
   objects: ReadonlyMap<number, ObjectDef>,
   userId: number,
+  deadline: number,
 ): Promise<RecordOut[]> {
-  for (let conflicts = 0; ; conflicts++) {
+  for (let attempt = 1; ; attempt++) {
     const now = Date.now();
     const results = items.map((item, i) => {
       const base = states.get(item.id) as RecordOut;
@@ -130,9 +82,10 @@ async function commit(
       return results.flatMap(({ applied }) => (applied.ok ? [applied.record] : []));
     } catch (error) {
       if (!(error instanceof VersionConflict)) throw error;
-      if (conflicts + 1 >= MAX_CONFLICTS) throw busy();
-      const fresh = await store.getRecords(items.map((item) => item.id));
-      for (const [id, record] of fresh) states.set(id, record);
+      if (Date.now() >= deadline) throw busy();
+      // Lost to a concurrent write: a short jittered pause keeps retries from meeting again.
+      await sleep(Math.random() * Math.min(50, 2 * attempt));
+      for (const [id, record] of await store.getRecords(items.map((item) => item.id))) states.set(id, record);
     }
   }
 }

@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import type { LeaseAnswer, LeaseCall } from '../../src/record-object.ts';
+import type { PatchAnswer, PatchCall, TurnAnswer } from '../../src/record-object.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { Store, VersionConflict } from '../../src/storage/store.ts';
-import { call, createOne, world } from './helpers.ts';
+import { admin, call, createOne, world } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
@@ -12,8 +12,8 @@ const versions = async (ids: number[]) =>
 const objectOf = (id: number) => {
   const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
   return {
-    lease: async (call: LeaseCall) => (await stub.lease(call)) as LeaseAnswer,
-    release: (leaseId: string) => stub.release(leaseId),
+    patch: async (call: PatchCall) => (await stub.patch(call)) as PatchAnswer,
+    turn: async (snapshot: any) => (await stub.turn(snapshot)) as TurnAnswer,
   };
 };
 
@@ -25,7 +25,7 @@ async function records(n: number) {
 }
 
 describe('faults', () => {
-  it('a batch whose D1 write fails part-way leaves every record as it was and every object free', async () => {
+  it('a batch whose D1 write fails part-way leaves every record as it was and every object usable', async () => {
     const { editor, list, ids } = await records(4);
     const last = ids[3] as number;
     await env.DB.exec(`CREATE TRIGGER injected_failure BEFORE UPDATE ON records WHEN NEW.id = ${last} BEGIN SELECT RAISE(ABORT, 'injected'); END`);
@@ -35,12 +35,8 @@ describe('faults', () => {
     expect(JSON.stringify(res.body)).not.toContain('injected');
     expect(await versions(ids)).toEqual(before);
     await env.DB.exec('DROP TRIGGER injected_failure');
-    // Every object took its lease back: a new lease is granted without waiting.
-    for (const record of list) {
-      const probe = await objectOf(record.id).lease({ leaseId: 'probe', snapshot: record, waitMs: 0 });
-      expect(probe.record?.version).toBe(1);
-      await objectOf(record.id).release('probe');
-    }
+    // Every object still serves turns, and knows nothing that was not committed.
+    for (const record of list) expect((await objectOf(record.id).turn(record)).record?.version).toBe(1);
     const next = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'y')] })) });
     expect(next.status).toBe(200);
     expect(next.body.map((item: any) => item.record.version)).toEqual([2, 2, 2, 2]);
@@ -77,15 +73,16 @@ describe('faults', () => {
     expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(res.body);
   });
 
-  it('a lease never released ends by itself; meanwhile others wait or are told busy', async () => {
-    const { editor, workspaceId, list } = await records(1);
+  it('a batch\'s turn comes after the patches queued before it, and sees their result', async () => {
+    const { editor, object, list } = await records(1);
     const record = list[0];
+    const def = (await admin('GET', `/admin/objects/${object.id}`)).body;
     const stub = objectOf(record.id);
-    expect((await stub.lease({ leaseId: 'crashed-worker', snapshot: record, waitMs: 0 })).record).toBeDefined();
-    expect((await stub.lease({ leaseId: 'other', snapshot: record, waitMs: 0 })).record).toBeUndefined();
-    expect((await stub.lease({ leaseId: 'other', snapshot: record, waitMs: 50 })).record).toBeUndefined();
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 5)] } });
-    expect(res.status).toBe(200);
-    expect(res.body.version).toBe(2);
-  }, 15_000);
+    const patches = [1, 2, 3].map((age) => stub.patch({ snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
+    const turn = stub.turn(record);
+    const answers = await Promise.all(patches);
+    expect(answers.map((a) => a.record?.version)).toEqual([2, 3, 4]);
+    const seen = await turn;
+    expect(seen.record).toEqual(answers[2]?.record);
+  });
 });
