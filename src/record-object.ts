@@ -10,8 +10,6 @@ import { Store, VersionConflict } from './storage/store.ts';
 export const TURN_TIMEOUT_MS = 10_000;
 /** Patches merged into one D1 write at most. */
 const MAX_GROUP = 64;
-/** Writes lost to a concurrent writer (a batch, a twin object) before answering busy. */
-const MAX_CONFLICTS = 4;
 
 export interface PatchCall extends QueuedPatch {
   /** The record as the Worker read it; the object may know a newer state. */
@@ -33,7 +31,7 @@ export interface TurnAnswer {
   work: Work;
 }
 
-type PatchEntry = { kind: 'patch'; call: PatchCall; timer: ReturnType<typeof setTimeout>; answer: (a: PatchAnswer) => void; fail: (e: unknown) => void };
+type PatchEntry = { kind: 'patch'; call: PatchCall; deadline: number; timer: ReturnType<typeof setTimeout>; answer: (a: PatchAnswer) => void; fail: (e: unknown) => void };
 type TurnEntry = { kind: 'turn'; snapshot: RecordOut; timer: ReturnType<typeof setTimeout>; answer: (a: TurnAnswer) => void };
 type Entry = PatchEntry | TurnEntry;
 
@@ -55,7 +53,7 @@ export class RecordObject extends DurableObject<Env> {
   /** Applies one patch in turn (possibly grouped with others into one write). */
   patch(call: PatchCall): Promise<PatchAnswer> {
     return new Promise((answer, fail) => {
-      this.enqueue({ kind: 'patch', call, answer, fail, timer: this.expire(() => answer({ status: 503, work: NO_WORK })) });
+      this.enqueue({ kind: 'patch', call, answer, fail, deadline: Date.now() + TURN_TIMEOUT_MS, timer: this.expire(() => answer({ status: 503, work: NO_WORK })) });
     });
   }
 
@@ -106,13 +104,18 @@ export class RecordObject extends DurableObject<Env> {
     }
   }
 
-  /** Applies queued patches in order and writes the result once, guarded by the base version. */
+  /**
+   * Applies queued patches in order and writes the result once, guarded by the base version.
+   * A write lost to another writer (a batch, a twin object) is recomputed on the stored state
+   * until the oldest patch of the group has waited TURN_TIMEOUT_MS.
+   */
   private async applyGroup(group: PatchEntry[]): Promise<void> {
     const meter = new Meter();
     const store = new Store(this.env.DB, meter);
+    const deadline = Math.min(...group.map((entry) => entry.deadline));
     let base = group.reduce<RecordOut | undefined>((best, entry) => newer(best, entry.call.snapshot), this.known);
     try {
-      for (let conflicts = 0; base !== undefined; conflicts++) {
+      while (base !== undefined) {
         const { final, outcomes } = applySequence(base, group.map((entry) => entry.call), Date.now());
         try {
           if (final.version !== base.version) await store.writeRecords([{ record: final, expectedVersion: base.version }]);
@@ -120,7 +123,7 @@ export class RecordObject extends DurableObject<Env> {
           group.forEach((entry, i) => entry.answer({ ...toAnswer(outcomes[i] as Outcome), work: meter.work() }));
           return;
         } catch (error) {
-          if (!(error instanceof VersionConflict) || conflicts + 1 >= MAX_CONFLICTS) throw error;
+          if (!(error instanceof VersionConflict) || Date.now() >= deadline) throw error;
           base = (await store.getRecords([base.id])).get(base.id);
           this.known = base;
         }
@@ -128,7 +131,7 @@ export class RecordObject extends DurableObject<Env> {
       throw new Error('record vanished');
     } catch (error) {
       this.known = undefined;
-      // Lost to other writers again and again: as busy as a queue that never gets its turn.
+      // Lost to other writers until the deadline: as busy as a queue that never gets its turn.
       if (error instanceof VersionConflict) for (const entry of group) entry.answer({ status: 503, work: meter.work() });
       else for (const entry of group) entry.fail(error);
     }
