@@ -24,15 +24,17 @@ export interface PatchAnswer {
   work: Work;
 }
 
-/** A batch's turn: the newest state of the record once every patch queued before it is written. */
+/** A batch's turn, once every patch queued before it is written. */
 export interface TurnAnswer {
-  /** Absent when the turn did not come within TURN_TIMEOUT_MS. */
-  record?: RecordOut;
+  /** False when the turn did not come within TURN_TIMEOUT_MS. */
+  granted: boolean;
+  /** The record as this object last wrote it, when that is newer than the batch's version. */
+  newer?: RecordOut;
   work: Work;
 }
 
 type PatchEntry = { kind: 'patch'; call: PatchCall; deadline: number; timer: ReturnType<typeof setTimeout>; answer: (a: PatchAnswer) => void; fail: (e: unknown) => void };
-type TurnEntry = { kind: 'turn'; snapshot: RecordOut; timer: ReturnType<typeof setTimeout>; answer: (a: TurnAnswer) => void };
+type TurnEntry = { kind: 'turn'; version: number; timer: ReturnType<typeof setTimeout>; answer: (a: TurnAnswer) => void };
 type Entry = PatchEntry | TurnEntry;
 
 const NO_WORK: Work = { d1Trips: 0, d1Ms: 0 };
@@ -57,10 +59,13 @@ export class RecordObject extends DurableObject<Env> {
     });
   }
 
-  /** A batch's turn in this record's order: answered once everything queued before it is written. */
-  turn(snapshot: RecordOut): Promise<TurnAnswer> {
+  /**
+   * A batch's turn in this record's order, answered once everything queued before it is written.
+   * `version` is the one the batch read; only a newer state crosses back, so the common answer is tiny.
+   */
+  turn(version: number): Promise<TurnAnswer> {
     return new Promise((answer) => {
-      this.enqueue({ kind: 'turn', snapshot, answer, timer: this.expire(() => answer({ work: NO_WORK })) });
+      this.enqueue({ kind: 'turn', version, answer, timer: this.expire(() => answer({ granted: false, work: NO_WORK })) });
     });
   }
 
@@ -88,7 +93,8 @@ export class RecordObject extends DurableObject<Env> {
         const head = this.queue.shift() as Entry;
         clearTimeout(head.timer);
         if (head.kind === 'turn') {
-          head.answer({ record: newer(this.known, head.snapshot), work: NO_WORK });
+          const known = this.known;
+          head.answer(known !== undefined && known.version > head.version ? { granted: true, newer: known, work: NO_WORK } : { granted: true, work: NO_WORK });
           continue;
         }
         const group: PatchEntry[] = [head];

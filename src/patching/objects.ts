@@ -34,4 +34,4 @@ export const patchInObject = (env: Env, call: PatchCall): Promise<PatchAnswer> =
   callObject(env, call.snapshot.id, (stub) => stub.patch(call));
 
 export const turnInObject = (env: Env, snapshot: RecordOut): Promise<TurnAnswer> =>
-  callObject(env, snapshot.id, (stub) => stub.turn(snapshot));
+  callObject(env, snapshot.id, (stub) => stub.turn(snapshot.version));

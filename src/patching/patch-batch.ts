@@ -21,7 +21,7 @@ export interface PatchBatchInput {
 
 /**
  * SPEC 4.3 / 4.4, all or nothing (CONTRACT §7, §8): one D1 read decides every element; then every
- * record's object gives the batch its turn, in parallel, handing over the record's newest state;
+ * record's object gives the batch its turn, in parallel, handing over a newer state if it wrote one;
  * the Worker computes every new state and commits them in one D1 batch guarded by versions. If
  * any record moved on meanwhile (another batch, a patch), nothing was written: re-read, recompute
  * and commit again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
@@ -45,11 +45,8 @@ export async function patchBatch(context: Context, input: PatchBatchInput): Prom
   if (problems.length > 0) throw rejected(problems);
 
   const turns = await Promise.all(items.map((item) => meter.durable(() => turnInObject(env, records.get(item.id) as RecordOut))));
-  const states = new Map<number, RecordOut>();
-  for (const turn of turns) {
-    if (turn.record === undefined) throw busy();
-    states.set(turn.record.id, turn.record);
-  }
+  if (turns.some((turn) => !turn.granted)) throw busy();
+  const states = new Map(items.map((item, i) => [item.id, turns[i]?.newer ?? (records.get(item.id) as RecordOut)]));
   return commit(store, items, states, objects, caller.userId, deadline);
 }
 

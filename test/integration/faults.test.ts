@@ -13,7 +13,7 @@ const objectOf = (id: number) => {
   const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
   return {
     patch: async (call: PatchCall) => (await stub.patch(call)) as PatchAnswer,
-    turn: async (snapshot: any) => (await stub.turn(snapshot)) as TurnAnswer,
+    turn: async (version: number) => (await stub.turn(version)) as TurnAnswer,
   };
 };
 
@@ -35,8 +35,8 @@ describe('faults', () => {
     expect(JSON.stringify(res.body)).not.toContain('injected');
     expect(await versions(ids)).toEqual(before);
     await env.DB.exec('DROP TRIGGER injected_failure');
-    // Every object still serves turns, and knows nothing that was not committed.
-    for (const record of list) expect((await objectOf(record.id).turn(record)).record?.version).toBe(1);
+    // Every object still serves turns at once, and knows nothing that was not committed.
+    for (const record of list) expect(await objectOf(record.id).turn(1)).toEqual({ granted: true, work: { d1Trips: 0, d1Ms: 0 } });
     const next = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'y')] })) });
     expect(next.status).toBe(200);
     expect(next.body.map((item: any) => item.record.version)).toEqual([2, 2, 2, 2]);
@@ -79,10 +79,12 @@ describe('faults', () => {
     const def = (await admin('GET', `/admin/objects/${object.id}`)).body;
     const stub = objectOf(record.id);
     const patches = [1, 2, 3].map((age) => stub.patch({ snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
-    const turn = stub.turn(record);
+    const turn = stub.turn(record.version);
     const answers = await Promise.all(patches);
     expect(answers.map((a) => a.record?.version)).toEqual([2, 3, 4]);
     const seen = await turn;
-    expect(seen.record).toEqual(answers[2]?.record);
+    expect(seen.newer).toEqual(answers[2]?.record);
+    // A batch that already read that state gets no state back.
+    expect((await stub.turn(4)).newer).toBeUndefined();
   });
 });
