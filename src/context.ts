@@ -1,11 +1,15 @@
 import type { Env } from './env.ts';
+import { isolateCache } from './storage/isolate-cache.ts';
 import { Meter } from './storage/meter.ts';
+import { Recall } from './storage/recall.ts';
 import { Store } from './storage/store.ts';
 
 /** What every handler receives beside the request. */
 export interface Context {
   env: Env;
   store: Store;
+  /** The store's reads of keys, memberships and definitions, through the isolate's memory. */
+  recall: Recall;
   meter: Meter;
   requestId: string;
   waitUntil: (promise: Promise<unknown>) => void;
@@ -13,5 +17,6 @@ export interface Context {
 
 export function createContext(env: Env, requestId: string, ctx: ExecutionContext): Context {
   const meter = new Meter();
-  return { env, meter, store: new Store(env.DB, meter), requestId, waitUntil: (p) => ctx.waitUntil(p) };
+  const store = new Store(env.DB, meter);
+  return { env, meter, store, recall: new Recall(store, isolateCache), requestId, waitUntil: (p) => ctx.waitUntil(p) };
 }

@@ -12,8 +12,9 @@ export const TURN_TIMEOUT_MS = 10_000;
 const MAX_GROUP = 64;
 
 export interface PatchCall extends QueuedPatch {
-  /** The record as the Worker read it; the object may know a newer state. */
-  snapshot: RecordOut;
+  recordId: number;
+  /** The record as the Worker read it for this patch, if it read it; the object may know a newer state. */
+  snapshot?: RecordOut;
 }
 
 /** Flat rather than a union: RPC stubs type unions of results poorly. */
@@ -113,28 +114,45 @@ export class RecordObject extends DurableObject<Env> {
   /**
    * Applies queued patches in order and writes the result once, guarded by the base version.
    * A write lost to another writer (a batch, a twin object) is recomputed on the stored state
-   * until the oldest patch of the group has waited TURN_TIMEOUT_MS.
+   * until the oldest patch of the group has waited TURN_TIMEOUT_MS. A state this object only
+   * remembers may predate a batch's write: a group that would write nothing on it (a no-op, a
+   * failed If-Match), where some patch brought no fresh read, checks it against D1 first.
    */
   private async applyGroup(group: PatchEntry[]): Promise<void> {
     const meter = new Meter();
     const store = new Store(this.env.DB, meter);
     const deadline = Math.min(...group.map((entry) => entry.deadline));
-    let base = group.reduce<RecordOut | undefined>((best, entry) => newer(best, entry.call.snapshot), this.known);
+    const id = (group[0] as PatchEntry).call.recordId;
+    const load = async (): Promise<RecordOut> => {
+      const stored = (await store.getRecords([id])).get(id);
+      if (stored === undefined) throw new Error('record vanished');
+      return stored;
+    };
+    let fresh = group.every((entry) => entry.call.snapshot !== undefined);
+    let base = group.reduce((best, { call }) => (call.snapshot === undefined ? best : newer(best, call.snapshot)), this.known);
     try {
-      while (base !== undefined) {
+      for (;;) {
+        if (base === undefined) [base, fresh] = [await load(), true];
         const { final, outcomes } = applySequence(base, group.map((entry) => entry.call), Date.now());
+        const writes = final.version !== base.version;
+        if (!writes && !fresh) {
+          const stored = await load();
+          fresh = true;
+          if (stored.version !== base.version) {
+            base = stored;
+            continue;
+          }
+        }
         try {
-          if (final.version !== base.version) await store.writeRecords([{ record: final, expectedVersion: base.version }]);
+          if (writes) await store.writeRecords([{ record: final, expectedVersion: base.version }]);
           this.known = final;
           group.forEach((entry, i) => entry.answer({ ...toAnswer(outcomes[i] as Outcome), work: meter.work() }));
           return;
         } catch (error) {
           if (!(error instanceof VersionConflict) || Date.now() >= deadline) throw error;
-          base = (await store.getRecords([base.id])).get(base.id);
-          this.known = base;
+          base = this.known = await load();
         }
       }
-      throw new Error('record vanished');
     } catch (error) {
       this.known = undefined;
       // Lost to other writers until the deadline: as busy as a queue that never gets its turn.

@@ -6,6 +6,9 @@ import type { ObjectDef } from './definition.ts';
 import { applyFieldValues } from './field-values.ts';
 import { recordName } from './name.ts';
 
+/** What no operation of the service changes about a record: enough to decide a patch before its turn. */
+export type RecordFacts = Pick<RecordOut, 'id' | 'objectId' | 'sharedWorkspaceIds' | 'ownedBy' | 'deleted'>;
+
 const at = (prefix: string, status: number, code: string, message: string, ...keys: string[]): InputProblem => ({
   pointer: pointer(prefix, ...keys),
   code,
@@ -19,7 +22,7 @@ const at = (prefix: string, status: number, code: string, message: string, ...ke
  * 422 for a changed `ownedBy` and values that do not fit the current definition.
  */
 export function patchProblems(
-  record: RecordOut | undefined,
+  record: RecordFacts | undefined,
   access: Access,
   def: ObjectDef | undefined,
   patch: PatchIn,
@@ -34,7 +37,8 @@ export function patchProblems(
   if (patch.ownedBy !== undefined && patch.ownedBy !== record.ownedBy) {
     problems.push(at(prefix, 422, 'not_editable', 'ownedBy cannot be changed', 'ownedBy'));
   }
-  problems.push(...applyFieldValues(def, record.fieldValues, patch.fieldValues ?? [], prefix, 'patch').problems);
+  // A patch's problems do not depend on the values the record holds, only on the definition.
+  problems.push(...applyFieldValues(def, [], patch.fieldValues ?? [], prefix, 'patch').problems);
   return problems;
 }
 

@@ -31,7 +31,7 @@ async function callObject<T>(env: Env, recordId: number, call: (stub: Stub) => P
 // The RPC stub types wrap results in Rpc.Result; these give them their plain shapes back.
 
 export const patchInObject = (env: Env, call: PatchCall): Promise<PatchAnswer> =>
-  callObject(env, call.snapshot.id, (stub) => stub.patch(call));
+  callObject(env, call.recordId, (stub) => stub.patch(call));
 
 export const turnInObject = (env: Env, snapshot: RecordOut): Promise<TurnAnswer> =>
   callObject(env, snapshot.id, (stub) => stub.turn(snapshot.version));

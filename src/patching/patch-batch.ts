@@ -28,10 +28,10 @@ export interface PatchBatchInput {
  */
 export async function patchBatch(context: Context, input: PatchBatchInput): Promise<RecordOut[]> {
   const deadline = Date.now() + TURN_TIMEOUT_MS;
-  const { store, env, meter } = context;
+  const { store, recall, env, meter } = context;
   const parsed = input.body.ok ? parseBatch(PatchItem, input.body.value, batchDuplicates) : undefined;
   const ids = parsed?.ok === true ? parsed.value.map((item) => item.id) : [];
-  const { caller, records, objects } = await store.recordContext(input.keyHash, ids);
+  const { caller, records, objects } = await recall.recordContext(input.keyHash, ids);
   if (caller === undefined) throw unauthorized();
   if (!input.body.ok) throw input.body.error;
   if (parsed?.ok !== true) throw invalidBody(parsed?.problems ?? []);

@@ -3,7 +3,8 @@ import { recordAccess } from '../domain/access.ts';
 import { patchProblems } from '../domain/patch.ts';
 import { HttpError, invalidBody, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
-import { PatchBody, type RecordOut } from '../schemas/record.ts';
+import { PatchBody, type PatchIn, type RecordOut } from '../schemas/record.ts';
+import type { PatchContext } from '../storage/recall.ts';
 import type { Settled } from '../routes/settle.ts';
 import { patchInObject } from './objects.ts';
 
@@ -28,24 +29,35 @@ export function refused(status: number, problem: InputProblem | undefined): Http
 }
 
 /**
- * SPEC 4.2: one D1 read (caller, record, definition) decides everything that does not depend
- * on the record's turn; the record's object then applies the patch in turn and writes it.
+ * SPEC 4.2: the caller, the record's facts and its definition (from the isolate's memory, else
+ * one D1 read) decide everything that does not depend on the record's turn; the record's object
+ * then applies the patch in turn and writes it. A refusal is never made on memory alone.
  */
-export async function patchOne({ env, store, meter }: Context, input: PatchOneInput): Promise<RecordOut> {
+export async function patchOne({ env, recall, meter }: Context, input: PatchOneInput): Promise<RecordOut> {
   const parsed = input.body.ok ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, '')) : undefined;
-  const { caller, records, objects } = await store.recordContext(input.keyHash, [input.recordId]);
-  if (caller === undefined) throw unauthorized();
+  let context = await recall.patchContext(input.keyHash, input.recordId);
+  if (context.caller === undefined) throw unauthorized();
   if (!input.body.ok) throw input.body.error;
   if (parsed?.ok !== true) throw invalidBody(parsed?.problems ?? []);
 
-  const record = records.get(input.recordId);
-  const def = record && objects.get(record.objectId);
-  const access = record ? recordAccess(caller, record.sharedWorkspaceIds, input.workspaceId) : 'none';
-  const problems = patchProblems(record, access, def, parsed.value, '');
-  if (problems.length > 0 || record === undefined || def === undefined) throw rejected(problems);
+  let problems = judge(context, input.workspaceId, parsed.value);
+  if (problems.length > 0 && context.remembered) {
+    context = await recall.patchContext(input.keyHash, input.recordId, true);
+    if (context.caller === undefined) throw unauthorized();
+    problems = judge(context, input.workspaceId, parsed.value);
+  }
+  const { caller, def, snapshot } = context;
+  if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
 
-  const ifMatch = input.ifMatch === undefined ? {} : { ifMatch: input.ifMatch };
-  const answer = await meter.durable(() => patchInObject(env, { snapshot: record, def, patch: parsed.value, userId: caller.userId, ...ifMatch }));
+  const call = { recordId: input.recordId, def, patch: parsed.value, userId: caller.userId };
+  const answer = await meter.durable(() =>
+    patchInObject(env, { ...call, ...(snapshot === undefined ? {} : { snapshot }), ...(input.ifMatch === undefined ? {} : { ifMatch: input.ifMatch }) }),
+  );
   if (answer.status === 200 && answer.record !== undefined) return answer.record;
   throw refused(answer.status, answer.problem);
+}
+
+function judge({ caller, facts, def }: PatchContext, workspaceId: number, patch: PatchIn): InputProblem[] {
+  const access = caller && facts ? recordAccess(caller, facts.sharedWorkspaceIds, workspaceId) : 'none';
+  return patchProblems(facts, access, def, patch, '');
 }

@@ -7,13 +7,13 @@ import { pathIds } from '../http/params.ts';
 import { recordResponse } from '../http/respond.ts';
 
 /** CONTRACT §9: GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}. */
-export async function readRecord(request: IRequest, { store }: Context): Promise<Response> {
+export async function readRecord(request: IRequest, { recall }: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const inWorkspace = request.params.workspaceId !== undefined;
   const { recordId, workspaceId } = inWorkspace
     ? pathIds(request.params, 'workspaceId', 'recordId')
     : { ...pathIds(request.params, 'recordId'), workspaceId: undefined };
-  const { caller, records } = await store.recordContext(keyHash, [recordId]);
+  const { caller, records } = await recall.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);
   if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none') {

@@ -78,7 +78,7 @@ describe('faults', () => {
     const record = list[0];
     const def = (await admin('GET', `/admin/objects/${object.id}`)).body;
     const stub = objectOf(record.id);
-    const patches = [1, 2, 3].map((age) => stub.patch({ snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
+    const patches = [1, 2, 3].map((age) => stub.patch({ recordId: record.id, snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
     const turn = stub.turn(record.version);
     const answers = await Promise.all(patches);
     expect(answers.map((a) => a.record?.version)).toEqual([2, 3, 4]);
@@ -86,5 +86,23 @@ describe('faults', () => {
     expect(seen.newer).toEqual(answers[2]?.record);
     // A batch that already read that state gets no state back.
     expect((await stub.turn(4)).newer).toBeUndefined();
+  });
+
+  it('an object that remembers a state older than a batch\'s write never answers from it without checking', async () => {
+    const { editor, workspaceId, list } = await records(1);
+    const id = list[0].id;
+    const path = `/workspaces/${workspaceId}/records/${id}`;
+    // The object remembers version 2 (age 1); a batch then writes version 3 behind its back.
+    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(2);
+    expect((await call('PATCH', '/records/batch', { key: editor.key, body: [{ id, fieldValues: [fv('lastName', 'B')] }] })).body[0].record.version).toBe(3);
+    // A no-op on the remembered state must not answer it: it is checked against D1 first.
+    const noop = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+    expect(noop.body).toMatchObject({ version: 3, fieldValues: [fv('firstName', 'R0'), fv('lastName', 'B'), fv('age', 1)] });
+    expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(noop.body);
+    // Nor an If-Match refusal: version 3 is the current one.
+    const another = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id, fieldValues: [fv('lastName', 'C')] }] });
+    expect(another.body[0].record.version).toBe(4);
+    const matched = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] }, headers: { 'If-Match': '"4"' } });
+    expect(matched.body).toMatchObject({ version: 5, fieldValues: [fv('firstName', 'R0'), fv('lastName', 'C'), fv('age', 2)] });
   });
 });

@@ -1,4 +1,5 @@
 import { env, exports } from 'cloudflare:workers';
+import { CACHE_TTL_MS, isolateCache } from '../../src/storage/isolate-cache.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -14,6 +15,14 @@ export interface CallOptions {
   raw?: string;
   key?: string;
   headers?: Record<string, string>;
+}
+
+let clockOffset = 0;
+
+/** Moves the isolate cache's clock on by CACHE_TTL_MS: everything remembered until now expires. */
+export function letMemoryExpire(): void {
+  clockOffset += CACHE_TTL_MS;
+  isolateCache.now = () => Date.now() + clockOffset;
 }
 
 /** One HTTP call into the Worker, as a client would make it. */

@@ -1,0 +1,53 @@
+import type { Caller } from '../domain/access.ts';
+import type { ObjectDef } from '../domain/definition.ts';
+import type { RecordFacts } from '../domain/patch.ts';
+
+/**
+ * How long an isolate may answer from memory what it read from D1 (issue 4 allows 60 s): a
+ * revoked key, a removed membership or a new object version takes effect within this time.
+ */
+export const CACHE_TTL_MS = 30_000;
+
+/** Entries that expire `ttlMs` after they were stored; past `capacity`, the oldest go first. */
+export class Expiring<K, V> {
+  private readonly entries = new Map<K, { value: V; expires: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly capacity: number,
+    private readonly now: () => number,
+  ) {}
+
+  get(key: K): V | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expires > this.now()) return entry.value;
+    this.entries.delete(key);
+    return undefined;
+  }
+
+  set(key: K, value: V): void {
+    this.entries.delete(key);
+    this.entries.set(key, { value, expires: this.now() + this.ttlMs });
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/**
+ * What one isolate remembers between requests. Records contribute only the facts that no
+ * operation changes (which object, which workspaces, the owner); their state is always read.
+ */
+export class IsolateCache {
+  /** The clock of every entry; tests move it to see entries expire. */
+  now: () => number = () => Date.now();
+  readonly callers = new Expiring<string, Caller>(CACHE_TTL_MS, 10_000, () => this.now());
+  readonly objects = new Expiring<number, ObjectDef>(CACHE_TTL_MS, 1_000, () => this.now());
+  readonly records = new Expiring<number, RecordFacts>(CACHE_TTL_MS, 50_000, () => this.now());
+}
+
+/** The cache of this isolate, shared by every request it serves. */
+export const isolateCache = new IsolateCache();

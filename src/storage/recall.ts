@@ -1,0 +1,86 @@
+import type { Caller } from '../domain/access.ts';
+import type { ObjectDef } from '../domain/definition.ts';
+import type { RecordFacts } from '../domain/patch.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { IsolateCache } from './isolate-cache.ts';
+import type { RecordContext, Store } from './store.ts';
+
+/** Whether an answer came from the isolate's memory rather than from D1 just now. */
+interface Remembered {
+  remembered: boolean;
+}
+
+export interface CreateContext extends Remembered {
+  caller: Caller | undefined;
+  objects: Map<number, ObjectDef>;
+}
+
+/** What a patch of one record needs to be decided in the Worker. */
+export interface PatchContext extends Remembered {
+  caller: Caller | undefined;
+  facts: RecordFacts | undefined;
+  def: ObjectDef | undefined;
+  /** The record as read for this request; absent when it came from memory or does not exist. */
+  snapshot: RecordOut | undefined;
+}
+
+/**
+ * The reads of the create and patch paths, answered from the isolate's memory when it holds
+ * everything they need, else read from D1 in one round trip (which refreshes the memory).
+ * Memory may only say yes: a caller refuses a request decided on remembered data only after
+ * asking again with `fresh`, so a new membership or field works at once, and only a removal
+ * (a key, a membership, a field) can take up to CACHE_TTL_MS to be seen. Unknown keys, records
+ * and objects are never remembered.
+ */
+export class Recall {
+  constructor(
+    private readonly store: Store,
+    private readonly cache: IsolateCache,
+  ) {}
+
+  async createContext(keyHash: string, objectIds: readonly number[], fresh = false): Promise<CreateContext> {
+    const caller = fresh ? undefined : this.cache.callers.get(keyHash);
+    const objects = this.remembered(objectIds);
+    if (caller !== undefined && objects.size === objectIds.length) return { caller, objects, remembered: true };
+    const read = await this.store.createContext(keyHash, objectIds);
+    this.remember(keyHash, read.caller, read.objects);
+    return { ...read, remembered: false };
+  }
+
+  async patchContext(keyHash: string, recordId: number, fresh = false): Promise<PatchContext> {
+    const caller = fresh ? undefined : this.cache.callers.get(keyHash);
+    const facts = this.cache.records.get(recordId);
+    const def = facts && this.cache.objects.get(facts.objectId);
+    if (caller !== undefined && def !== undefined) return { caller, facts, def, snapshot: undefined, remembered: true };
+    const read = await this.recordContext(keyHash, [recordId]);
+    const snapshot = read.records.get(recordId);
+    return { caller: read.caller, facts: snapshot, def: snapshot && read.objects.get(snapshot.objectId), snapshot, remembered: false };
+  }
+
+  /** Always read from D1 (reads and batches need the records' state), and remembered. */
+  async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
+    const read = await this.store.recordContext(keyHash, recordIds);
+    this.remember(keyHash, read.caller, read.objects);
+    this.rememberRecords(read.records.values());
+    return read;
+  }
+
+  /** Records just written or read: their facts spare the next patch of them a read. */
+  rememberRecords(records: Iterable<RecordOut>): void {
+    for (const record of records) this.cache.records.set(record.id, factsOf(record));
+  }
+
+  private remembered(objectIds: readonly number[]): Map<number, ObjectDef> {
+    return new Map(objectIds.flatMap((id) => {
+      const def = this.cache.objects.get(id);
+      return def === undefined ? [] : [[id, def] as const];
+    }));
+  }
+
+  private remember(keyHash: string, caller: Caller | undefined, objects: ReadonlyMap<number, ObjectDef>): void {
+    if (caller !== undefined) this.cache.callers.set(keyHash, caller);
+    for (const def of objects.values()) this.cache.objects.set(def.id, def);
+  }
+}
+
+const factsOf = ({ id, objectId, sharedWorkspaceIds, ownedBy, deleted }: RecordOut): RecordFacts => ({ id, objectId, sharedWorkspaceIds, ownedBy, deleted });
