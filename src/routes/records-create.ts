@@ -31,6 +31,5 @@ export async function createRecords(request: IRequest, { store, recall }: Contex
   }
   if (!plan.ok) throw rejected(plan.problems);
   const records = await store.insertRecords(plan.value);
-  recall.rememberRecords(records);
   return json(records.map((record) => ({ status: 'Succeeded', record })), 201);
 }

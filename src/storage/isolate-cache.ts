@@ -8,7 +8,7 @@ import type { RecordFacts } from '../domain/patch.ts';
  */
 export const CACHE_TTL_MS = 30_000;
 
-/** Entries that expire `ttlMs` after they were stored; past `capacity`, the oldest go first. */
+/** Entries that expire `ttlMs` after they were stored; past `capacity`, the least recently used go first. */
 export class Expiring<K, V> {
   private readonly entries = new Map<K, { value: V; expires: number }>();
 
@@ -21,9 +21,10 @@ export class Expiring<K, V> {
   get(key: K): V | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
-    if (entry.expires > this.now()) return entry.value;
     this.entries.delete(key);
-    return undefined;
+    if (entry.expires <= this.now()) return undefined;
+    this.entries.set(key, entry);
+    return entry.value;
   }
 
   set(key: K, value: V): void {

@@ -61,13 +61,10 @@ export class Recall {
   async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
     const read = await this.store.recordContext(keyHash, recordIds);
     this.remember(keyHash, read.caller, read.objects);
-    this.rememberRecords(read.records.values());
+    // Records in use (read or patched) earn a place; new ones do not, lest a burst of creates
+    // push out the records being worked on.
+    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record));
     return read;
-  }
-
-  /** Records just written or read: their facts spare the next patch of them a read. */
-  rememberRecords(records: Iterable<RecordOut>): void {
-    for (const record of records) this.cache.records.set(record.id, factsOf(record));
   }
 
   private remembered(objectIds: readonly number[]): Map<number, ObjectDef> {

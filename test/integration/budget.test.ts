@@ -34,7 +34,7 @@ describe('cost budget per operation (issue 4), from Server-Timing', () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
     const patch = (age: number) => call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', age)] } });
-    // The Worker remembers the new record; the object has never seen it: it reads, then writes.
+    // New records are not remembered: the Worker reads and hands the state over, the object writes.
     const first = await patch(1);
     expect(first.body.version).toBe(2);
     expect(work(first)).toEqual({ d1: 2, calls: 1 });

@@ -27,12 +27,22 @@ describe('Expiring: what an isolate remembers', () => {
     expect(cache.get('a')).toBe(2);
   });
 
-  it('drops the oldest entries past its capacity', () => {
+  it('drops the least recently used entries past its capacity', () => {
     const cache = new Expiring<number, number>(1_000, 3, () => 0);
     for (const n of [1, 2, 3, 4]) cache.set(n, n);
-    expect([1, 2, 3, 4].map((n) => cache.get(n))).toEqual([undefined, 2, 3, 4]);
-    cache.set(2, 20);
+    expect(cache.get(1)).toBeUndefined();
+    expect(cache.get(2)).toBe(2);
     cache.set(5, 5);
-    expect([2, 3, 4, 5].map((n) => cache.get(n))).toEqual([20, undefined, 4, 5]);
+    expect([2, 3, 4, 5].map((n) => cache.get(n))).toEqual([2, undefined, 4, 5]);
+  });
+
+  it('does not make an entry live longer by using it', () => {
+    let now = 0;
+    const cache = new Expiring<string, number>(100, 10, () => now);
+    cache.set('a', 1);
+    now = 60;
+    expect(cache.get('a')).toBe(1);
+    now = 100;
+    expect(cache.get('a')).toBeUndefined();
   });
 });
