@@ -149,6 +149,27 @@ describe('end to end over HTTP against wrangler dev', () => {
     }
   });
 
+  it('mixes singles and batches on the same records over HTTP: every change counted once', async () => {
+    const more = await http('POST', '/records/batch', key, Array.from({ length: 5 }, (_, i) => ({ objectId, fieldValues: [{ fieldName: 'firstName', value: `M${i}` }] })));
+    const ids: number[] = more.body.map((item: any) => item.record.id);
+    const batches = Array.from({ length: 10 }, (_, b) =>
+      http('PATCH', `/workspaces/${workspaceId}/records/batch`, key, [...ids].reverse().slice(b % 2).map((id) => ({ id, fieldValues: [{ fieldName: 'n0', value: 100 + b }] }))),
+    );
+    const singles = Array.from({ length: 50 }, (_, i) =>
+      http('PATCH', `/workspaces/${workspaceId}/records/${ids[i % 5]}`, key, { fieldValues: [{ fieldName: `n${1 + (i % 9)}`, value: 1000 + i }] }),
+    );
+    const answers = await Promise.all([...batches, ...singles]);
+    expect(answers.map((a) => a.status)).toEqual(Array(60).fill(200));
+    // Each record: version 1, then one per batch that listed it and per single: all distinct, no gap.
+    for (const id of ids) {
+      const listedBy = Array.from({ length: 10 }, (_, b) => [...ids].reverse().slice(b % 2)).filter((list) => list.includes(id)).length;
+      const record = (await http('GET', `/records/${id}`, key)).body;
+      expect(record.version).toBe(1 + listedBy + 10);
+      const versions = answers.flatMap((a) => (Array.isArray(a.body) ? a.body.map((item: any) => item.record) : [a.body])).filter((r) => r.id === id).map((r) => r.version);
+      expect([...versions].sort((x, y) => x - y)).toEqual(Array.from({ length: listedBy + 10 }, (_, i) => i + 2));
+    }
+  });
+
   it('never answered anything /openapi.json does not document', () => {
     expect(check.problems).toEqual([]);
   });
