@@ -4,6 +4,7 @@ import type { Env } from './env.ts';
 import type { InputProblem } from './http/errors.ts';
 import type { RecordOut } from './schemas/record.ts';
 import { Meter, type Work } from './storage/meter.ts';
+import { sleep } from './storage/retry.ts';
 import { Store, VersionConflict } from './storage/store.ts';
 
 /** How long a call may wait for its turn before it is answered 503 (CONTRACT §8). */
@@ -131,7 +132,7 @@ export class RecordObject extends DurableObject<Env> {
     let fresh = group.every((entry) => entry.call.snapshot !== undefined);
     let base = group.reduce((best, { call }) => (call.snapshot === undefined ? best : newer(best, call.snapshot)), this.known);
     try {
-      for (;;) {
+      for (let attempt = 1; ; attempt++) {
         if (base === undefined) [base, fresh] = [await load(), true];
         const { final, outcomes } = applySequence(base, group.map((entry) => entry.call), Date.now());
         const writes = final.version !== base.version;
@@ -150,6 +151,8 @@ export class RecordObject extends DurableObject<Env> {
           return;
         } catch (error) {
           if (!(error instanceof VersionConflict) || Date.now() >= deadline) throw error;
+          // A writer that keeps winning (a twin, a stream of batches) is not raced in a tight loop.
+          if (attempt > 1) await sleep(Math.random() * Math.min(100, 5 * 2 ** attempt));
           base = this.known = await load();
         }
       }

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { PatchAnswer, PatchCall, TurnAnswer } from '../../src/record-object.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { Store, VersionConflict } from '../../src/storage/store.ts';
-import { admin, call, createOne, world } from './helpers.ts';
+import { admin, call, createOne, expectProblem, world } from './helpers.ts';
+import { TURN_TIMEOUT_MS } from '../../src/record-object.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
@@ -104,5 +105,27 @@ describe('faults', () => {
     expect(another.body[0].record.version).toBe(4);
     const matched = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] }, headers: { 'If-Match': '"4"' } });
     expect(matched.body).toMatchObject({ version: 5, fieldValues: [fv('firstName', 'R0'), fv('lastName', 'C'), fv('age', 2)] });
+  });
+
+  it('a record that cannot take its turn for 10 s answers 503 with Retry-After, and nothing is written', { timeout: 40_000 }, async () => {
+    const { editor, workspaceId, ids } = await records(3);
+    const [stuck, other] = ids as [number, number];
+    // Every write of one record loses, as to a writer that always comes first.
+    await env.DB.exec(`CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${stuck} BEGIN SELECT RAISE(ABORT, 'version_conflict'); END`);
+    const before = await versions(ids);
+    const start = Date.now();
+    const [single, batch] = await Promise.all([
+      call('PATCH', `/workspaces/${workspaceId}/records/${stuck}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } }),
+      call('PATCH', '/records/batch', { key: editor.key, body: [{ id: other, fieldValues: [fv('age', 2)] }, { id: stuck, fieldValues: [fv('age', 3)] }] }),
+    ]);
+    expect(Date.now() - start).toBeGreaterThanOrEqual(TURN_TIMEOUT_MS);
+    for (const answer of [single, batch]) {
+      expectProblem(answer, 503, 'unavailable');
+      expect(answer.headers.get('Retry-After')).toBe('1');
+    }
+    expect(await versions(ids)).toEqual(before);
+    await env.DB.exec('DROP TRIGGER always_conflict');
+    const next = await call('PATCH', `/workspaces/${workspaceId}/records/${stuck}`, { key: editor.key, body: { fieldValues: [fv('age', 4)] } });
+    expect(next.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 4)] });
   });
 });
