@@ -1,6 +1,5 @@
 import type { Env } from '../env.ts';
 import type { PatchAnswer, PatchCall, RecordObject, TurnAnswer } from '../record-object.ts';
-import type { RecordOut } from '../schemas/record.ts';
 import { isTransient, sleep } from '../storage/retry.ts';
 
 type Stub = DurableObjectStub<RecordObject>;
@@ -33,5 +32,5 @@ async function callObject<T>(env: Env, recordId: number, call: (stub: Stub) => P
 export const patchInObject = (env: Env, call: PatchCall): Promise<PatchAnswer> =>
   callObject(env, call.recordId, (stub) => stub.patch(call));
 
-export const turnInObject = (env: Env, snapshot: RecordOut): Promise<TurnAnswer> =>
-  callObject(env, snapshot.id, (stub) => stub.turn(snapshot.version));
+export const turnInObject = (env: Env, recordId: number, version: number): Promise<TurnAnswer> =>
+  callObject(env, recordId, (stub) => stub.turn(version));

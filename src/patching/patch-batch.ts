@@ -44,9 +44,10 @@ export async function patchBatch(context: Context, input: PatchBatchInput): Prom
   });
   if (problems.length > 0) throw rejected(problems);
 
-  const turns = await Promise.all(items.map((item) => meter.durable(() => turnInObject(env, records.get(item.id) as RecordOut))));
+  const read = items.map((item) => records.get(item.id) as RecordOut);
+  const turns = await Promise.all(read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version))));
   if (turns.some((turn) => !turn.granted)) throw busy();
-  const states = new Map(items.map((item, i) => [item.id, turns[i]?.newer ?? (records.get(item.id) as RecordOut)]));
+  const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));
   return commit(store, items, states, objects, caller.userId, deadline);
 }
 

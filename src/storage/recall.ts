@@ -40,8 +40,8 @@ export class Recall {
 
   async createContext(keyHash: string, objectIds: readonly number[], fresh = false): Promise<CreateContext> {
     const caller = fresh ? undefined : this.cache.callers.get(keyHash);
-    const objects = this.remembered(objectIds);
-    if (caller !== undefined && objects.size === objectIds.length) return { caller, objects, remembered: true };
+    const objects = caller === undefined ? undefined : this.remembered(objectIds);
+    if (caller !== undefined && objects?.size === objectIds.length) return { caller, objects, remembered: true };
     const read = await this.store.createContext(keyHash, objectIds);
     this.remember(keyHash, read.caller, read.objects);
     return { ...read, remembered: false };
