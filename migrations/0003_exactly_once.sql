@@ -18,10 +18,11 @@ END;
 -- 2. Every committed change of a record, written in the same D1 batch as the change itself
 -- (a transactional outbox). `seq` orders commits (D1 runs one transaction at a time, and
 -- AUTOINCREMENT never hands out a number twice, even after old rows are pruned). `record` is
--- the record's JSON exactly as the write answered it. `write_id` names the write: a patch's
--- own call id, or the id of a create or batch request. Its uniqueness per record makes every
--- record write idempotent: re-sending a write that already committed fails on this index
--- before it can change anything, which tells the sender that its first attempt went through.
+-- the record's JSON exactly as the write answered it. `write_id` names the write of this one
+-- change: a patch's own call id, `<batch id>/<record id>` in a batch, `<create id>/<index>` in a
+-- create. It is unique, and a write puts its change rows before anything else, so re-sending a
+-- write that already committed fails on this index and changes nothing: that is how a writer
+-- whose reply was lost learns that its first attempt went through (and never applies it twice).
 CREATE TABLE changes (
   seq       INTEGER PRIMARY KEY AUTOINCREMENT,
   record_id INTEGER NOT NULL CHECK (record_id >= 0),
@@ -32,8 +33,9 @@ CREATE TABLE changes (
   write_id  TEXT    NOT NULL,
   record    TEXT    NOT NULL
 ) STRICT;
-CREATE UNIQUE INDEX changes_by_write ON changes (write_id, record_id);
-CREATE UNIQUE INDEX changes_by_record ON changes (record_id, version);
+CREATE UNIQUE INDEX changes_by_write ON changes (write_id);
+-- Not unique on purpose: a stale writer must fail on the record's version guard, not here.
+CREATE INDEX changes_by_record ON changes (record_id, version);
 CREATE INDEX changes_by_age ON changes (at);
 
 -- 3. Idempotency-Key (CONTRACT §11). A request that sends a key claims it (`running`, with a

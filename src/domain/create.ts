@@ -1,6 +1,5 @@
-import type { InputProblem } from '../http/errors.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
 import type { CreateItemIn, FieldValueOut } from '../schemas/record.ts';
-import { pointer } from '../schemas/parse.ts';
 import { canCreate, type Caller } from './access.ts';
 import type { ObjectDef } from './definition.ts';
 import { applyFieldValues } from './field-values.ts';

@@ -1,6 +1,5 @@
-import type { InputProblem } from '../http/errors.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
 import type { FieldDefinitionIn, ObjectDefinitionIn } from '../schemas/admin.ts';
-import { pointer } from '../schemas/parse.ts';
 import { templateFields } from './name.ts';
 
 export type FieldType = FieldDefinitionIn['type'];

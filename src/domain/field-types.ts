@@ -1,6 +1,9 @@
+import { nesting } from '../core/json.ts';
 import type { FieldDef } from './definition.ts';
 
 export const MAX_TEXT = 100_000;
+/** Levels of arrays and objects a `json` value may hold (CONTRACT §1). */
+export const MAX_NESTING = 64;
 const MAX_URL = 8192;
 const MAX_EMAIL = 254;
 
@@ -43,7 +46,7 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
       if (typeof value !== 'string') return wrongType('string');
       return isHttpUrl(value) ? undefined : wrongValue('expected an absolute http or https URL');
     case 'json':
-      return undefined;
+      return nesting(value) <= MAX_NESTING ? undefined : wrongValue(`expected at most ${MAX_NESTING} levels of nesting`);
   }
 }
 

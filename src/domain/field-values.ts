@@ -1,8 +1,10 @@
-import type { InputProblem } from '../http/errors.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
 import type { FieldValueOut } from '../schemas/record.ts';
-import { pointer } from '../schemas/parse.ts';
 import type { ObjectDef } from './definition.ts';
 import { checkValue } from './field-types.ts';
+
+/** A record's field values serialize to at most this many bytes (CONTRACT §1; D1 rows hold 2 MB). */
+export const MAX_RECORD_BYTES = 1024 * 1024;
 
 export interface FieldValuesResult {
   /** One entry per field that has a value: the definition's order, then fields it no longer has. */
@@ -50,7 +52,24 @@ export function applyFieldValues(
       }
     }
   }
-  return { values: ordered(def, current, values), problems };
+  const result = ordered(def, current, values);
+  if (problems.length === 0 && serializedBytes(result) > MAX_RECORD_BYTES) {
+    problems.push(problem(pointer(prefix, 'fieldValues'), 'record_too_large', `the record's field values exceed ${MAX_RECORD_BYTES} bytes`));
+  }
+  return { values: result, problems };
+}
+
+/** UTF-8 size of the values as stored; encoding is skipped when even 3 bytes a unit would fit. */
+export function serializedBytes(values: readonly FieldValueOut[]): number {
+  const text = JSON.stringify(values);
+  return text.length * 3 <= MAX_RECORD_BYTES ? text.length : new TextEncoder().encode(text).byteLength;
+}
+
+/** Whether two lists hold the same value for every field, whatever their order (CONTRACT §6). */
+export function sameValues(a: readonly FieldValueOut[], b: readonly FieldValueOut[]): boolean {
+  if (a.length !== b.length) return false;
+  const before = new Map(a.map((entry) => [entry.fieldName, JSON.stringify(entry.value)]));
+  return b.every((entry) => before.get(entry.fieldName) === JSON.stringify(entry.value));
 }
 
 function ordered(def: ObjectDef, current: readonly FieldValueOut[], values: Map<string, unknown>): FieldValueOut[] {

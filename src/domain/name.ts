@@ -5,14 +5,18 @@ import { characters } from './field-types.ts';
 export const MAX_NAME = 10_000;
 export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9_]{0,99})\}/g;
 
+/** White space and U+0000 at either end (SQLite's length() stops at U+0000: a leading one reads as empty). */
+const EDGES = /^[\s\u0000]+|[\s\u0000]+$/g;
+
 /**
- * The name from the object's template (CONTRACT §5), trimmed and cut to 10000 characters;
- * undefined when there is no template or it renders empty, so the caller uses `fallbackName`.
+ * The name from the object's template (CONTRACT §5), trimmed of white space and U+0000 and cut to
+ * 10000 characters; undefined when there is no template or it renders empty, so the caller uses
+ * `fallbackName`.
  */
 export function renderTemplate(def: ObjectDef, values: readonly FieldValueOut[]): string | undefined {
   if (def.nameTemplate === undefined) return undefined;
   const byName = new Map(values.map((entry) => [entry.fieldName, entry.value]));
-  const rendered = def.nameTemplate.replace(PLACEHOLDER, (_, field: string) => asText(byName.get(field))).trim();
+  const rendered = def.nameTemplate.replace(PLACEHOLDER, (_, field: string) => asText(byName.get(field))).replace(EDGES, '');
   return rendered === '' ? undefined : cut(rendered);
 }
 

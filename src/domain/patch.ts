@@ -1,9 +1,8 @@
-import type { InputProblem } from '../http/errors.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
 import type { PatchIn, RecordOut } from '../schemas/record.ts';
-import { pointer } from '../schemas/parse.ts';
 import type { Access } from './access.ts';
 import type { ObjectDef } from './definition.ts';
-import { applyFieldValues } from './field-values.ts';
+import { applyFieldValues, sameValues } from './field-values.ts';
 import { recordName } from './name.ts';
 
 /** What no operation of the service changes about a record: enough to decide a patch before its turn. */
@@ -73,10 +72,6 @@ export function applyPatch(record: RecordOut, def: ObjectDef, patch: PatchIn, us
   };
 }
 
-function sameValues(a: RecordOut['fieldValues'], b: RecordOut['fieldValues']): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
 /**
  * `If-Match` with strong comparison (RFC 9110 §13.1.1): `*`, or a list of `"<version>"` tags.
  * A weak tag never matches; an unparsable header matches nothing.
@@ -91,31 +86,55 @@ export function ifMatchAllows(header: string | undefined, version: number): bool
   return tags.includes(`"${version}"`);
 }
 
-/** One patch waiting for its turn in a record's object. */
+/** What a committed write did to a record, as the change feed names it. */
+export type ChangeType = 'created' | 'updated' | 'deleted' | 'restored';
+
+/** One write waiting for its turn in a record's object: a patch, or a delete or restore (CONTRACT §12). */
 export interface QueuedPatch {
   def: ObjectDef;
   patch: PatchIn;
   userId: number;
   ifMatch?: string;
+  action?: 'delete' | 'restore';
 }
 
+/** `change` is absent when the write changed nothing. */
 export type Outcome =
-  | { ok: true; record: RecordOut }
+  | { ok: true; record: RecordOut; change?: ChangeType }
   | { ok: false; status: 409 | 412 | 422; problem?: InputProblem };
 
 /**
- * Applies queued patches one after another on top of `base` (group commit, issue 4): each
+ * Deletes or restores (soft): flips `deleted`, raises the version and stamps the update; a
+ * record already in that state stays as it is.
+ */
+export function applyDeletion(record: RecordOut, deleted: boolean, userId: number, now: number): RecordOut {
+  if (record.deleted === deleted) return record;
+  return { ...record, deleted, version: record.version + 1, updatedAt: Math.max(now, record.updatedAt), updatedBy: userId };
+}
+
+function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
+  if (!ifMatchAllows(item.ifMatch, current.version)) return { ok: false, status: 412 };
+  if (item.action !== undefined) {
+    const record = applyDeletion(current, item.action === 'delete', item.userId, now);
+    if (record === current) return { ok: true, record };
+    return { ok: true, record, change: item.action === 'delete' ? 'deleted' : 'restored' };
+  }
+  const applied = applyPatch(current, item.def, item.patch, item.userId, now);
+  if (!applied.ok) return { ok: false, status: applied.problem.status === 409 ? 409 : 422, problem: applied.problem };
+  return applied.changed ? { ok: true, record: applied.record, change: 'updated' } : { ok: true, record: applied.record };
+}
+
+/**
+ * Applies queued writes one after another on top of `base` (group commit): each
  * outcome is the record right after that patch, so the versions answered are consecutive,
  * and `final` is the one state to write.
  */
 export function applySequence(base: RecordOut, queued: readonly QueuedPatch[], now: number): { final: RecordOut; outcomes: Outcome[] } {
   let current = base;
   const outcomes = queued.map((item): Outcome => {
-    if (!ifMatchAllows(item.ifMatch, current.version)) return { ok: false, status: 412 };
-    const applied = applyPatch(current, item.def, item.patch, item.userId, now);
-    if (!applied.ok) return { ok: false, status: applied.problem.status === 409 ? 409 : 422, problem: applied.problem };
-    current = applied.record;
-    return { ok: true, record: current };
+    const outcome = applyOne(current, item, now);
+    if (outcome.ok) current = outcome.record;
+    return outcome;
   });
   return { final: current, outcomes };
 }

@@ -17,15 +17,9 @@ export type ProblemCode =
   // More specific codes that replace the generic one for their status.
   | 'record_deleted';
 
-/** One problem with one input: a body location (`pointer`) or a path parameter. */
-export interface InputProblem {
-  pointer?: string;
-  parameter?: string;
-  code: string;
-  message: string;
-  /** Present when this problem alone would answer another status than the response's. */
-  status?: number;
-}
+import type { InputProblem } from '../core/problem.ts';
+
+export type { InputProblem };
 
 export class HttpError extends Error {
   constructor(
@@ -81,3 +75,19 @@ export function rejected(problems: readonly InputProblem[]): HttpError {
 function withoutStatus({ status: _status, ...rest }: InputProblem): InputProblem {
   return rest;
 }
+
+export const busy = (): HttpError =>
+  new HttpError(503, 'unavailable', 'Record busy', 'The record could not take this request within 10 seconds; nothing was written.', undefined, {
+    'Retry-After': '1',
+  });
+
+/** A write whose outcome storage never confirmed in time: a retry with the same Idempotency-Key tells. */
+export const outcomeUnknown = (): HttpError =>
+  new HttpError(
+    503,
+    'unavailable',
+    'Outcome unknown',
+    'Storage did not confirm the write in time. Retry with the same Idempotency-Key to learn its outcome.',
+    undefined,
+    { 'Retry-After': '1' },
+  );

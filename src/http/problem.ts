@@ -1,4 +1,5 @@
-import { HttpError } from './errors.ts';
+import { isTransient } from '../storage/retry.ts';
+import { HttpError, outcomeUnknown } from './errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
@@ -22,14 +23,20 @@ export function problemResponse(error: unknown, requestId: string): Response {
 function internal(error: unknown, requestId: string): HttpError {
   const retry = unavailableReason(error);
   if (retry) return retry;
+  // Named, not imported: storage stands above this module. Its writes say when their outcome is unknown.
+  if (error instanceof Error && error.name === 'OutcomeUnknown') return outcomeUnknown();
   console.error(JSON.stringify({ requestId, error: error instanceof Error ? error.stack ?? error.message : String(error) }));
   return new HttpError(500, 'internal', 'Internal error', `Quote request id ${requestId} when reporting this.`);
 }
 
-/** D1 or Durable Object overload is not our bug: ask the caller to come back. */
+/**
+ * D1 or Durable Object overload, or a transient failure that outlasted its retries, is not our
+ * bug: ask the caller to come back. Only reads and idempotent steps are retried, so nothing was
+ * written by the step that failed.
+ */
 function unavailableReason(error: unknown): HttpError | undefined {
   const message = error instanceof Error ? error.message : '';
   const overloaded = (error as { overloaded?: boolean } | null)?.overloaded === true || /overloaded/i.test(message);
-  if (!overloaded) return undefined;
-  return new HttpError(503, 'unavailable', 'Service overloaded', 'Try again shortly.', undefined, { 'Retry-After': '1' });
+  if (!overloaded && !isTransient(error)) return undefined;
+  return new HttpError(503, 'unavailable', 'Service unavailable', 'Try again shortly.', undefined, { 'Retry-After': '1' });
 }

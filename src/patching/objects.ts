@@ -1,4 +1,5 @@
 import type { Env } from '../env.ts';
+import { busy, outcomeUnknown, type HttpError } from '../http/errors.ts';
 import type { PatchAnswer, PatchCall, RecordObject, TurnAnswer } from '../record-object.ts';
 import { isTransient, sleep } from '../storage/retry.ts';
 
@@ -12,25 +13,33 @@ export function stubFor(env: Env, recordId: number): Stub {
 }
 
 /**
- * Calls a record's object, retrying transient failures on a new stub (a failed stub is never
- * reused). Every call we make is safe to repeat: patches set absolute values (a repeat changes
- * nothing) and a turn only reads. `overloaded` is never retried.
+ * Calls a record's object, sending the call again on a new stub after a transient failure (a
+ * failed stub is never reused) until `deadline`, then 503. Only calls that are safe to repeat
+ * come here: a patch carries its call id, and the object answers a repeat with the first
+ * answer instead of applying it again; a turn only reads. `overloaded` is never retried.
  */
-async function callObject<T>(env: Env, recordId: number, call: (stub: Stub) => Promise<unknown>): Promise<T> {
+async function callObject<T>(
+  env: Env,
+  recordId: number,
+  deadline: number,
+  late: () => HttpError,
+  call: (stub: Stub, again: boolean) => Promise<unknown>,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return (await call(stubFor(env, recordId))) as T;
+      return (await call(stubFor(env, recordId), attempt > 1)) as T;
     } catch (error) {
-      if (attempt >= 3 || !isTransient(error)) throw error;
-      await sleep(Math.random() * 20 * 2 ** attempt);
+      if (!isTransient(error)) throw error;
+      if (Date.now() >= deadline) throw late();
+      await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
     }
   }
 }
 
 // The RPC stub types wrap results in Rpc.Result; these give them their plain shapes back.
 
-export const patchInObject = (env: Env, call: PatchCall): Promise<PatchAnswer> =>
-  callObject(env, call.recordId, (stub) => stub.patch(call));
+export const patchInObject = (env: Env, call: PatchCall, deadline: number): Promise<PatchAnswer> =>
+  callObject(env, call.recordId, deadline, outcomeUnknown, (stub, again) => stub.patch(again ? { ...call, resent: true } : call));
 
-export const turnInObject = (env: Env, recordId: number, version: number): Promise<TurnAnswer> =>
-  callObject(env, recordId, (stub) => stub.turn(version));
+export const turnInObject = (env: Env, recordId: number, version: number, deadline: number): Promise<TurnAnswer> =>
+  callObject(env, recordId, deadline, busy, (stub) => stub.turn(version));

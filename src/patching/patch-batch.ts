@@ -1,69 +1,79 @@
 import type { Context } from '../context.ts';
+import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems } from '../domain/patch.ts';
-import { invalidBody, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
+import { busy, invalidBody, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
 import { PatchItem, type PatchItemIn, type RecordOut } from '../schemas/record.ts';
-import type { Settled } from '../routes/settle.ts';
+import type { KeyClaim } from '../storage/idempotency.ts';
 import { sleep } from '../storage/retry.ts';
-import { VersionConflict, type Store } from '../storage/store.ts';
-import { TURN_TIMEOUT_MS } from '../record-object.ts';
+import { batchAnswer, VersionConflict } from '../storage/writes.ts';
+import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../turns.ts';
+import { claimKey, holding, type KeyRequest, type Written } from './idempotent.ts';
 import { turnInObject } from './objects.ts';
-import { busy } from './patch-one.ts';
 
 export interface PatchBatchInput {
   keyHash: string;
   /** Present for SPEC 4.3, absent for 4.4. */
   workspaceId: number | undefined;
   body: Settled<unknown>;
+  idempotency: KeyRequest;
 }
 
 /**
  * SPEC 4.3 / 4.4, all or nothing (CONTRACT §7, §8): one D1 read decides every element; then every
  * record's object gives the batch its turn, in parallel, handing over a newer state if it wrote one;
- * the Worker computes every new state and commits them in one D1 batch guarded by versions. If
- * any record moved on meanwhile (another batch, a patch), nothing was written: re-read, recompute
- * and commit again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
+ * the Worker computes every new state and commits them in one D1 batch guarded by versions (the
+ * unchanged elements too, so every answer is the state at the commit). If any record moved on
+ * meanwhile (another batch, a patch), nothing was written: re-read, recompute and commit again,
+ * for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
  */
-export async function patchBatch(context: Context, input: PatchBatchInput): Promise<RecordOut[]> {
-  const deadline = Date.now() + TURN_TIMEOUT_MS;
-  const { store, recall, env, meter } = context;
+export async function patchBatch(context: Context, input: PatchBatchInput): Promise<Written<RecordOut[]>> {
+  const arrival = Date.now();
+  const { recall, env, meter } = context;
   const parsed = input.body.ok ? parseBatch(PatchItem, input.body.value, batchDuplicates) : undefined;
   const ids = parsed?.ok === true ? parsed.value.map((item) => item.id) : [];
   const { caller, records, objects } = await recall.recordContext(input.keyHash, ids);
   if (caller === undefined) throw unauthorized();
   if (!input.body.ok) throw input.body.error;
-  if (parsed?.ok !== true) throw invalidBody(parsed?.problems ?? []);
+  if (parsed?.ok !== true || input.idempotency.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...input.idempotency.problems]);
+  const held = await claimKey(context, input.idempotency, caller.userId, input.body.value);
+  if ('replay' in held) return held;
 
-  const items = parsed.value;
-  const problems = items.flatMap((item, i) => {
-    const record = records.get(item.id);
-    const access = record ? recordAccess(caller, record.sharedWorkspaceIds, input.workspaceId) : 'none';
-    return patchProblems(record, access, record && objects.get(record.objectId), item, pointer('', i));
+  return holding(context, held.claim, async () => {
+    const items = parsed.value;
+    const problems = items.flatMap((item, i) => {
+      const record = records.get(item.id);
+      const access = record ? recordAccess(caller, record.sharedWorkspaceIds, input.workspaceId) : 'none';
+      return patchProblems(record, access, record && objects.get(record.objectId), item, pointer('', i));
+    });
+    if (problems.length > 0) throw rejected(problems);
+
+    const read = items.map((item) => records.get(item.id) as RecordOut);
+    const turnsBy = arrival + CALL_DEADLINE_MS;
+    const turns = await Promise.all(read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version, turnsBy))));
+    if (turns.some((turn) => !turn.granted)) throw busy();
+    const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));
+    return { value: await commit(context, items, states, objects, caller.userId, held.claim, arrival + TURN_TIMEOUT_MS) };
   });
-  if (problems.length > 0) throw rejected(problems);
-
-  const read = items.map((item) => records.get(item.id) as RecordOut);
-  const turns = await Promise.all(read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version))));
-  if (turns.some((turn) => !turn.granted)) throw busy();
-  const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));
-  return commit(store, items, states, objects, caller.userId, deadline);
 }
 
 function batchDuplicates(items: readonly unknown[]): InputProblem[] {
   return [...duplicateProblems(items, 'id', ''), ...items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i)))];
 }
 
-/** Applies every element on the newest states and writes all changes in one guarded D1 batch. */
+/** Applies every element on the newest states and writes them all in one guarded D1 batch. */
 async function commit(
-  store: Store,
+  { store, writes }: Context,
   items: readonly PatchItemIn[],
   states: Map<number, RecordOut>,
   objects: ReadonlyMap<number, ObjectDef>,
   userId: number,
+  claim: KeyClaim | undefined,
   deadline: number,
 ): Promise<RecordOut[]> {
+  const writeId = crypto.randomUUID();
   for (let attempt = 1; ; attempt++) {
     const now = Date.now();
     const results = items.map((item, i) => {
@@ -72,12 +82,16 @@ async function commit(
     });
     const failures = results.flatMap(({ applied }) => (applied.ok ? [] : [applied.problem]));
     if (failures.length > 0) throw rejected(failures);
-    const writes = results.flatMap(({ base, applied }) =>
-      applied.ok && applied.changed ? [{ record: applied.record, expectedVersion: base.version }] : [],
-    );
+    const answered = results.map(({ applied }) => (applied.ok ? applied.record : (undefined as never)));
+    const changed = results.flatMap(({ base, applied }) => (applied.ok && applied.changed ? [{ base, record: applied.record }] : []));
+    const statements = [
+      ...changed.map(({ record }) => writes.change('updated', record, `${writeId}/${record.id}`)),
+      ...results.map(({ base, applied }) => (applied.ok && applied.changed ? writes.update(applied.record, base.version) : writes.guard(base.id, base.version))),
+      ...(claim === undefined ? [] : [writes.answer(claim, { status: 200, headers: { 'Content-Type': 'application/json' }, body: batchAnswer(answered.map((r) => JSON.stringify(r))) }, now)]),
+    ];
     try {
-      await store.writeRecords(writes);
-      return results.flatMap(({ applied }) => (applied.ok ? [applied.record] : []));
+      await writes.commit(statements, deadline);
+      return answered;
     } catch (error) {
       if (!(error instanceof VersionConflict)) throw error;
       if (Date.now() >= deadline) throw busy();

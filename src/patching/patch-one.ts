@@ -1,63 +1,81 @@
 import type { Context } from '../context.ts';
+import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import { patchProblems } from '../domain/patch.ts';
-import { HttpError, invalidBody, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
+import { busy, HttpError, invalidBody, outcomeUnknown, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { PatchBody, type PatchIn, type RecordOut } from '../schemas/record.ts';
 import type { PatchContext } from '../storage/recall.ts';
-import type { Settled } from '../routes/settle.ts';
+import { CALL_DEADLINE_MS } from '../turns.ts';
+import { claimKey, holding, type KeyRequest, type Written } from './idempotent.ts';
 import { patchInObject } from './objects.ts';
 
 export interface PatchOneInput {
   keyHash: string;
   workspaceId: number;
   recordId: number;
+  /** Absent for delete and restore, which take no body. */
   body: Settled<unknown>;
   ifMatch: string | undefined;
+  idempotency: KeyRequest;
+  /** A patch (absent), or a delete or restore (CONTRACT §12): all take the record's turn alike. */
+  action?: 'delete' | 'restore';
 }
-
-export const busy = (): HttpError =>
-  new HttpError(503, 'unavailable', 'Record busy', 'The record could not take this request within 10 seconds; nothing was written.', undefined, {
-    'Retry-After': '1',
-  });
 
 /** The answer of a record object that did not apply a patch, as an HTTP error. */
 export function refused(status: number, problem: InputProblem | undefined): HttpError {
-  if (status === 503) return busy();
+  if (status === 503) return problem?.code === 'outcome_unknown' ? outcomeUnknown() : busy();
   if (status === 412) return new HttpError(412, 'precondition_failed', 'Precondition failed', 'If-Match does not match the current version.');
-  return rejected(problem === undefined ? [] : [problem]);
+  return rejected(problem === undefined ? [] : [{ ...problem, status }]);
 }
 
 /**
- * SPEC 4.2: the caller, the record's facts and its definition (from the isolate's memory, else
- * one D1 read) decide everything that does not depend on the record's turn; the record's object
- * then applies the patch in turn and writes it. A refusal is never made on memory alone.
+ * SPEC 4.2 (and delete, restore): the caller, the record's facts and its definition (from the
+ * isolate's memory, else one D1 read) decide everything that does not depend on the record's
+ * turn; the record's object then applies the write in turn and stores it. The order of checks
+ * is the contract's: 401, then the request's shape (400), then its Idempotency-Key (replay,
+ * 409, 422), then the record (404, 403, 409, 422), then the turn (412, 503). A refusal is
+ * never made on memory alone.
  */
-export async function patchOne({ env, recall, meter }: Context, input: PatchOneInput): Promise<RecordOut> {
+export async function patchOne(context: Context, input: PatchOneInput): Promise<Written<RecordOut>> {
   const parsed = input.body.ok ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, '')) : undefined;
-  let context = await recall.patchContext(input.keyHash, input.recordId);
-  if (context.caller === undefined) throw unauthorized();
+  let decided = await context.recall.patchContext(input.keyHash, input.recordId);
+  if (decided.caller === undefined) throw unauthorized();
   if (!input.body.ok) throw input.body.error;
-  if (parsed?.ok !== true) throw invalidBody(parsed?.problems ?? []);
+  if (parsed?.ok !== true || input.idempotency.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...input.idempotency.problems]);
+  const held = await claimKey(context, input.idempotency, decided.caller.userId, input.body.value);
+  if ('replay' in held) return held;
 
-  let problems = judge(context, input.workspaceId, parsed.value);
-  if (problems.length > 0 && context.remembered) {
-    context = await recall.patchContext(input.keyHash, input.recordId, true);
-    if (context.caller === undefined) throw unauthorized();
-    problems = judge(context, input.workspaceId, parsed.value);
-  }
-  const { caller, def, snapshot } = context;
-  if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
+  return holding(context, held.claim, async () => {
+    let problems = judge(decided, input.workspaceId, parsed.value, input.action);
+    if (problems.length > 0 && decided.remembered) {
+      decided = await context.recall.patchContext(input.keyHash, input.recordId, true);
+      if (decided.caller === undefined) throw unauthorized();
+      problems = judge(decided, input.workspaceId, parsed.value, input.action);
+    }
+    const { caller, def, snapshot } = decided;
+    if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
 
-  const call = { recordId: input.recordId, def, patch: parsed.value, userId: caller.userId };
-  const answer = await meter.durable(() =>
-    patchInObject(env, { ...call, ...(snapshot === undefined ? {} : { snapshot }), ...(input.ifMatch === undefined ? {} : { ifMatch: input.ifMatch }) }),
-  );
-  if (answer.status === 200 && answer.record !== undefined) return answer.record;
-  throw refused(answer.status, answer.problem);
+    const call = {
+      recordId: input.recordId,
+      callId: crypto.randomUUID(),
+      def,
+      patch: parsed.value,
+      userId: caller.userId,
+      ...(snapshot === undefined ? {} : { snapshot }),
+      ...(input.ifMatch === undefined ? {} : { ifMatch: input.ifMatch }),
+      ...(held.claim === undefined ? {} : { claim: held.claim }),
+      ...(input.action === undefined ? {} : { action: input.action }),
+    };
+    const answer = await context.meter.durable(() => patchInObject(context.env, call, Date.now() + CALL_DEADLINE_MS));
+    if (answer.status === 200 && answer.record !== undefined) return { value: answer.record };
+    throw refused(answer.status, answer.problem);
+  });
 }
 
-function judge({ caller, facts, def }: PatchContext, workspaceId: number, patch: PatchIn): InputProblem[] {
+/** Delete and restore may act on a deleted record; a patch may not (409). */
+function judge({ caller, facts, def }: PatchContext, workspaceId: number, patch: PatchIn, action?: 'delete' | 'restore'): InputProblem[] {
   const access = caller && facts ? recordAccess(caller, facts.sharedWorkspaceIds, workspaceId) : 'none';
-  return patchProblems(facts, access, def, patch, '');
+  const seen = action !== undefined && facts !== undefined ? { ...facts, deleted: false } : facts;
+  return patchProblems(seen, access, def, patch, '');
 }

@@ -1,12 +1,13 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
+import { settle } from '../core/settle.ts';
 import { bearerToken, sha256Hex } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { pathIds } from '../http/params.ts';
 import { json, recordResponse } from '../http/respond.ts';
+import { keyRequest } from '../patching/idempotent.ts';
 import { patchBatch } from '../patching/patch-batch.ts';
 import { patchOne } from '../patching/patch-one.ts';
-import { settle } from './settle.ts';
 
 /** SPEC 4.2: PATCH /workspaces/{workspaceId}/records/{recordId}. */
 export async function patchRecord(request: IRequest, context: Context): Promise<Response> {
@@ -14,7 +15,8 @@ export async function patchRecord(request: IRequest, context: Context): Promise<
   const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
   const body = await settle(() => readJson(request));
   const ifMatch = request.headers.get('If-Match') ?? undefined;
-  return recordResponse(await patchOne(context, { keyHash, workspaceId, recordId, body, ifMatch }));
+  const written = await patchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request) });
+  return 'replay' in written ? written.replay : recordResponse(written.value);
 }
 
 /** SPEC 4.3 (with a workspace) and 4.4 (without): PATCH .../records/batch. */
@@ -22,6 +24,7 @@ export async function patchRecords(request: IRequest, context: Context): Promise
   const keyHash = await sha256Hex(bearerToken(request));
   const workspaceId = request.params.workspaceId === undefined ? undefined : pathIds(request.params, 'workspaceId').workspaceId;
   const body = await settle(() => readJson(request));
-  const records = await patchBatch(context, { keyHash, workspaceId, body });
-  return json(records.map((record) => ({ status: 'Succeeded', record })));
+  const written = await patchBatch(context, { keyHash, workspaceId, body, idempotency: keyRequest(request) });
+  if ('replay' in written) return written.replay;
+  return json(written.value.map((record) => ({ status: 'Succeeded', record })));
 }

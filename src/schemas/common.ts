@@ -7,7 +7,10 @@ export const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Numb
 export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 export const FieldName = v.pipe(v.string(), v.regex(FIELD_NAME));
 
-/** A display name of an admin entity (user, workspace, object). */
-export const EntityName = v.pipe(v.string(), v.minLength(1), v.maxLength(200));
+/**
+ * A display name of an admin entity (user, workspace, object). Control characters are refused:
+ * a label never needs them, and SQLite's length() stops at U+0000, so storage would refuse one.
+ */
+export const EntityName = v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^[^\u0000-\u001f]*$/));
 
 export const MAX_BATCH = 20;

@@ -1,15 +1,12 @@
 import * as v from 'valibot';
-import type { InputProblem } from '../http/errors.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
 import { MAX_BATCH } from './common.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
 
 type Schema = v.GenericSchema;
 
-/** RFC 6901 pointer of a path below `prefix`. */
-export function pointer(prefix: string, ...keys: readonly (string | number)[]): string {
-  return prefix + keys.map((k) => '/' + String(k).replaceAll('~', '~0').replaceAll('/', '~1')).join('');
-}
+export { pointer };
 
 /** Every problem Valibot finds, in our vocabulary; messages never quote the input. */
 export function shapeProblems(schema: Schema, input: unknown, prefix = ''): InputProblem[] {
@@ -97,12 +94,16 @@ export function parseBatch<S extends Schema>(
   return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S>[] };
 }
 
-/** Parses one object body; `extra` adds checks Valibot cannot express (duplicates). */
+/**
+ * Parses one object body; `extra` adds checks Valibot cannot express (duplicates). An array is
+ * refused here because Valibot's object schemas take `[]` for an object without properties.
+ */
 export function parseObject<S extends Schema>(
   schema: S,
   input: unknown,
   extra: (input: unknown) => InputProblem[] = () => [],
 ): Parsed<v.InferOutput<S>> {
+  if (Array.isArray(input)) return { ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an object' }] };
   const problems = [...shapeProblems(schema, input), ...extra(input)];
   return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S> };
 }

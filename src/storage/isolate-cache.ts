@@ -8,7 +8,10 @@ import type { RecordFacts } from '../domain/patch.ts';
  */
 export const CACHE_TTL_MS = 30_000;
 
-/** Entries that expire `ttlMs` after they were stored; past `capacity`, the least recently used go first. */
+/**
+ * Entries that expire `ttlMs` after the read that produced them was issued (not when it came
+ * back, so the bound holds for slow reads); past `capacity`, the least recently used go first.
+ */
 export class Expiring<K, V> {
   private readonly entries = new Map<K, { value: V; expires: number }>();
 
@@ -27,9 +30,16 @@ export class Expiring<K, V> {
     return entry.value;
   }
 
-  set(key: K, value: V): void {
+  /**
+   * Remembers `value` as read by a request issued at `issuedAt`. A read issued earlier than the
+   * one already remembered never replaces it: it may predate a change the newer read saw.
+   */
+  set(key: K, value: V, issuedAt = this.now()): void {
+    const expires = issuedAt + this.ttlMs;
+    const held = this.entries.get(key);
+    if (held !== undefined && held.expires > expires) return;
     this.entries.delete(key);
-    this.entries.set(key, { value, expires: this.now() + this.ttlMs });
+    this.entries.set(key, { value, expires });
     if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
   }
 

@@ -42,8 +42,9 @@ export class Recall {
     const caller = fresh ? undefined : this.cache.callers.get(keyHash);
     const objects = caller === undefined ? undefined : this.remembered(objectIds);
     if (caller !== undefined && objects?.size === objectIds.length) return { caller, objects, remembered: true };
+    const issuedAt = this.cache.now();
     const read = await this.store.createContext(keyHash, objectIds);
-    this.remember(keyHash, read.caller, read.objects);
+    this.remember(issuedAt, keyHash, read.caller, read.objects);
     return { ...read, remembered: false };
   }
 
@@ -59,11 +60,12 @@ export class Recall {
 
   /** Always read from D1 (reads and batches need the records' state), and remembered. */
   async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
+    const issuedAt = this.cache.now();
     const read = await this.store.recordContext(keyHash, recordIds);
-    this.remember(keyHash, read.caller, read.objects);
+    this.remember(issuedAt, keyHash, read.caller, read.objects);
     // Records in use (read or patched) earn a place; new ones do not, lest a burst of creates
     // push out the records being worked on.
-    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record));
+    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record), issuedAt);
     return read;
   }
 
@@ -74,9 +76,9 @@ export class Recall {
     }));
   }
 
-  private remember(keyHash: string, caller: Caller | undefined, objects: ReadonlyMap<number, ObjectDef>): void {
-    if (caller !== undefined) this.cache.callers.set(keyHash, caller);
-    for (const def of objects.values()) this.cache.objects.set(def.id, def);
+  private remember(issuedAt: number, keyHash: string, caller: Caller | undefined, objects: ReadonlyMap<number, ObjectDef>): void {
+    if (caller !== undefined) this.cache.callers.set(keyHash, caller, issuedAt);
+    for (const def of objects.values()) this.cache.objects.set(def.id, def, issuedAt);
   }
 }
 

@@ -1,5 +1,4 @@
 import type { Caller, Role } from '../domain/access.ts';
-import type { NewRecord } from '../domain/create.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
@@ -42,14 +41,6 @@ export interface RecordContext {
   objects: Map<number, ObjectDef>;
 }
 
-/** A write lost to a concurrent one: recompute on the stored state and try again. */
-export class VersionConflict extends Error {
-  constructor() {
-    super('version_conflict');
-    this.name = 'VersionConflict';
-  }
-}
-
 interface CallerRow {
   user_id: number;
   workspace_id: number | null;
@@ -70,22 +61,6 @@ const OBJECTS_OF_RECORDS = `SELECT v.object_id AS id, v.version, v.name, v.name_
 const RECORDS = `SELECT r.*, (SELECT json_group_array(workspace_id) FROM
     (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
   FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
-
-// The id is max + 1 (rows are never deleted, so it is never reused); the fallback name needs
-// the id, so it is built here: keep it in step with fallbackName() in domain/name.ts.
-const INSERT_RECORD = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type,
-    version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template)
-  SELECT n.id, ?1, ?2, coalesce(?3, ?4 || ' #' || n.id), ?5, ?6, 1, 0, ?7, ?8, ?7, ?8, ?7, ?9
-  FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
-  RETURNING *`;
-
-// See migration 0002: a stale expected version yields NULL, which the trigger refuses.
-const UPDATE_RECORD = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
-    name = ?4, field_values = ?5, updated_at = ?6, updated_by = ?7
-  WHERE id = ?1`;
-
-const SHARE_LAST_RECORD = `INSERT INTO record_workspaces (record_id, workspace_id)
-  SELECT (SELECT max(id) FROM records), value FROM json_each(?)`;
 
 export class Store {
   constructor(
@@ -130,42 +105,6 @@ export class Store {
   /** The stored state of records, e.g. after a write lost to a concurrent one. */
   async getRecords(recordIds: readonly number[]): Promise<Map<number, RecordOut>> {
     return recordMap(await this.all<RecordReadRow>(this.db.prepare(RECORDS).bind(JSON.stringify(recordIds))));
-  }
-
-  /**
-   * Writes new states of records in one transaction, each guarded by the version it was
-   * computed from: if any record moved on meanwhile, nothing is written and this throws a
-   * VersionConflict (the trigger of migration 0002 aborts the batch).
-   */
-  async writeRecords(writes: readonly { record: RecordOut; expectedVersion: number }[]): Promise<void> {
-    if (writes.length === 0) return;
-    const statements = writes.map(({ record, expectedVersion }) =>
-      this.db
-        .prepare(UPDATE_RECORD)
-        .bind(record.id, expectedVersion, record.version, record.name, JSON.stringify(record.fieldValues), record.updatedAt, record.updatedBy),
-    );
-    try {
-      await this.batch(statements);
-    } catch (error) {
-      if (error instanceof Error && error.message.includes('version_conflict')) throw new VersionConflict();
-      throw error;
-    }
-  }
-
-  /** Inserts every record and its sharing in one transaction: all or nothing. */
-  async insertRecords(records: readonly NewRecord[]): Promise<RecordOut[]> {
-    const statements = records.flatMap((r) => [
-      this.db
-        .prepare(INSERT_RECORD)
-        .bind(r.objectId, r.objectVersion, r.name ?? null, r.objectName, JSON.stringify(r.fieldValues), r.creationType, r.userId, r.now, r.isTemplate ? 1 : 0),
-      this.db.prepare(SHARE_LAST_RECORD).bind(JSON.stringify(r.sharedWorkspaceIds)),
-    ]);
-    const results = await this.batch<RecordRow>(statements, false);
-    return records.map((r, index) => {
-      const row = results[index * 2]?.results[0];
-      if (row === undefined) throw new Error('insert returned no row');
-      return toRecord(row, r.sharedWorkspaceIds);
-    });
   }
 
   async ping(): Promise<boolean> {

@@ -65,7 +65,7 @@ describe('cost budget per operation (issue 4), from Server-Timing', () => {
 
     const context = createContext(env, 'budget', { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext);
     const body = { ok: true as const, value: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) };
-    await patchBatch(context, { keyHash: await sha256Hex(editor.key), workspaceId: undefined, body });
+    await patchBatch(context, { keyHash: await sha256Hex(editor.key), workspaceId: undefined, body, idempotency: { key: undefined, method: 'PATCH', path: '/records/batch', problems: [] } });
     expect(context.meter.doPeak).toBe(20);
     expect(context.meter.doCalls).toBe(20);
   });

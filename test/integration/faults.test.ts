@@ -2,9 +2,9 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import type { PatchAnswer, PatchCall, TurnAnswer } from '../../src/record-object.ts';
 import { Meter } from '../../src/storage/meter.ts';
-import { Store, VersionConflict } from '../../src/storage/store.ts';
+import { RecordWrites, VersionConflict } from '../../src/storage/writes.ts';
 import { admin, call, createOne, expectProblem, world } from './helpers.ts';
-import { TURN_TIMEOUT_MS } from '../../src/record-object.ts';
+import { TURN_TIMEOUT_MS } from '../../src/turns.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
@@ -46,18 +46,19 @@ describe('faults', () => {
   it('D1 itself refuses a stale write, and a batch holding one stale write writes nothing', async () => {
     const { list } = await records(2);
     const [a, b] = list;
-    const store = new Store(env.DB, new Meter());
-    await expect(store.writeRecords([{ record: { ...a, version: 2, name: 'stale' }, expectedVersion: 0 }])).rejects.toBeInstanceOf(VersionConflict);
+    const writes = new RecordWrites(env.DB, new Meter());
+    const soon = Date.now() + 1000;
+    await expect(writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, 0)], soon)).rejects.toBeInstanceOf(VersionConflict);
     await expect(
-      store.writeRecords([
-        { record: { ...a, version: 2, name: 'good' }, expectedVersion: 1 },
-        { record: { ...b, version: 3, name: 'stale' }, expectedVersion: 2 },
-      ]),
+      writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1), writes.update({ ...b, version: 3, name: 'stale' }, 2)], soon),
     ).rejects.toBeInstanceOf(VersionConflict);
+    // A guard of an unchanged record passes only at its version, and changes nothing.
+    await expect(writes.commit([writes.guard(a.id, 2)], soon)).rejects.toBeInstanceOf(VersionConflict);
+    await writes.commit([writes.guard(a.id, 1)], soon);
     // An update that does not raise the version is refused too.
     await expect(env.DB.prepare('UPDATE records SET name = ? WHERE id = ?').bind('sneaky', a.id).run()).rejects.toThrow(/version_conflict/);
     expect((await versions([a.id, b.id])).map((r: any) => r.version)).toEqual([1, 1]);
-    await store.writeRecords([{ record: { ...a, version: 2, name: 'good' }, expectedVersion: 1 }]);
+    await writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1)], soon);
     expect((await versions([a.id]))[0]).toMatchObject({ version: 2 });
   });
 
@@ -79,7 +80,7 @@ describe('faults', () => {
     const record = list[0];
     const def = (await admin('GET', `/admin/objects/${object.id}`)).body;
     const stub = objectOf(record.id);
-    const patches = [1, 2, 3].map((age) => stub.patch({ recordId: record.id, snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
+    const patches = [1, 2, 3].map((age) => stub.patch({ recordId: record.id, callId: crypto.randomUUID(), snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
     const turn = stub.turn(record.version);
     const answers = await Promise.all(patches);
     expect(answers.map((a) => a.record?.version)).toEqual([2, 3, 4]);

@@ -1,0 +1,21 @@
+/**
+ * The pure core's vocabulary for a problem with one input. It stands below everything else so
+ * that the domain, the schemas and HTTP can all speak it without depending on each other.
+ */
+export interface InputProblem {
+  /** RFC 6901 pointer into the request body. */
+  pointer?: string;
+  /** A path parameter, a header or a query parameter, when the problem is not in the body. */
+  parameter?: string;
+  header?: string;
+  query?: string;
+  code: string;
+  message: string;
+  /** Present when this problem alone would answer another status than the response's. */
+  status?: number;
+}
+
+/** RFC 6901 pointer of a path below `prefix`. */
+export function pointer(prefix: string, ...keys: readonly (string | number)[]): string {
+  return prefix + keys.map((k) => '/' + String(k).replaceAll('~', '~0').replaceAll('/', '~1')).join('');
+}

@@ -1,0 +1,80 @@
+import type { Context } from '../context.ts';
+import { canonicalJson } from '../core/json.ts';
+import type { InputProblem } from '../core/problem.ts';
+import { sha256Hex } from '../http/auth.ts';
+import { HttpError } from '../http/errors.ts';
+import type { KeyClaim, StoredAnswer } from '../storage/idempotency.ts';
+
+/**
+ * Idempotency-Key (CONTRACT §11), shared by every write. A write checks the caller and the
+ * body's shape first, then claims the key: a completed key answers its stored answer again, a
+ * key another request is running answers 409, and a key used for another body 422. Otherwise
+ * the write runs holding the claim, stores its answer in the same D1 batch as its effect, and
+ * gives the claim back if it fails.
+ */
+
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** What a write learns from its request about its key: the key, or the problem with the header. */
+export interface KeyRequest {
+  key: string | undefined;
+  method: string;
+  path: string;
+  problems: InputProblem[];
+}
+
+export function keyRequest(request: Request): KeyRequest {
+  const key = request.headers.get('Idempotency-Key') ?? undefined;
+  const problems: InputProblem[] =
+    key === undefined || KEY.test(key) ? [] : [{ header: 'Idempotency-Key', code: 'invalid_format', message: 'expected 1 to 255 visible ASCII characters' }];
+  return { key: problems.length > 0 ? undefined : key, method: request.method, path: new URL(request.url).pathname, problems };
+}
+
+/** The outcome of a write: its value, or the answer a completed key replays. */
+export type Written<T> = { replay: Response } | { value: T };
+
+/** Claims the key of `request` for `userId`; a completed, running or reused key answers instead. */
+export async function claimKey(
+  { idempotency }: Context,
+  request: KeyRequest,
+  userId: number,
+  body: unknown,
+): Promise<{ replay: Response } | { claim: KeyClaim | undefined }> {
+  if (request.key === undefined) return { claim: undefined };
+  const claim: KeyClaim = {
+    userId,
+    method: request.method,
+    path: request.path,
+    key: request.key,
+    fingerprint: await sha256Hex(canonicalJson(body ?? null)),
+    token: crypto.randomUUID(),
+  };
+  const holder = await idempotency.claim(claim, Date.now());
+  if (holder === undefined) return { claim };
+  if (holder.fingerprint !== claim.fingerprint) {
+    throw new HttpError(422, 'unprocessable', 'Idempotency-Key reused', 'This key was used for another request body.', [
+      { header: 'Idempotency-Key', code: 'idempotency_key_reused', message: 'the key was used for a different request' },
+    ]);
+  }
+  if (holder.state === 'running') {
+    throw new HttpError(409, 'conflict', 'Request in progress', 'A request with this Idempotency-Key is still running.', undefined, { 'Retry-After': '1' });
+  }
+  return { replay: replayOf(holder.answer) };
+}
+
+export function replayOf(answer: StoredAnswer): Response {
+  return new Response(answer.body, { status: answer.status, headers: { ...answer.headers, 'Idempotent-Replayed': 'true' } });
+}
+
+/** Runs a write that holds `claim`; if it fails, the claim is given back so a retry runs afresh. */
+export async function holding<T>({ idempotency }: Context, claim: KeyClaim | undefined, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    // Safe even when the write's outcome is unknown: a committed write already turned the claim
+    // into its answer, which this leaves alone; a write still in flight stores its answer when
+    // it commits if the key is free, and aborts whole if another request took the key meanwhile.
+    if (claim !== undefined) await idempotency.release(claim).catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,105 @@
+import type { Meter } from './meter.ts';
+import { retrying } from './retry.ts';
+
+/** How long a stored answer is replayed (CONTRACT §11: at least 24 hours). */
+export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a running request holds its key before another may take it over: well past the
+ * longest a request runs (10 s for its turn, 10 s more to learn a write's outcome).
+ */
+export const LEASE_MS = 60_000;
+
+/** A request's hold on its Idempotency-Key; `token` tells this request from any other. */
+export interface KeyClaim {
+  userId: number;
+  method: string;
+  path: string;
+  key: string;
+  /** SHA-256 of the request's canonical JSON body. */
+  fingerprint: string;
+  token: string;
+}
+
+/** What a replay answers: status, the headers that matter, and the body byte for byte. */
+export interface StoredAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: string;
+}
+
+/** The answer stored for a write that answers one record (a single patch, delete, restore). */
+export function recordAnswer(record: { version: number }): StoredAnswer {
+  return { status: 200, headers: { 'Content-Type': 'application/json', ETag: `"${record.version}"` }, body: JSON.stringify(record) };
+}
+
+/** The key as another request left it: still running, or done with its answer. */
+export type KeyHolder =
+  | { state: 'running'; fingerprint: string }
+  | { state: 'done'; fingerprint: string; answer: StoredAnswer };
+
+interface KeyRow {
+  fingerprint: string;
+  token: string;
+  state: 'running' | 'done';
+  status: number | null;
+  headers: string | null;
+  body: string | null;
+}
+
+// Takes the key when it is free, abandoned (lease over) or expired; a repeat of our own claim
+// changes nothing, so the claim can be retried after a lost reply.
+const CLAIM = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, created_at, lease_until)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)
+  ON CONFLICT (user_id, key, method, path) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
+    state = 'running', status = NULL, headers = NULL, body = NULL, created_at = excluded.created_at, lease_until = excluded.lease_until
+  WHERE (idempotency_keys.state = 'running' AND idempotency_keys.lease_until < excluded.created_at)
+     OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at <= ?9)`;
+const HOLDER = `SELECT fingerprint, token, state, status, headers, body FROM idempotency_keys
+  WHERE user_id = ?1 AND key = ?4 AND method = ?2 AND path = ?3`;
+
+/** SQL of Idempotency-Key (CONTRACT §11); the write that completes a key is in writes.ts. */
+export class IdempotencyStore {
+  constructor(
+    private readonly db: D1Database,
+    private readonly meter: Meter,
+  ) {}
+
+  /** Claims the key for this request: undefined when it holds it now, else who does. One round trip. */
+  async claim(claim: KeyClaim, now: number): Promise<KeyHolder | undefined> {
+    const params = [claim.userId, claim.method, claim.path, claim.key, claim.fingerprint, claim.token, now, now + LEASE_MS, now - KEY_TTL_MS];
+    const [, holder] = await retrying(() =>
+      this.meter.d1(() => this.db.batch<KeyRow>([this.db.prepare(CLAIM).bind(...params), this.db.prepare(HOLDER).bind(...params.slice(0, 4))])),
+    );
+    const row = holder?.results[0];
+    if (row === undefined) throw new Error('idempotency claim left no row');
+    if (row.token === claim.token && row.state === 'running') return undefined;
+    if (row.state === 'running') return { state: 'running', fingerprint: row.fingerprint };
+    const headers = JSON.parse(row.headers ?? '{}') as Record<string, string>;
+    return { state: 'done', fingerprint: row.fingerprint, answer: { status: row.status ?? 200, headers, body: row.body ?? '' } };
+  }
+
+  /** Gives a claim back after the request failed; a completed key stays as it is. */
+  async release(claim: KeyClaim): Promise<void> {
+    await retrying(() =>
+      this.meter.d1(() =>
+        this.db
+          .prepare(`DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND method = ? AND path = ? AND token = ? AND state = 'running'`)
+          .bind(claim.userId, claim.key, claim.method, claim.path, claim.token)
+          .run(),
+      ),
+    );
+  }
+
+  /** Removes answers older than KEY_TTL_MS and abandoned claims; returns how many. */
+  async prune(now: number): Promise<number> {
+    const result = await retrying(() =>
+      this.meter.d1(() =>
+        this.db
+          .prepare(`DELETE FROM idempotency_keys WHERE created_at < ? AND (state = 'done' OR lease_until < ?)`)
+          .bind(now - KEY_TTL_MS, now)
+          .run(),
+      ),
+    );
+    return result.meta.changes;
+  }
+}
