@@ -34,6 +34,26 @@ export default defineConfig({
         },
       },
       {
+        // The same, against the chaos build: real D1 and objects behind bindings that inject faults.
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: root('test/chaos/wrangler.toml') },
+            miniflare: {
+              bindings: {
+                ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+                TEST_MIGRATIONS: await readD1Migrations(root('migrations')),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: 'chaos',
+          root: root(''),
+          include: ['test/chaos/**/*.test.ts'],
+          setupFiles: ['test/integration/setup.ts'],
+        },
+      },
+      {
         // Over real HTTP against a locally started Worker.
         test: { name: 'e2e', root: root(''), include: ['test/e2e/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 120_000 },
       },

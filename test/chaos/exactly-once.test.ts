@@ -1,0 +1,221 @@
+import { runInDurableObject } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Expiring } from '../../src/storage/isolate-cache.ts';
+import { call, createOne, expectProblem, world } from '../integration/helpers.ts';
+import { chaos, type OutgoingCall } from './faults.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+const writesRecords = (c: OutgoingCall) => c.target === 'd1' && c.method === 'batch' && c.sql.some((sql) => /UPDATE records|INSERT INTO records/.test(sql));
+const stored = async (id: number) => env.DB.prepare('SELECT version, field_values, deleted FROM records WHERE id = ?').bind(id).first<{ version: number; field_values: string }>();
+const changeCount = async (id: number) => (await env.DB.prepare('SELECT count(*) AS n FROM changes WHERE record_id = ?').bind(id).first<{ n: number }>())?.n;
+
+/** Faults for the calls `which` picks, the first `times` of them: the call runs, its reply is lost. */
+function loseReplies(which: (c: OutgoingCall) => boolean, times = Infinity): { lost: number } {
+  const count = { lost: 0 };
+  chaos.decide = (c) => {
+    if (!which(c) || count.lost >= times) return undefined;
+    count.lost++;
+    return 'lose';
+  };
+  return count;
+}
+
+afterEach(() => {
+  chaos.decide = undefined;
+  chaos.delayMs = 0;
+});
+
+async function setup(n = 1) {
+  const w = await world();
+  const records = [];
+  for (let i = 0; i < n; i++) records.push(await createOne(w.editor.key, w.object.id, [fv('firstName', `R${i}`)]));
+  return { ...w, records, ids: records.map((r) => r.id as number) };
+}
+
+describe('exactly once when replies are lost (CONTRACT §8)', () => {
+  it('a patch whose object answer is lost is sent again and applied once: consecutive versions, one change each', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    // Every Worker → object patch call runs, and its first reply is lost.
+    const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 3);
+    const answers = [];
+    for (const age of [1, 2, 3]) answers.push(await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', age)] } }));
+    expect(lost.lost).toBe(3);
+    expect(answers.map((a) => [a.status, a.body.version])).toEqual([[200, 2], [200, 3], [200, 4]]);
+    expect((await stored(id))?.version).toBe(4);
+    expect(await changeCount(id)).toBe(4); // created + 3 updates
+    expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(answers[2]?.body);
+  });
+
+  it('20 concurrent patches with every object reply lost once: versions 2..21, each answered once', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 20);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('lastName', `v${i}`)] } })),
+    );
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers.map((a) => a.body.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+    expect((await stored(id))?.version).toBe(21);
+  });
+
+  it('an object whose D1 write committed but whose reply was lost does not write again, and answers 200 (even under If-Match)', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    const lost = loseReplies((c) => writesRecords(c) && c.from === 'object', 1);
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 7)] }, headers: { 'If-Match': '"1"' } });
+    expect(lost.lost).toBe(1);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 7)] });
+    expect((await stored(id))?.version).toBe(2);
+    expect(await changeCount(id)).toBe(2);
+  });
+
+  it('a batch whose D1 commit reply was lost answers 200, written once', async () => {
+    const { editor, ids } = await setup(3);
+    const lost = loseReplies((c) => writesRecords(c) && c.from === 'worker', 1);
+    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })) });
+    expect(lost.lost).toBe(1);
+    expect(res.status).toBe(200);
+    expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2, 2]);
+    for (const id of ids) {
+      expect((await stored(id))?.version).toBe(2);
+      expect(await changeCount(id)).toBe(2);
+    }
+  });
+
+  it('a create whose D1 reply was lost answers 201 with the records it made, made once', async () => {
+    const { editor, object } = await setup(0);
+    const before = (await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>())?.n;
+    loseReplies((c) => writesRecords(c), 1);
+    const res = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('firstName', 'A')] }, { objectId: object.id, fieldValues: [fv('firstName', 'B')] }] });
+    expect(res.status).toBe(201);
+    expect(res.body.map((item: any) => item.record.name)).toEqual(['A', 'B']);
+    expect((await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>())?.n).toBe((before ?? 0) + 2);
+    for (const item of res.body) expect((await call('GET', `/records/${item.record.id}`, { key: editor.key })).body).toEqual(item.record);
+  });
+
+  it('an object that forgot a call it wrote (a restart) answers the committed state when the call comes again', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
+    // The object writes, then "restarts" (forgets its calls and state) before the Worker hears back.
+    chaos.decide = (c) => {
+      if (c.target === 'object' && c.method === 'patch' && c.from === 'worker' && !forgotten) {
+        forgotten = true;
+        return 'lose';
+      }
+      return undefined;
+    };
+    let forgotten = false;
+    const original = chaos.decide;
+    chaos.decide = (c) => {
+      const fault = original(c);
+      if (fault === 'lose') {
+        // Runs after the call: forget it, as a new instance would.
+        queueMicrotask(() => void runInDurableObject(stub, (instance: any) => { instance.calls = new Expiring(60_000, 10, () => Date.now()); instance.known = undefined; }));
+      }
+      return fault;
+    };
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 9)] } });
+    expect(res.status).toBe(200);
+    expect(res.body.version).toBe(2);
+    expect((await stored(id))?.version).toBe(2);
+    expect(await changeCount(id)).toBe(2);
+  });
+
+  it('answers 503 only when the outcome cannot be learned, and then a retry with the same Idempotency-Key tells the truth', { timeout: 30_000 }, async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    // The object's write commits and its reply is lost; every later attempt fails before it runs,
+    // so the object cannot learn within its 10 s whether the first went through.
+    let attempts = 0;
+    chaos.decide = (c) => (writesRecords(c) && c.from === 'object' ? (attempts++ === 0 ? 'lose' : 'fail') : undefined);
+    const path = `/workspaces/${workspaceId}/records/${id}`;
+    const first = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 4)] }, headers: { 'Idempotency-Key': 'k-503' } });
+    expectProblem(first, 503, 'unavailable');
+    expect(first.headers.get('Retry-After')).toBe('1');
+    expect(first.body.title).toBe('Outcome unknown');
+    expect(attempts).toBeGreaterThan(2);
+    chaos.decide = undefined;
+    // It did commit (the replies were lost after D1 wrote), once.
+    expect((await stored(id))?.version).toBe(2);
+    const retry = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 4)] }, headers: { 'Idempotency-Key': 'k-503' } });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(retry.body.version).toBe(2);
+    expect((await stored(id))?.version).toBe(2);
+  });
+});
+
+describe('one bad patch never fails another (CONTRACT §8)', () => {
+  it('40 concurrent patches of one record, one refused by storage: 39 written, 1 answered 422, nothing of it stored', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    // A refusal our checks do not foresee: storage aborts any write holding this value.
+    await env.DB.exec(`CREATE TRIGGER poison BEFORE INSERT ON changes WHEN NEW.record LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('lastName', i === 17 ? 'poison' : `ok${i}`)] } }),
+        ),
+      );
+      expect(answers.filter((a) => a.status === 200)).toHaveLength(39);
+      expectProblem(answers[17] as any, 422, 'unprocessable');
+      expect(answers[17]?.body.errors[0].code).toBe('storage_refused');
+      expect(answers.filter((a) => a.status === 200).map((a) => a.body.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
+      const row = await stored(id);
+      expect(row?.version).toBe(40);
+      expect(row?.field_values).not.toContain('poison');
+    } finally {
+      await env.DB.exec('DROP TRIGGER poison');
+    }
+  });
+});
+
+describe('a batch answers what D1 holds at its commit (CONTRACT §8)', () => {
+  it('an element that changes nothing is guarded: a patch committed between the batch\'s read and write shows in its answer', async () => {
+    const { editor, workspaceId, ids } = await setup(2);
+    const [a, b] = ids as [number, number];
+    chaos.delayMs = 400;
+    let delayed = false;
+    chaos.decide = (c) => {
+      if (!delayed && writesRecords(c) && c.from === 'worker') {
+        delayed = true;
+        return 'delay';
+      }
+      return undefined;
+    };
+    const batch = call('PATCH', '/records/batch', { key: editor.key, body: [{ id: a, fieldValues: [fv('age', 1)] }, { id: b, fieldValues: [fv('firstName', 'R1')] }] });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const single = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
+    expect(single.body.version).toBe(2);
+    const res = await batch;
+    expect(res.status).toBe(200);
+    expect(res.body[1].record).toEqual((await call('GET', `/records/${b}`, { key: editor.key })).body);
+    expect(res.body[1].record.version).toBe(2);
+  });
+});
+
+describe('Idempotency-Key while the first request runs (CONTRACT §11)', () => {
+  it('the same key during the first request answers 409 with Retry-After: 1, then the stored answer', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    chaos.delayMs = 500;
+    chaos.decide = (c) => (writesRecords(c) && c.from === 'object' ? 'delay' : undefined);
+    const path = `/workspaces/${workspaceId}/records/${id}`;
+    const options = { key: editor.key, body: { fieldValues: [fv('age', 3)] }, headers: { 'Idempotency-Key': 'slow' } };
+    const first = call('PATCH', path, options);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const second = await call('PATCH', path, options);
+    expectProblem(second, 409, 'conflict');
+    expect(second.headers.get('Retry-After')).toBe('1');
+    const done = await first;
+    expect(done.status).toBe(200);
+    const third = await call('PATCH', path, options);
+    expect(third.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(third.body).toEqual(done.body);
+    expect((await stored(id))?.version).toBe(2);
+  });
+});

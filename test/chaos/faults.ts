@@ -1,0 +1,115 @@
+import type { Env } from '../../src/env.ts';
+
+/**
+ * Fault injection for the chaos build: wraps the D1 binding and the record objects' namespace so
+ * that a call fails before it runs, or runs and then loses its reply (the caller gets the
+ * retryable "Network connection lost" that D1 and Durable Objects raise). Everything else passes
+ * through to the real binding: nothing here imitates D1 or an object.
+ */
+
+export type Fault = 'fail' | 'lose' | 'delay' | undefined;
+
+/** One call about to go out: to D1 (with the SQL of its statements) or to a record's object. */
+export interface OutgoingCall {
+  target: 'd1' | 'object';
+  /** `batch`, `first`, `all`, `run`, `raw` for D1; the RPC method for an object. */
+  method: string;
+  sql: readonly string[];
+  /** Who makes the call: the Worker or a record object. */
+  from: 'worker' | 'object';
+}
+
+/** Decides the fault of each call; tests replace it, the chaos build draws from its vars. */
+export const chaos: { decide: ((call: OutgoingCall) => Fault) | undefined; delayMs: number } = { decide: undefined, delayMs: 0 };
+
+export function lostConnection(): Error {
+  const error = new Error('Network connection lost.');
+  (error as Error & { retryable: boolean }).retryable = true;
+  return error;
+}
+
+function decider(env: Env & ChaosVars): (call: OutgoingCall) => Fault {
+  const lose = Number(env.CHAOS_LOST_REPLY ?? 0);
+  const fail = Number(env.CHAOS_FAIL ?? 0);
+  return (call) => {
+    const scripted = chaos.decide?.(call);
+    if (scripted !== undefined || chaos.decide !== undefined) return scripted;
+    const draw = Math.random();
+    return draw < fail ? 'fail' : draw < fail + lose ? 'lose' : undefined;
+  };
+}
+
+export interface ChaosVars {
+  CHAOS_LOST_REPLY?: string;
+  CHAOS_FAIL?: string;
+}
+
+async function inject<T>(fault: Fault, run: () => Promise<T>): Promise<T> {
+  if (fault === 'fail') throw lostConnection();
+  if (fault === 'delay') await new Promise((resolve) => setTimeout(resolve, chaos.delayMs));
+  const result = await run();
+  if (fault === 'lose') throw lostConnection();
+  return result;
+}
+
+/** `env` with its D1 binding and record objects wrapped, as seen by `from`. */
+export function chaosEnv<E extends Env>(env: E & ChaosVars, from: 'worker' | 'object'): E {
+  const decide = decider(env);
+  return { ...env, DB: wrapD1(env.DB, decide, from), RECORDS: wrapObjects(env.RECORDS, decide, from) };
+}
+
+function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object'): D1Database {
+  // Statements keep their SQL beside them; the real batch() is handed the real statements.
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const sqlOf = new WeakMap<D1PreparedStatement, string>();
+  const wrapStatement = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    sqlOf.set(statement, sql);
+    const proxy = new Proxy(statement, {
+      get(target, property) {
+        if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
+        if (property === 'first' || property === 'all' || property === 'run' || property === 'raw') {
+          return (...args: unknown[]) =>
+            inject(decide({ target: 'd1', method: property, sql: [sql], from }), () => (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    real.set(proxy, statement);
+    return proxy;
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'prepare') return (sql: string) => wrapStatement(target.prepare(sql), sql);
+      if (property === 'batch') {
+        return (statements: D1PreparedStatement[]) => {
+          const unwrapped = statements.map((s) => real.get(s) ?? s);
+          const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
+          return inject(decide({ target: 'd1', method: 'batch', sql, from }), () => target.batch(unwrapped));
+        };
+      }
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+function wrapObjects<N extends DurableObjectNamespace<any>>(namespace: N, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object'): N {
+  const wrapStub = (stub: DurableObjectStub<any>): DurableObjectStub<any> =>
+    new Proxy(stub, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target) as unknown;
+        if (typeof property !== 'string' || typeof value !== 'function' || property === 'fetch' || property === 'connect') return value;
+        return (...args: unknown[]) =>
+          // Called on the stub itself: an RPC method has no `apply` of its own (the stub would send it).
+          inject(decide({ target: 'object', method: property, sql: [], from }), () => (target as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[property]!(...args));
+      },
+    });
+  return new Proxy(namespace, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (property === 'get' || property === 'getByName') return (...args: unknown[]) => wrapStub((value as (...a: unknown[]) => DurableObjectStub<any>).call(target, ...args));
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
