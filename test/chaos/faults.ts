@@ -19,8 +19,15 @@ export interface OutgoingCall {
   from: 'worker' | 'object';
 }
 
-/** Decides the fault of each call; tests replace it, the chaos build draws from its vars. */
-export const chaos: { decide: ((call: OutgoingCall) => Fault) | undefined; delayMs: number } = { decide: undefined, delayMs: 0 };
+/**
+ * Decides the fault of each call; tests replace it, the chaos build draws from its vars.
+ * `onLost` runs after a call whose reply is to be lost has completed, before the caller hears.
+ */
+export const chaos: { decide: ((call: OutgoingCall) => Fault) | undefined; delayMs: number; onLost: (() => Promise<void>) | undefined } = {
+  decide: undefined,
+  delayMs: 0,
+  onLost: undefined,
+};
 
 export function lostConnection(): Error {
   const error = new Error('Network connection lost.');
@@ -48,7 +55,10 @@ async function inject<T>(fault: Fault, run: () => Promise<T>): Promise<T> {
   if (fault === 'fail') throw lostConnection();
   if (fault === 'delay') await new Promise((resolve) => setTimeout(resolve, chaos.delayMs));
   const result = await run();
-  if (fault === 'lose') throw lostConnection();
+  if (fault === 'lose') {
+    await chaos.onLost?.();
+    throw lostConnection();
+  }
   return result;
 }
 
@@ -94,8 +104,9 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
   });
 }
 
-function wrapObjects<N extends DurableObjectNamespace<any>>(namespace: N, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object'): N {
-  const wrapStub = (stub: DurableObjectStub<any>): DurableObjectStub<any> =>
+// Stubs are handled as plain objects: their RPC types are too deep for the checker here.
+function wrapObjects<N extends object>(namespace: N, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object'): N {
+  const wrapStub = (stub: object): object =>
     new Proxy(stub, {
       get(target, property) {
         const value = Reflect.get(target, property, target) as unknown;
@@ -108,7 +119,7 @@ function wrapObjects<N extends DurableObjectNamespace<any>>(namespace: N, decide
   return new Proxy(namespace, {
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;
-      if (property === 'get' || property === 'getByName') return (...args: unknown[]) => wrapStub((value as (...a: unknown[]) => DurableObjectStub<any>).call(target, ...args));
+      if (property === 'get' || property === 'getByName') return (...args: unknown[]) => wrapStub((value as (...a: unknown[]) => object).call(target, ...args));
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });

@@ -17,4 +17,7 @@ export default {
   fetch(request: Request, env: Env & ChaosVars, ctx: ExecutionContext): Promise<Response> {
     return worker.fetch(request, chaosEnv(env, 'worker'), ctx);
   },
+  scheduled(controller: ScheduledController, env: Env & ChaosVars, ctx: ExecutionContext): void {
+    worker.scheduled(controller, chaosEnv(env, 'worker'), ctx);
+  },
 } satisfies ExportedHandler<Env & ChaosVars>;
