@@ -132,7 +132,7 @@ describe('Idempotency-Key (CONTRACT §11)', () => {
     const pending: Promise<unknown>[] = [];
     worker.scheduled(controller, env, ctx);
     await Promise.all(pending);
-    const keys = await env.DB.prepare('SELECT key FROM idempotency_keys WHERE key IN ('old', 'new') ORDER BY key').all<{ key: string }>();
+    const keys = await env.DB.prepare("SELECT key FROM idempotency_keys WHERE key IN ('old', 'new') ORDER BY key").all<{ key: string }>();
     expect(keys.results.map((r) => r.key)).toEqual(['new']);
   });
 });
