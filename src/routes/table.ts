@@ -10,6 +10,7 @@ import { openApiResponse } from '../openapi.ts';
 import { health } from './meta.ts';
 import { createRecords } from './records-create.ts';
 import { patchRecord, patchRecords } from './records-patch.ts';
+import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
 import { readRecord } from './records-read.ts';
 
 export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
@@ -54,6 +55,14 @@ export const operations: Operation[] = [
   {
     method: 'PATCH', path: '/workspaces/:workspaceId/records/:recordId', handler: patchRecord, summary: 'Patch one record of a workspace',
     auth: 'key', body: PatchBody, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 409, 412, 422],
+  },
+  {
+    method: 'DELETE', path: '/workspaces/:workspaceId/records/:recordId', handler: deleteRecord, summary: 'Delete a record (soft: it can be restored)',
+    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 412],
+  },
+  {
+    method: 'POST', path: '/workspaces/:workspaceId/records/:recordId/restore', handler: restoreRecord, summary: 'Restore a deleted record',
+    auth: 'key', body: EmptyBody, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 412],
   },
   {
     method: 'GET', path: '/records/:recordId', handler: readRecord, summary: 'Read a record visible to the caller',
