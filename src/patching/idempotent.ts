@@ -49,7 +49,15 @@ export async function claimKey(
     fingerprint: await sha256Hex(canonicalJson(body ?? null)),
     token: crypto.randomUUID(),
   };
-  const holder = await idempotency.claim(claim, Date.now());
+  let holder;
+  try {
+    holder = await idempotency.claim(claim, Date.now());
+  } catch (error) {
+    // The claim may have been stored with its reply lost: give it back, or the key would answer
+    // 409 until its lease ran out.
+    await idempotency.release(claim).catch(() => undefined);
+    throw error;
+  }
   if (holder === undefined) return { claim };
   if (holder.fingerprint !== claim.fingerprint) {
     throw new HttpError(422, 'unprocessable', 'Idempotency-Key reused', 'This key was used for another request body.', [

@@ -78,7 +78,10 @@ export class IdempotencyStore {
     return { state: 'done', fingerprint: row.fingerprint, answer: { status: row.status ?? 200, headers, body: row.body ?? '' } };
   }
 
-  /** Gives a claim back after the request failed; a completed key stays as it is. */
+  /**
+   * Gives a claim back after the request failed; a completed key stays as it is. Tried harder
+   * than a read: a claim that stays behind answers 409 to every retry until its lease ends.
+   */
   async release(claim: KeyClaim): Promise<void> {
     await retrying(() =>
       this.meter.d1(() =>
@@ -87,6 +90,7 @@ export class IdempotencyStore {
           .bind(claim.userId, claim.key, claim.method, claim.path, claim.token)
           .run(),
       ),
+      8,
     );
   }
 

@@ -170,6 +170,29 @@ describe('end to end over HTTP against wrangler dev', () => {
     }
   });
 
+  it('40 concurrent patches of one record, one of them bad: 39 written, 1 refused, none failed by it', async () => {
+    const doc = await http('POST', '/admin/objects', ADMIN, {
+      name: 'Doc', workspaceIds: [workspaceId], nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }, { name: 'body', type: 'json' }, ...Array.from({ length: 40 }, (_, i) => ({ name: `p${i}`, type: 'integer' }))],
+    });
+    const created = await http('POST', '/records/batch', key, [{ objectId: doc.body.id, fieldValues: [{ fieldName: 'title', value: 'T' }] }]);
+    const id = created.body[0].record.id;
+    const nest = (levels: number): unknown => (levels === 0 ? 1 : [nest(levels - 1)]);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        http('PATCH', `/workspaces/${workspaceId}/records/${id}`, key, {
+          // Patch 13 holds what storage used to refuse for the whole group: a value 999 levels deep and a name led by U+0000.
+          fieldValues: i === 13 ? [{ fieldName: 'body', value: nest(999) }] : [{ fieldName: `p${i}`, value: i }, { fieldName: 'title', value: i === 7 ? '\u0000T' : 'T' }],
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.status).filter((s) => s === 200)).toHaveLength(39);
+    expect(answers[13]?.status).toBe(422);
+    const record = (await http('GET', `/records/${id}`, key)).body;
+    expect(record.version).toBe(40);
+    expect(record.fieldValues.filter((v: any) => v.fieldName.startsWith('p'))).toHaveLength(39);
+  });
+
   it('never answered anything /openapi.json does not document', () => {
     expect(check.problems).toEqual([]);
   });
