@@ -6,6 +6,19 @@ const root = (path: string): string => fileURLToPath(new URL(`../${path}`, impor
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
 
+/** A project that runs its tests inside the Workers runtime of `config`, with the migrations applied. */
+function workersProject(name: string, config: string, include: string) {
+  return {
+    plugins: [
+      cloudflareTest(async () => ({
+        wrangler: { configPath: root(config) },
+        miniflare: { bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEST_MIGRATIONS: await readD1Migrations(root('migrations')) } },
+      })),
+    ],
+    test: { name, root: root(''), include: [include], setupFiles: ['test/integration/setup.ts'] },
+  };
+}
+
 export default defineConfig({
   test: {
     projects: [
@@ -13,46 +26,10 @@ export default defineConfig({
         // The pure core: plain Node, milliseconds.
         test: { name: 'core', root: root(''), include: ['test/unit/**/*.test.ts'], benchmark: { include: ['test/unit/**/*.bench.ts'] } },
       },
-      {
-        // Storage, routes and the Durable Object inside the Workers runtime against real D1.
-        plugins: [
-          cloudflareTest(async () => ({
-            wrangler: { configPath: root('wrangler.toml') },
-            miniflare: {
-              bindings: {
-                ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-                TEST_MIGRATIONS: await readD1Migrations(root('migrations')),
-              },
-            },
-          })),
-        ],
-        test: {
-          name: 'workers',
-          root: root(''),
-          include: ['test/integration/**/*.test.ts'],
-          setupFiles: ['test/integration/setup.ts'],
-        },
-      },
-      {
-        // The same, against the chaos build: real D1 and objects behind bindings that inject faults.
-        plugins: [
-          cloudflareTest(async () => ({
-            wrangler: { configPath: root('test/chaos/wrangler.toml') },
-            miniflare: {
-              bindings: {
-                ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-                TEST_MIGRATIONS: await readD1Migrations(root('migrations')),
-              },
-            },
-          })),
-        ],
-        test: {
-          name: 'chaos',
-          root: root(''),
-          include: ['test/chaos/**/*.test.ts'],
-          setupFiles: ['test/integration/setup.ts'],
-        },
-      },
+      // Storage, routes and the Durable Object inside the Workers runtime against real D1.
+      workersProject('workers', 'wrangler.toml', 'test/integration/**/*.test.ts'),
+      // The same, against the chaos build: real D1 and objects behind bindings that inject faults.
+      workersProject('chaos', 'test/chaos/wrangler.toml', 'test/chaos/**/*.test.ts'),
       {
         // Over real HTTP against a locally started Worker.
         test: { name: 'e2e', root: root(''), include: ['test/e2e/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 120_000 },

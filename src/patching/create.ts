@@ -2,11 +2,11 @@ import type { Context } from '../context.ts';
 import type { Settled } from '../core/settle.ts';
 import { planCreate } from '../domain/create.ts';
 import { assemble, createdRecordTemplate } from '../domain/record-json.ts';
-import { invalidBody, rejected, unauthorized } from '../http/errors.ts';
+import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
 import { TURN_TIMEOUT_MS } from '../turns.ts';
-import { claimKey, holding, type KeyRequest, type Written } from './idempotent.ts';
+import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 
 export interface CreateInput {
   keyHash: string;
@@ -26,19 +26,19 @@ export async function createRecords(context: Context, input: CreateInput): Promi
     : undefined;
   const objectIds = parsed?.ok === true ? [...new Set(parsed.value.map((item) => item.objectId))] : [];
   const known = await recall.createContext(input.keyHash, objectIds);
-  if (known.caller === undefined) throw unauthorized();
-  if (!input.body.ok) throw input.body.error;
-  if (parsed?.ok !== true || input.idempotency.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...input.idempotency.problems]);
-  const held = await claimKey(context, input.idempotency, known.caller.userId, input.body.value);
+  const caller = known.caller;
+  if (caller === undefined) throw unauthorized();
+  const items = wellShaped(input.body, parsed, input.idempotency);
+  const held = await claimKey(context, input.idempotency, caller.userId, items);
   if ('replay' in held) return held;
 
   return holding(context, held.claim, async () => {
-    let plan = planCreate(known.caller as NonNullable<typeof known.caller>, parsed.value, known.objects, Date.now());
+    let plan = planCreate(caller, items, known.objects, Date.now());
     if (!plan.ok && known.remembered) {
       // Refuse only on what D1 says now: the key, a membership or a field may be new.
       const fresh = await recall.createContext(input.keyHash, objectIds, true);
       if (fresh.caller === undefined) throw unauthorized();
-      plan = planCreate(fresh.caller, parsed.value, fresh.objects, Date.now());
+      plan = planCreate(fresh.caller, items, fresh.objects, Date.now());
     }
     if (!plan.ok) throw rejected(plan.problems);
 

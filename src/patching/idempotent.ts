@@ -2,7 +2,9 @@ import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import type { InputProblem } from '../core/problem.ts';
 import { sha256Hex } from '../http/auth.ts';
-import { HttpError } from '../http/errors.ts';
+import type { Settled } from '../core/settle.ts';
+import { HttpError, invalidBody } from '../http/errors.ts';
+import type { Parsed } from '../schemas/parse.ts';
 import type { KeyClaim, StoredAnswer } from '../storage/idempotency.ts';
 
 /**
@@ -28,6 +30,16 @@ export function keyRequest(request: Request): KeyRequest {
   const problems: InputProblem[] =
     key === undefined || KEY.test(key) ? [] : [{ header: 'Idempotency-Key', code: 'invalid_format', message: 'expected 1 to 255 visible ASCII characters' }];
   return { key: problems.length > 0 ? undefined : key, method: request.method, path: new URL(request.url).pathname, problems };
+}
+
+/**
+ * The body's shape and the Idempotency-Key header, checked together once the caller is known:
+ * one 400 lists every problem of both. Returns the parsed body.
+ */
+export function wellShaped<T>(body: Settled<unknown>, parsed: Parsed<T> | undefined, key: KeyRequest): T {
+  if (!body.ok) throw body.error;
+  if (parsed?.ok !== true || key.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...key.problems]);
+  return parsed.value;
 }
 
 /** The outcome of a write: its value, or the answer a completed key replays. */

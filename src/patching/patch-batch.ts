@@ -3,14 +3,14 @@ import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems } from '../domain/patch.ts';
-import { busy, invalidBody, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
+import { busy, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
 import { PatchItem, type PatchItemIn, type RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { sleep } from '../storage/retry.ts';
 import { batchAnswer, VersionConflict } from '../storage/writes.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../turns.ts';
-import { claimKey, holding, type KeyRequest, type Written } from './idempotent.ts';
+import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 import { turnInObject } from './objects.ts';
 
 export interface PatchBatchInput {
@@ -36,13 +36,11 @@ export async function patchBatch(context: Context, input: PatchBatchInput): Prom
   const ids = parsed?.ok === true ? parsed.value.map((item) => item.id) : [];
   const { caller, records, objects } = await recall.recordContext(input.keyHash, ids);
   if (caller === undefined) throw unauthorized();
-  if (!input.body.ok) throw input.body.error;
-  if (parsed?.ok !== true || input.idempotency.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...input.idempotency.problems]);
-  const held = await claimKey(context, input.idempotency, caller.userId, input.body.value);
+  const items = wellShaped(input.body, parsed, input.idempotency);
+  const held = await claimKey(context, input.idempotency, caller.userId, items);
   if ('replay' in held) return held;
 
   return holding(context, held.claim, async () => {
-    const items = parsed.value;
     const problems = items.flatMap((item, i) => {
       const record = records.get(item.id);
       const access = record ? recordAccess(caller, record.sharedWorkspaceIds, input.workspaceId) : 'none';

@@ -2,12 +2,12 @@ import type { Context } from '../context.ts';
 import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import { patchProblems } from '../domain/patch.ts';
-import { busy, HttpError, invalidBody, outcomeUnknown, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
+import { busy, HttpError, outcomeUnknown, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { PatchBody, type PatchIn, type RecordOut } from '../schemas/record.ts';
 import type { PatchContext } from '../storage/recall.ts';
 import { CALL_DEADLINE_MS } from '../turns.ts';
-import { claimKey, holding, type KeyRequest, type Written } from './idempotent.ts';
+import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 import { patchInObject } from './objects.ts';
 
 export interface PatchOneInput {
@@ -41,17 +41,16 @@ export async function patchOne(context: Context, input: PatchOneInput): Promise<
   const parsed = input.body.ok ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, '')) : undefined;
   let decided = await context.recall.patchContext(input.keyHash, input.recordId);
   if (decided.caller === undefined) throw unauthorized();
-  if (!input.body.ok) throw input.body.error;
-  if (parsed?.ok !== true || input.idempotency.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...input.idempotency.problems]);
-  const held = await claimKey(context, input.idempotency, decided.caller.userId, input.body.value);
+  const patch = wellShaped(input.body, parsed, input.idempotency);
+  const held = await claimKey(context, input.idempotency, decided.caller.userId, patch);
   if ('replay' in held) return held;
 
   return holding(context, held.claim, async () => {
-    let problems = judge(decided, input.workspaceId, parsed.value, input.action);
+    let problems = judge(decided, input.workspaceId, patch, input.action);
     if (problems.length > 0 && decided.remembered) {
       decided = await context.recall.patchContext(input.keyHash, input.recordId, true);
       if (decided.caller === undefined) throw unauthorized();
-      problems = judge(decided, input.workspaceId, parsed.value, input.action);
+      problems = judge(decided, input.workspaceId, patch, input.action);
     }
     const { caller, def, snapshot } = decided;
     if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
@@ -60,7 +59,7 @@ export async function patchOne(context: Context, input: PatchOneInput): Promise<
       recordId: input.recordId,
       callId: crypto.randomUUID(),
       def,
-      patch: parsed.value,
+      patch,
       userId: caller.userId,
       ...(snapshot === undefined ? {} : { snapshot }),
       ...(input.ifMatch === undefined ? {} : { ifMatch: input.ifMatch }),
