@@ -10,26 +10,15 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startLocalWorker, type LocalWorker } from '../e2e/server.ts';
+import { ADMIN, baselineTarget, json, serviceTarget, warmUp, type Target } from './targets.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const RECORDS = 1000;
 /** Runs only the scenarios whose name contains this text (all by default). */
 const ONLY = process.env.BENCH_ONLY ?? '';
-const ADMIN = 'bench-admin-token';
+const RECORDS = 1000;
 const RESULTS = fileURLToPath(new URL('./results.md', import.meta.url));
-
-interface Target {
-  url: string;
-  headers: Record<string, string>;
-  ids: number[];
-  /** Path of one-record patches; `{id}` is replaced. */
-  patchPath: string;
-  patchBody: (value: number) => unknown;
-  batchBody: (ids: number[], value: number) => unknown;
-  createBody: unknown;
-}
 
 interface Scenario {
   name: string;
@@ -86,47 +75,6 @@ const scenarios: Scenario[] = [
   },
 ];
 
-async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<any> {
-  const res = await fetch(url, { method, headers: { ...headers, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? undefined : res.json();
-}
-
-async function serviceTarget(worker: LocalWorker): Promise<Target> {
-  const admin = { Authorization: `Bearer ${ADMIN}` };
-  const user = await json(`${worker.url}/admin/users`, 'POST', admin, { name: 'bench' });
-  const { key } = await json(`${worker.url}/admin/users/${user.id}/keys`, 'POST', admin);
-  const ws = await json(`${worker.url}/admin/workspaces`, 'POST', admin, { name: 'bench' });
-  await json(`${worker.url}/admin/workspaces/${ws.id}/members/${user.id}`, 'PUT', admin, { role: 'editor' });
-  const object = await json(`${worker.url}/admin/objects`, 'POST', admin, { name: 'Bench', workspaceIds: [ws.id], fields: [{ name: 'n0', type: 'integer' }] });
-  const headers = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
-  const createBody = Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [{ fieldName: 'n0', value: i }] }));
-  const ids: number[] = [];
-  while (ids.length < RECORDS) ids.push(...(await json(`${worker.url}/records/batch`, 'POST', headers, createBody)).map((item: any) => item.record.id));
-  return {
-    url: worker.url,
-    headers,
-    ids,
-    patchPath: `/workspaces/${ws.id}/records/{id}`,
-    patchBody: (value) => ({ fieldValues: [{ fieldName: 'n0', value }] }),
-    batchBody: (batch, value) => batch.map((id) => ({ id, fieldValues: [{ fieldName: 'n0', value }] })),
-    createBody,
-  };
-}
-
-async function baselineTarget(worker: LocalWorker): Promise<Target> {
-  await json(`${worker.url}/setup`, 'POST', {});
-  return {
-    url: worker.url,
-    headers: { 'Content-Type': 'application/json' },
-    ids: Array.from({ length: RECORDS }, (_, i) => i + 1),
-    patchPath: '/records/{id}',
-    patchBody: (value) => ({ value }),
-    batchBody: (ids, value) => ({ ids, value }),
-    createBody: {},
-  };
-}
-
 interface Totals {
   requests: number;
   ok: number;
@@ -172,18 +120,6 @@ async function hotVersion(target: Target): Promise<number> {
   return record.version;
 }
 
-/**
- * Patches every record once, one by one, before each patch scenario: a record's first patch
- * instantiates its Durable Object (under wrangler dev several times the cost of a warm call)
- * and lets it learn the record's state, as the object of any record in use has, and the Worker
- * remember its facts (which it forgets after 30 s). The baseline gets the same pass.
- */
-async function warmUp(target: Target): Promise<void> {
-  for (let i = 0; i < target.ids.length; i += 16) {
-    await Promise.all(target.ids.slice(i, i + 16).map((id) => json(`${target.url}${target.patchPath.replace('{id}', String(id))}`, 'PATCH', target.headers, target.patchBody(0))));
-  }
-}
-
 async function main(): Promise<void> {
   console.log(`Starting the service and the baseline (wrangler dev, fresh state)…`);
   const [service, baseline] = await Promise.all([
@@ -193,7 +129,7 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   const loud: string[] = [];
   try {
-    const [s, b] = await Promise.all([serviceTarget(service), baselineTarget(baseline)]);
+    const [s, b] = await Promise.all([serviceTarget(service, RECORDS), baselineTarget(baseline, RECORDS)]);
     let value = 0;
     const counter = () => ++value;
     const rows: string[][] = [];

@@ -35,7 +35,7 @@ export function lostConnection(): Error {
   return error;
 }
 
-function decider(env: Env & ChaosVars): (call: OutgoingCall) => Fault {
+function decider(env: ChaosVars): (call: OutgoingCall) => Fault {
   const lose = Number(env.CHAOS_LOST_REPLY ?? 0);
   const fail = Number(env.CHAOS_FAIL ?? 0);
   return (call) => {
@@ -49,11 +49,28 @@ function decider(env: Env & ChaosVars): (call: OutgoingCall) => Fault {
 export interface ChaosVars {
   CHAOS_LOST_REPLY?: string;
   CHAOS_FAIL?: string;
+  /** Geo simulation: one-way milliseconds between the Worker and D1's region (where objects stand too). */
+  GEO_FAR_MS?: string;
+  /** Geo simulation: one-way milliseconds within D1's region (an object to D1). */
+  GEO_NEAR_MS?: string;
 }
 
-async function inject<T>(fault: Fault, run: () => Promise<T>): Promise<T> {
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The round trip a call pays by where its parties stand: the Worker runs near the client, far
+ * from D1; record objects are placed near D1 (the location hint). So a Worker's call to D1 or to
+ * an object crosses the long haul twice, and an object's call to D1 stays in the region.
+ */
+function roundTrip(env: ChaosVars, from: 'worker' | 'object'): number {
+  const oneWay = Number(from === 'worker' ? (env.GEO_FAR_MS ?? 0) : (env.GEO_NEAR_MS ?? 0));
+  return 2 * oneWay;
+}
+
+async function inject<T>(fault: Fault, run: () => Promise<T>, latency = 0): Promise<T> {
+  if (latency > 0) await sleep(latency);
   if (fault === 'fail') throw lostConnection();
-  if (fault === 'delay') await new Promise((resolve) => setTimeout(resolve, chaos.delayMs));
+  if (fault === 'delay') await sleep(chaos.delayMs);
   const result = await run();
   if (fault === 'lose') {
     await chaos.onLost?.();
@@ -63,12 +80,17 @@ async function inject<T>(fault: Fault, run: () => Promise<T>): Promise<T> {
 }
 
 /** `env` with its D1 binding and record objects wrapped, as seen by `from`. */
-export function chaosEnv<E extends Env>(env: E & ChaosVars, from: 'worker' | 'object'): E {
+export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(env: E & ChaosVars, from: 'worker' | 'object'): E {
   const decide = decider(env);
-  return { ...env, DB: wrapD1(env.DB, decide, from), RECORDS: wrapObjects(env.RECORDS, decide, from) };
+  const latency = roundTrip(env, from);
+  return {
+    ...env,
+    DB: wrapD1(env.DB, decide, from, latency),
+    ...(env.RECORDS === undefined ? {} : { RECORDS: wrapObjects(env.RECORDS, decide, from, latency) }),
+  };
 }
 
-function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object'): D1Database {
+function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object', latency: number): D1Database {
   // Statements keep their SQL beside them; the real batch() is handed the real statements.
   const real = new WeakMap<object, D1PreparedStatement>();
   const sqlOf = new WeakMap<D1PreparedStatement, string>();
@@ -79,7 +101,7 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
         if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
         if (property === 'first' || property === 'all' || property === 'run' || property === 'raw') {
           return (...args: unknown[]) =>
-            inject(decide({ target: 'd1', method: property, sql: [sql], from }), () => (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+            inject(decide({ target: 'd1', method: property, sql: [sql], from }), () => (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args), latency);
         }
         const value = Reflect.get(target, property, target) as unknown;
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
@@ -95,7 +117,7 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
         return (statements: D1PreparedStatement[]) => {
           const unwrapped = statements.map((s) => real.get(s) ?? s);
           const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
-          return inject(decide({ target: 'd1', method: 'batch', sql, from }), () => target.batch(unwrapped));
+          return inject(decide({ target: 'd1', method: 'batch', sql, from }), () => target.batch(unwrapped), latency);
         };
       }
       const value = Reflect.get(target, property, target) as unknown;
@@ -105,7 +127,7 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
 }
 
 // Stubs are handled as plain objects: their RPC types are too deep for the checker here.
-function wrapObjects<N extends object>(namespace: N, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object'): N {
+function wrapObjects<N extends object>(namespace: N, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object', latency: number): N {
   const wrapStub = (stub: object): object =>
     new Proxy(stub, {
       get(target, property) {
@@ -113,7 +135,7 @@ function wrapObjects<N extends object>(namespace: N, decide: (call: OutgoingCall
         if (typeof property !== 'string' || typeof value !== 'function' || property === 'fetch' || property === 'connect') return value;
         return (...args: unknown[]) =>
           // Called on the stub itself: an RPC method has no `apply` of its own (the stub would send it).
-          inject(decide({ target: 'object', method: property, sql: [], from }), () => (target as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[property]!(...args));
+          inject(decide({ target: 'object', method: property, sql: [], from }), () => (target as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[property]!(...args), latency);
       },
     });
   return new Proxy(namespace, {

@@ -1,8 +1,12 @@
+import { chaosEnv, type ChaosVars } from '../../chaos/faults.ts';
+
 /**
  * Baseline Worker: the same D1 statements the service needs for each benchmarked operation,
- * nothing else. Records are shared with one workspace, like the service's.
+ * nothing else. Records are shared with one workspace, like the service's. Its D1 binding goes
+ * through the same wrapper as the chaos build's, so the geo simulation delays it alike (with no
+ * GEO_ vars set, the wrapper only passes calls through).
  */
-interface Env {
+interface Env extends ChaosVars {
   DB: D1Database;
 }
 
@@ -20,9 +24,9 @@ async function createTwenty(db: D1Database): Promise<void> {
 }
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, rawEnv: Env): Promise<Response> {
     const url = new URL(request.url);
-    const db = env.DB;
+    const db = chaosEnv(rawEnv, 'worker').DB;
     if (url.pathname === '/health') return Response.json({ status: 'ok' });
     if (url.pathname === '/setup') {
       const now = Date.now();
@@ -38,6 +42,10 @@ export default {
     if (url.pathname === '/records/batch' && request.method === 'POST') {
       await createTwenty(db);
       return new Response(null, { status: 201 });
+    }
+    const read = /^\/records\/(\d+)$/.exec(url.pathname)?.[1];
+    if (read !== undefined && request.method === 'GET') {
+      return Response.json(await db.prepare('SELECT * FROM records WHERE id = ?').bind(Number(read)).first());
     }
     const body = (await request.json()) as { ids?: number[]; value: number };
     if (url.pathname === '/records/batch' && request.method === 'PATCH') {
