@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startLocalWorker } from '../e2e/server.ts';
-import { ADMIN, baselineTarget, json, serviceTarget, warmUp, type Target } from './targets.ts';
+import { ADMIN, baselineTarget, freshRecords, serviceTarget, warmUp, type Target } from './targets.ts';
 
 const FAR = Number(process.env.GEO_FAR_MS ?? 75);
 const NEAR = Number(process.env.GEO_NEAR_MS ?? 1);
@@ -74,13 +74,6 @@ const trips = (ms: number): string => (ms / (2 * FAR)).toFixed(2);
 function drawer(pool: number[], unique: boolean): () => number {
   let next = 0;
   return () => (unique ? (pool[next++] as number) : (pool[Math.floor(Math.random() * pool.length)] as number));
-}
-
-/** New records whose objects nobody used yet. */
-async function freshRecords(t: Target, count: number): Promise<number[]> {
-  const ids: number[] = [];
-  while (ids.length < count) ids.push(...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map((item: any) => item.record.id as number));
-  return ids;
 }
 
 async function main(): Promise<void> {

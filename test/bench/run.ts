@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startLocalWorker, type LocalWorker } from '../e2e/server.ts';
-import { ADMIN, baselineTarget, json, serviceTarget, warmUp, type Target } from './targets.ts';
+import { ADMIN, baselineTarget, freshRecords, json, serviceTarget, warmUp, type Target } from './targets.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -18,6 +18,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 /** Runs only the scenarios whose name contains this text (all by default). */
 const ONLY = process.env.BENCH_ONLY ?? '';
 const RECORDS = 1000;
+/** Requests of one cold round: each needs a record of its own. */
+const COLD_AMOUNT = Number(process.env.BENCH_COLD_AMOUNT ?? 1000);
 const RESULTS = fileURLToPath(new URL('./results.md', import.meta.url));
 
 interface Scenario {
@@ -25,6 +27,10 @@ interface Scenario {
   recordsPerRequest: number;
   /** A fixed number of requests instead of a duration, so that every answer is received. */
   amount?: number;
+  /** Each request patches a record whose object nobody used yet (the service's records only). */
+  cold?: boolean;
+  /** Every answered version of the one record is checked against the stored one. */
+  counted?: boolean;
   request: (target: Target, counter: () => number, versions: number[]) => autocannon.Request;
 }
 
@@ -52,6 +58,20 @@ const scenarios: Scenario[] = [
     }),
   },
   {
+    // A record's first patch: its object starts, and neither it nor the isolate knows the record.
+    name: 'patch-1-cold',
+    recordsPerRequest: 1,
+    cold: true,
+    amount: COLD_AMOUNT,
+    request: (t, next) => ({
+      method: 'PATCH',
+      setupRequest: (req) => {
+        const id = t.fresh?.pop() ?? pick(t.ids, 1)[0];
+        return { ...req, path: t.patchPath.replace('{id}', String(id)), body: JSON.stringify(t.patchBody(next())) };
+      },
+    }),
+  },
+  {
     name: 'batch-patch-20',
     recordsPerRequest: 20,
     request: (t, next) => ({
@@ -63,6 +83,7 @@ const scenarios: Scenario[] = [
   {
     name: 'hot record',
     recordsPerRequest: 1,
+    counted: true,
     amount: Number(process.env.BENCH_HOT_AMOUNT ?? 2000),
     request: (t, next, versions) => ({
       method: 'PATCH',
@@ -136,14 +157,15 @@ async function main(): Promise<void> {
     let hotAccounted = '';
     for (const scenario of scenarios.filter((one) => one.name.includes(ONLY))) {
       if (scenario.name !== 'create-20') await Promise.all([warmUp(s), warmUp(b)]);
+      if (scenario.cold === true) s.fresh = await freshRecords(s, ROUNDS * COLD_AMOUNT);
       const totals = { service: empty(), baseline: empty() };
-      const hotBefore = scenario.amount !== undefined ? await hotVersion(s) : 0;
+      const hotBefore = scenario.counted === true ? await hotVersion(s) : 0;
       const versions: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         add(totals.service, await drive(s, scenario, counter, versions));
         add(totals.baseline, await drive(b, scenario, counter));
       }
-      if (scenario.amount !== undefined) {
+      if (scenario.counted === true) {
         // Every answered version is distinct, they run without a gap from the version before the
         // run, and the stored version is the last of them: no patch lost, none counted twice.
         const after = await hotVersion(s);

@@ -13,6 +13,8 @@ export interface Target {
   patchBody: (value: number) => unknown;
   batchBody: (ids: number[], value: number) => unknown;
   createBody: unknown;
+  /** Records nobody patched yet, taken one per request by cold scenarios. */
+  fresh?: number[];
 }
 
 export async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<any> {
@@ -68,3 +70,10 @@ export async function warmUp(target: Target): Promise<void> {
   }
 }
 
+
+/** New records of the service whose objects nobody used yet. */
+export async function freshRecords(t: Target, count: number): Promise<number[]> {
+  const ids: number[] = [];
+  while (ids.length < count) ids.push(...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map((item: any) => item.record.id as number));
+  return ids;
+}
