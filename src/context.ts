@@ -1,6 +1,7 @@
 import type { Env } from './env.ts';
 import { IdempotencyStore } from './storage/idempotency.ts';
 import { isolateCache } from './storage/isolate-cache.ts';
+import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
 import { Recall } from './storage/recall.ts';
 import { Store } from './storage/store.ts';
@@ -13,6 +14,7 @@ export interface Context {
   /** Writes of records, exactly once. */
   writes: RecordWrites;
   idempotency: IdempotencyStore;
+  lists: Lists;
   /** The store's reads of keys, memberships and definitions, through the isolate's memory. */
   recall: Recall;
   meter: Meter;
@@ -29,6 +31,7 @@ export function createContext(env: Env, requestId: string, ctx: ExecutionContext
     store,
     writes: new RecordWrites(env.DB, meter),
     idempotency: new IdempotencyStore(env.DB, meter),
+    lists: new Lists(env.DB, meter),
     recall: new Recall(store, isolateCache),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),

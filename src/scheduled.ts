@@ -1,5 +1,6 @@
 import type { Env } from './env.ts';
 import { IdempotencyStore } from './storage/idempotency.ts';
+import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
 
 /**
@@ -8,7 +9,10 @@ import { Meter } from './storage/meter.ts';
  */
 export async function runScheduled(env: Env, now: number): Promise<void> {
   const meter = new Meter();
-  const steps: [string, () => Promise<number>][] = [['idempotency keys older than 24 h', () => new IdempotencyStore(env.DB, meter).prune(now)]];
+  const steps: [string, () => Promise<number>][] = [
+    ['idempotency keys older than 24 h', () => new IdempotencyStore(env.DB, meter).prune(now)],
+    ['changes older than 7 days', () => new Lists(env.DB, meter).pruneChanges(now)],
+  ];
   for (const [what, step] of steps) {
     try {
       const removed = await step();

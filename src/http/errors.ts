@@ -15,7 +15,8 @@ export type ProblemCode =
   | 'internal'
   | 'unavailable'
   // More specific codes that replace the generic one for their status.
-  | 'record_deleted';
+  | 'record_deleted'
+  | 'gone';
 
 import type { InputProblem } from '../core/problem.ts';
 
@@ -41,6 +42,9 @@ function summary(problems: readonly InputProblem[], where: string): string {
 
 export const invalidBody = (problems: readonly InputProblem[]): HttpError =>
   new HttpError(400, 'invalid_request', 'Request body is invalid', summary(problems, 'request body'), problems);
+
+export const invalidQuery = (problems: readonly InputProblem[]): HttpError =>
+  new HttpError(400, 'invalid_request', 'Query is invalid', summary(problems, 'query'), problems);
 
 export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
   new HttpError(400, 'invalid_request', 'Path parameter is invalid', summary(problems, 'path'), problems);

@@ -7,7 +7,7 @@ import { retrying } from './retry.ts';
 
 /** All SQL of the service. Every method is one D1 round trip unless it says otherwise. */
 
-interface RecordRow {
+export interface RecordRow {
   id: number;
   object_id: number;
   object_version: number;
@@ -33,7 +33,7 @@ interface ObjectRow {
   workspace_ids: string;
 }
 
-type RecordReadRow = RecordRow & { shared_workspace_ids: string };
+export type RecordReadRow = RecordRow & { shared_workspace_ids: string };
 
 export interface RecordContext {
   caller: Caller | undefined;
@@ -58,9 +58,11 @@ const OBJECTS_OF_RECORDS = `SELECT v.object_id AS id, v.version, v.name, v.name_
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
   WHERE o.id IN (SELECT object_id FROM records WHERE id IN (SELECT value FROM json_each(?)))`;
 
-const RECORDS = `SELECT r.*, (SELECT json_group_array(workspace_id) FROM
-    (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
-  FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
+/** A record's columns and its sharing, as recordsOf() reads them; `r` is the records table. */
+export const RECORD_COLUMNS = `r.*, (SELECT json_group_array(workspace_id) FROM
+    (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids`;
+
+const RECORDS = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
 
 export class Store {
   constructor(
@@ -231,7 +233,12 @@ function objectMap(rows: readonly ObjectRow[]): Map<number, ObjectDef> {
 }
 
 function recordMap(rows: readonly RecordReadRow[]): Map<number, RecordOut> {
-  return new Map(rows.map((row) => [row.id, toRecord(row, JSON.parse(row.shared_workspace_ids) as number[])]));
+  return new Map(recordsOf(rows).map((record) => [record.id, record]));
+}
+
+/** Rows read with RECORD_COLUMNS, as records, in their order. */
+export function recordsOf(rows: readonly RecordReadRow[]): RecordOut[] {
+  return rows.map((row) => toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]));
 }
 
 function toCaller(rows: readonly CallerRow[]): Caller | undefined {

@@ -1,0 +1,93 @@
+import type { InputProblem } from '../core/problem.ts';
+import { FIELD_NAME } from '../schemas/common.ts';
+
+/** What `GET /workspaces/{id}/records` may filter on (CONTRACT §12). */
+export interface ListFilter {
+  objectId?: number;
+  deleted: 'exclude' | 'include' | 'only';
+  updatedAfter?: number;
+  /** `field.<name>=<value>`: the value's JSON text, or the string itself for a text value. */
+  fields: { name: string; value: string }[];
+}
+
+export interface ListQuery {
+  filter: ListFilter;
+  limit: number;
+  cursor?: string;
+}
+
+export interface FeedQuery {
+  limit: number;
+  after?: string;
+}
+
+const INTEGER = /^[0-9]{1,16}$/;
+
+function integer(raw: string, min: number, max: number): number | undefined {
+  if (!INTEGER.test(raw)) return undefined;
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
+
+const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
+
+/** Every parameter once; an unknown or repeated parameter is a problem, like an unknown property. */
+function single(params: URLSearchParams, known: (name: string) => boolean): { values: Map<string, string>; problems: InputProblem[] } {
+  const values = new Map<string, string>();
+  const problems: InputProblem[] = [];
+  for (const [name, value] of params) {
+    if (!known(name)) problems.push(bad(name, 'unknown_parameter', 'unknown query parameter'));
+    else if (values.has(name)) problems.push(bad(name, 'duplicate', 'parameter given more than once'));
+    else values.set(name, value);
+  }
+  return { values, problems };
+}
+
+/** Parses the list's query string: every problem at once, each naming its parameter. */
+export function parseListQuery(params: URLSearchParams): Parsed<ListQuery> {
+  const { values, problems } = single(params, (name) => ['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter'].includes(name) || name.startsWith('field.'));
+  const filter: ListFilter = { deleted: 'exclude', fields: [] };
+  let limit = 50;
+  let cursor: string | undefined;
+  for (const [name, raw] of values) {
+    if (name === 'limit') {
+      const n = integer(raw, 1, 100);
+      if (n === undefined) problems.push(bad(name, 'out_of_range', 'expected an integer from 1 to 100'));
+      else limit = n;
+    } else if (name === 'cursor') {
+      cursor = raw;
+    } else if (name === 'objectId' || name === 'updatedAfter') {
+      const n = integer(raw, 0, Number.MAX_SAFE_INTEGER);
+      if (n === undefined) problems.push(bad(name, 'invalid_type', 'expected a non-negative integer'));
+      else filter[name] = n;
+    } else if (name === 'deleted') {
+      if (raw === 'exclude' || raw === 'include' || raw === 'only') filter.deleted = raw;
+      else problems.push(bad(name, 'invalid_value', 'expected exclude, include or only'));
+    } else {
+      const field = name.slice('field.'.length);
+      if (!FIELD_NAME.test(field)) problems.push(bad(name, 'invalid_format', 'expected field.<field name>'));
+      else filter.fields.push({ name: field, value: raw });
+    }
+  }
+  filter.fields.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, value: { filter, limit, ...(cursor === undefined ? {} : { cursor }) } };
+}
+
+/** Parses the change feed's query string. */
+export function parseFeedQuery(params: URLSearchParams): Parsed<FeedQuery> {
+  const { values, problems } = single(params, (name) => name === 'after' || name === 'limit');
+  let limit = 100;
+  const raw = values.get('limit');
+  if (raw !== undefined) {
+    const n = integer(raw, 1, 1000);
+    if (n === undefined) problems.push(bad('limit', 'out_of_range', 'expected an integer from 1 to 1000'));
+    else limit = n;
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  const after = values.get('after');
+  return { ok: true, value: { limit, ...(after === undefined ? {} : { after }) } };
+}
+

@@ -1,0 +1,70 @@
+import type { IRequest } from 'itty-router';
+import type { Context } from '../context.ts';
+import { canonicalJson } from '../core/json.ts';
+import type { Caller } from '../domain/access.ts';
+import { parseFeedQuery, parseListQuery } from '../domain/list-query.ts';
+import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { cursorSecret, readCursor, signCursor } from '../http/cursor.ts';
+import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
+import { pathIds } from '../http/params.ts';
+import { json } from '../http/respond.ts';
+
+/**
+ * CONTRACT §12: a workspace's records, its change feed, and the caller. Reads always ask D1 (the
+ * caller too), never the isolate's memory. Order of checks: 401, a bad path id or query 400, not
+ * a member 404, a forged cursor 400, a pruned feed position 410.
+ */
+
+async function member(request: IRequest, context: Context, problems: readonly InputProblem[]): Promise<{ caller: Caller; workspaceId: number }> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { caller } = await context.store.createContext(keyHash, []);
+  if (caller === undefined) throw unauthorized();
+  if (problems.length > 0) throw invalidQuery(problems);
+  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
+  return { caller, workspaceId };
+}
+
+/** GET /workspaces/{workspaceId}/records: keyset pages by id, so a walk sees each record once. */
+export async function listRecords(request: IRequest, context: Context): Promise<Response> {
+  const query = parseListQuery(new URL(request.url).searchParams);
+  const { workspaceId } = await member(request, context, query.ok ? [] : query.problems);
+  if (!query.ok) throw invalidQuery(query.problems);
+  const { filter, limit, cursor } = query.value;
+  const secret = cursorSecret(context.env);
+  const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
+  const after = cursor === undefined ? 0 : await readCursor(secret, cursor, scope, 'cursor');
+  const page = await context.lists.records(workspaceId, filter, after, limit + 1);
+  const items = page.slice(0, limit);
+  const last = items.at(-1);
+  const nextCursor = page.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  return json({ items, nextCursor });
+}
+
+/** GET /workspaces/{workspaceId}/changes: every committed change of its records, in commit order. */
+export async function listChanges(request: IRequest, context: Context): Promise<Response> {
+  const query = parseFeedQuery(new URL(request.url).searchParams);
+  const { workspaceId } = await member(request, context, query.ok ? [] : query.problems);
+  if (!query.ok) throw invalidQuery(query.problems);
+  const secret = cursorSecret(context.env);
+  const scope = `changes/${workspaceId}`;
+  const after = query.value.after === undefined ? 0 : await readCursor(secret, query.value.after, scope, 'after');
+  const { changes, horizon } = await context.lists.changes(workspaceId, after, query.value.limit);
+  if (query.value.after !== undefined && after < horizon) {
+    throw new HttpError(410, 'gone', 'Cursor too old', 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.', [
+      { query: 'after', code: 'gone', message: 'changes after this position are no longer kept' },
+    ]);
+  }
+  const items = await Promise.all(changes.map(async ({ seq, type, at, by, record }) => ({ cursor: await signCursor(secret, seq, scope), type, at, by, record })));
+  const nextCursor = items.at(-1)?.cursor ?? (await signCursor(secret, Math.max(after, horizon), scope));
+  return json({ items, nextCursor });
+}
+
+/** GET /me: the caller and their memberships, by workspace id. */
+export async function me(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { caller } = await context.store.createContext(keyHash, []);
+  if (caller === undefined) throw unauthorized();
+  const workspaces = [...caller.roles].sort(([a], [b]) => a - b).map(([workspaceId, role]) => ({ workspaceId, role }));
+  return json({ userId: caller.userId, workspaces });
+}

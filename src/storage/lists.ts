@@ -1,0 +1,95 @@
+import type { ListFilter } from '../domain/list-query.ts';
+import type { ChangeType } from '../domain/patch.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { Meter } from './meter.ts';
+import { retrying } from './retry.ts';
+import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
+
+/** How long the change feed keeps a change (CONTRACT §12: at least 7 days). */
+export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * One page of a workspace's records in id order. A field filter compares each listed field's
+ * value, as its JSON text (or the string itself for text), by reading the JSON of every record
+ * the other conditions let through: its cost grows with the workspace (or object), not the page.
+ */
+const LIST = `SELECT ${RECORD_COLUMNS} FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+  WHERE rw.workspace_id = ?1 AND rw.record_id > ?2
+    AND (?3 IS NULL OR r.object_id = ?3)
+    AND (?4 = 'include' OR r.deleted = (?4 = 'only'))
+    AND (?5 IS NULL OR r.updated_at > ?5)
+    AND NOT EXISTS (SELECT 1 FROM json_each(?6) f WHERE NOT EXISTS (
+      SELECT 1 FROM json_each(r.field_values) v
+      WHERE v.value ->> '$.fieldName' = f.value ->> '$.name'
+        AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value' ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
+  ORDER BY rw.record_id LIMIT ?7`;
+
+const FEED = `SELECT c.seq, c.type, c.at, c.by, c.record FROM changes c
+  WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+  ORDER BY c.seq LIMIT ?3`;
+const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
+
+export interface Change {
+  seq: number;
+  type: ChangeType;
+  at: number;
+  by: number;
+  record: RecordOut;
+}
+
+/** SQL of lists and the change feed. Each method is one D1 round trip unless it says otherwise. */
+export class Lists {
+  constructor(
+    private readonly db: D1Database,
+    private readonly meter: Meter,
+  ) {}
+
+  /** Up to `limit` records of the workspace after id `afterId` that pass `filter`. */
+  async records(workspaceId: number, filter: ListFilter, afterId: number, limit: number): Promise<RecordOut[]> {
+    const statement = this.db
+      .prepare(LIST)
+      .bind(workspaceId, afterId, filter.objectId ?? null, filter.deleted, filter.updatedAfter ?? null, JSON.stringify(filter.fields), limit);
+    const rows = await retrying(() => this.meter.d1(async () => (await statement.all<RecordReadRow>()).results));
+    return recordsOf(rows);
+  }
+
+  /** Up to `limit` changes of the workspace's records after `afterSeq`, and the prune horizon. */
+  async changes(workspaceId: number, afterSeq: number, limit: number): Promise<{ changes: Change[]; horizon: number }> {
+    const [rows, horizon] = await retrying(() =>
+      this.meter.d1(() => this.db.batch<unknown>([this.db.prepare(FEED).bind(workspaceId, afterSeq, limit), this.db.prepare(HORIZON)])),
+    );
+    const changes = ((rows?.results ?? []) as { seq: number; type: ChangeType; at: number; by: number; record: string }[]).map((row) => ({
+      ...row,
+      record: JSON.parse(row.record) as RecordOut,
+    }));
+    return { changes, horizon: (horizon?.results[0] as { seq: number } | undefined)?.seq ?? 0 };
+  }
+
+  /**
+   * Removes the oldest changes, up to the first one younger than FEED_RETENTION_MS (so nothing
+   * younger goes, even if clocks put an older time after it), and moves the horizon with them,
+   * in one transaction. Two round trips; returns how many went.
+   */
+  async pruneChanges(now: number): Promise<number> {
+    const cutoff = now - FEED_RETENTION_MS;
+    const bounds = await retrying(() =>
+      this.meter.d1(() =>
+        this.db
+          .prepare('SELECT (SELECT min(seq) FROM changes WHERE at >= ?) AS keep, (SELECT max(seq) FROM changes) AS last')
+          .bind(cutoff)
+          .first<{ keep: number | null; last: number | null }>(),
+      ),
+    );
+    if (bounds?.last === null || bounds?.last === undefined) return 0;
+    const upTo = bounds.keep === null ? bounds.last : bounds.keep - 1;
+    const [, deleted] = await retrying(() =>
+      this.meter.d1(() =>
+        this.db.batch([
+          this.db.prepare('INSERT INTO feed_horizon (id, seq) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)').bind(upTo),
+          this.db.prepare('DELETE FROM changes WHERE seq <= ?').bind(upTo),
+        ]),
+      ),
+    );
+    return deleted?.meta.changes ?? 0;
+  }
+}
