@@ -42,6 +42,15 @@ function readmeWalkThrough(): string {
   return block;
 }
 
+/** The first shell block after a README heading that starts with `heading`. */
+function readmeBlock(heading: string): string {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const at = readme.indexOf(`\n### ${heading}`);
+  const block = at === -1 ? undefined : /```sh\n([\s\S]*?)```/.exec(readme.slice(at))?.[1];
+  if (block === undefined) throw new Error(`README.md has no shell block under ${heading}`);
+  return block;
+}
+
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 
 describe('end to end over HTTP against wrangler dev', () => {
@@ -61,6 +70,19 @@ describe('end to end over HTTP against wrangler dev', () => {
     expect(out).toContain('{"name":"Ada Lovelace","version":2,"fieldValues":[{"fieldName":"firstName","value":"Ada"},{"fieldName":"lastName","value":"Lovelace"},{"fieldName":"stage","value":"customer"}]}');
     expect(out).toContain('"code": "unprocessable"');
     expect(out).toContain('"pointer": "/0/fieldValues/0/value"');
+  });
+
+  it.skipIf(!hasJq)('the README examples of lists, the feed and /me work as pasted after the walk-through', () => {
+    const script = [readmeWalkThrough(), readmeBlock('`GET /workspaces/{workspaceId}/records`'), readmeBlock('`GET /workspaces/{workspaceId}/changes`'), readmeBlock('`GET /me`')].join('\n');
+    const run = spawnSync('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, BASE: worker.url, ADMIN: ADMIN }, encoding: 'utf8', timeout: 60_000 });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const out = run.stdout;
+    expect(out).toMatch(/\{"ids":\[\d+\],"nextCursor":"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"\}/);
+    expect(out).toContain('["Alan"]');
+    expect(out).toMatch(/\[\{"type":"created","id":\d+,"version":1\},\{"type":"created","id":\d+,"version":1\}\]/);
+    expect(out).toMatch(/\[\{"type":"updated","id":\d+,"version":2\}\]/);
+    expect(out).toMatch(/\{"userId":\d+,"workspaces":\[\{"workspaceId":\d+,"role":"editor"\}\]\}/);
   });
 
   let key = '';
@@ -191,6 +213,46 @@ describe('end to end over HTTP against wrangler dev', () => {
     const record = (await http('GET', `/records/${id}`, key)).body;
     expect(record.version).toBe(40);
     expect(record.fieldValues.filter((v: any) => v.fieldName.startsWith('p'))).toHaveLength(39);
+  });
+
+  it('a consumer following the change feed while 8 clients write ends with exactly the records\' final states', async () => {
+    const ws = (await http('POST', '/admin/workspaces', ADMIN, { name: 'Feed' })).body.id;
+    const me = (await http('GET', '/me', key)).body.userId;
+    await http('PUT', `/admin/workspaces/${ws}/members/${me}`, ADMIN, { role: 'editor' });
+    const obj = (await http('POST', '/admin/objects', ADMIN, { name: 'Tick', workspaceIds: [ws], fields: [{ name: 'n', type: 'integer' }] })).body.id;
+    const ids: number[] = (await http('POST', '/records/batch', key, Array.from({ length: 5 }, () => ({ objectId: obj, fieldValues: [] })))).body.map((i: any) => i.record.id);
+    const mirror = new Map<number, any>();
+    let after = '';
+    let writing = true;
+    const follow = async () => {
+      for (;;) {
+        const page = await http('GET', `/workspaces/${ws}/changes?limit=50${after}`, key);
+        expect(page.status).toBe(200);
+        for (const item of page.body.items) {
+          const known = mirror.get(item.record.id);
+          // A record's changes arrive in version order, each exactly once.
+          expect(item.record.version).toBe((known?.version ?? 0) + 1);
+          mirror.set(item.record.id, item.record);
+        }
+        after = `&after=${encodeURIComponent(page.body.nextCursor)}`;
+        if (page.body.items.length === 0 && !writing) return;
+        if (page.body.items.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const consumer = follow();
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, c) => {
+        for (let i = 0; i < 10; i++) {
+          const id = ids[(c + i) % ids.length] as number;
+          if (i === 7 && c === 0) await http('DELETE', `/workspaces/${ws}/records/${id}`, key);
+          else if (i % 4 === 3) await http('PATCH', `/workspaces/${ws}/records/batch`, key, ids.map((one) => ({ id: one, fieldValues: [{ fieldName: 'n', value: c * 100 + i } ] })));
+          else await http('PATCH', `/workspaces/${ws}/records/${id}`, key, { fieldValues: [{ fieldName: 'n', value: c * 100 + i }] });
+        }
+      }),
+    );
+    writing = false;
+    await consumer;
+    for (const id of ids) expect(mirror.get(id)).toEqual((await http('GET', `/records/${id}`, key)).body);
   });
 
   it('never answered anything /openapi.json does not document', () => {
