@@ -31,6 +31,8 @@ interface Scenario {
   cold?: boolean;
   /** Every answered version of the one record is checked against the stored one. */
   counted?: boolean;
+  /** Needs 10 000 records (and their changes) and the cursors of every page. */
+  lists?: boolean;
   request: (target: Target, counter: () => number, versions: number[]) => autocannon.Request;
 }
 
@@ -94,7 +96,53 @@ const scenarios: Scenario[] = [
       },
     }),
   },
+  {
+    name: 'list-50 (10 000 records)',
+    recordsPerRequest: 50,
+    lists: true,
+    request: (t) => ({
+      method: 'GET',
+      setupRequest: (req) => ({ ...req, path: randomPage(t, 'records') }),
+    }),
+  },
+  {
+    name: 'changes-100',
+    recordsPerRequest: 100,
+    lists: true,
+    request: (t) => ({
+      method: 'GET',
+      setupRequest: (req) => ({ ...req, path: randomPage(t, 'changes') }),
+    }),
+  },
 ];
+
+/** A random page: the service's by one of its real cursors, the baseline's by a position. */
+function randomPage(t: Target, which: 'records' | 'changes'): string {
+  if (t.workspacePath === undefined) return `/workspaces/1/${which}?after=${Math.floor(Math.random() * (which === 'records' ? 9950 : 9900))}`;
+  const cursors = t.cursors?.[which] ?? [];
+  const cursor = cursors[Math.floor(Math.random() * cursors.length)];
+  const param = which === 'records' ? 'cursor' : 'after';
+  return `${t.workspacePath}/${which}?limit=${which === 'records' ? 50 : 100}${cursor === undefined ? '' : `&${param}=${encodeURIComponent(cursor)}`}`;
+}
+
+/** Grows the service to 10 000 records and collects the cursor of every list and feed page. */
+async function prepareLists(t: Target): Promise<void> {
+  if (t.workspacePath === undefined) {
+    await json(`${t.url}/setup-lists`, 'POST', t.headers);
+    return;
+  }
+  while (t.ids.length < 10_000) t.ids.push(...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map((item: any) => item.record.id));
+  const cursors = { records: [] as string[], changes: [] as string[] };
+  for (const [which, param, limit] of [['records', 'cursor', 50], ['changes', 'after', 100]] as const) {
+    let next: string | null = null;
+    do {
+      const page: any = await json(`${t.url}${t.workspacePath}/${which}?limit=${limit}${next === null ? '' : `&${param}=${encodeURIComponent(next)}`}`, 'GET', t.headers);
+      next = page.items.length === 0 ? null : page.nextCursor;
+      if (next !== null) cursors[which].push(next);
+    } while (next !== null);
+  }
+  t.cursors = cursors;
+}
 
 interface Totals {
   requests: number;
@@ -156,7 +204,9 @@ async function main(): Promise<void> {
     const rows: string[][] = [];
     let hotAccounted = '';
     for (const scenario of scenarios.filter((one) => one.name.includes(ONLY))) {
-      if (scenario.name !== 'create-20') await Promise.all([warmUp(s), warmUp(b)]);
+      if (scenario.lists === true) {
+        if (s.cursors === undefined) await Promise.all([prepareLists(s), prepareLists(b)]);
+      } else if (scenario.name !== 'create-20') await Promise.all([warmUp(s), warmUp(b)]);
       if (scenario.cold === true) s.fresh = await freshRecords(s, ROUNDS * COLD_AMOUNT);
       const totals = { service: empty(), baseline: empty() };
       const hotBefore = scenario.counted === true ? await hotVersion(s) : 0;

@@ -15,6 +15,10 @@ export interface Target {
   createBody: unknown;
   /** Records nobody patched yet, taken one per request by cold scenarios. */
   fresh?: number[];
+  /** The service's `/workspaces/{id}` (the baseline has workspace 1 and no cursors). */
+  workspacePath?: string;
+  /** Cursors of every list and feed page, for the list scenarios. */
+  cursors?: { records: string[]; changes: string[] };
 }
 
 export async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<any> {
@@ -39,6 +43,7 @@ export async function serviceTarget(worker: LocalWorker, records: number): Promi
     headers,
     ids,
     patchPath: `/workspaces/${ws.id}/records/{id}`,
+    workspacePath: `/workspaces/${ws.id}`,
     patchBody: (value) => ({ fieldValues: [{ fieldName: 'n0', value }] }),
     batchBody: (batch, value) => batch.map((id) => ({ id, fieldValues: [{ fieldName: 'n0', value }] })),
     createBody,

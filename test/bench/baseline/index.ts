@@ -39,6 +39,23 @@ export default {
       for (let i = 0; i < 50; i++) await createTwenty(db);
       return Response.json({ ok: true });
     }
+    if (url.pathname === '/setup-lists') {
+      // Up to 10 000 records, and one change row for each, for the list and feed scenarios.
+      while (((await db.prepare('SELECT max(id) AS n FROM records').first<{ n: number }>())?.n ?? 0) < 10_000) await createTwenty(db);
+      await db.prepare(`INSERT INTO changes (record_id, version, type, at, by, write_id, record)
+        SELECT id, 1, 'created', created_at, 1, 'bench/' || id, json_object('id', id, 'fieldValues', json(field_values)) FROM records
+        WHERE id NOT IN (SELECT record_id FROM changes)`).run();
+      return Response.json({ ok: true });
+    }
+    const page = /^\/workspaces\/1\/(records|changes)$/.exec(url.pathname)?.[1];
+    if (page !== undefined && request.method === 'GET') {
+      const after = Number(url.searchParams.get('after') ?? 0);
+      const sql =
+        page === 'records'
+          ? 'SELECT r.* FROM record_workspaces rw JOIN records r ON r.id = rw.record_id WHERE rw.workspace_id = 1 AND rw.record_id > ? ORDER BY rw.record_id LIMIT 51'
+          : 'SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT 100';
+      return Response.json((await db.prepare(sql).bind(after).all()).results);
+    }
     if (url.pathname === '/records/batch' && request.method === 'POST') {
       await createTwenty(db);
       return new Response(null, { status: 201 });
