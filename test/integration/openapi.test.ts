@@ -14,7 +14,13 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
       expect(Object.keys(documented.responses)).toContain(String(op.ok.status));
     }
     const create = doc.paths['/records/batch'].post;
-    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '413', '415', '422', '500', '503']);
+    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '500', '503']);
+    // Every write documents Idempotency-Key, and its success answer Idempotent-Replayed.
+    expect(create.parameters.find((p: any) => p.name === 'Idempotency-Key')).toMatchObject({ in: 'header', required: false });
+    expect(create.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
+    const list = doc.paths['/workspaces/{workspaceId}/records'].get;
+    expect(list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)).toEqual(['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter']);
+    expect(Object.keys(doc.paths['/workspaces/{workspaceId}/changes'].get.responses)).toContain('410');
     // Generated from the validating schemas: bounds and strictness show.
     const body = create.requestBody.content['application/json'].schema;
     expect(body).toMatchObject({ type: 'array', minItems: 1, maxItems: 20 });
