@@ -1,5 +1,6 @@
 import type { Env } from './env.ts';
 import { isolateCache } from './storage/isolate-cache.ts';
+import { KeyStore } from './storage/keys.ts';
 import { Meter } from './storage/meter.ts';
 import { Recall } from './storage/recall.ts';
 import { Store } from './storage/store.ts';
@@ -8,6 +9,7 @@ import { Store } from './storage/store.ts';
 export interface Context {
   env: Env;
   store: Store;
+  keys: KeyStore;
   /** The store's reads of keys, memberships and definitions, through the isolate's memory. */
   recall: Recall;
   meter: Meter;
@@ -18,5 +20,5 @@ export interface Context {
 export function createContext(env: Env, requestId: string, ctx: ExecutionContext): Context {
   const meter = new Meter();
   const store = new Store(env.DB, meter);
-  return { env, meter, store, recall: new Recall(store, isolateCache), requestId, waitUntil: (p) => ctx.waitUntil(p) };
+  return { env, meter, store, keys: new KeyStore(env.DB, meter), recall: new Recall(store, isolateCache), requestId, waitUntil: (p) => ctx.waitUntil(p) };
 }
