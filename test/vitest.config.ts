@@ -23,6 +23,8 @@ export default defineConfig({
                 ADMIN_TOKEN: TEST_ADMIN_TOKEN,
                 TEST_MIGRATIONS: await readD1Migrations(root('migrations')),
               },
+              // A limiter a test can swap in for RATE_LIMITER to reach its limit in a few calls.
+              ratelimits: { TEST_TIGHT_LIMITER: { namespace_id: '9001', simple: { limit: 3, period: 60 } } },
             },
           })),
         ],
