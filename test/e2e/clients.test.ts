@@ -84,7 +84,7 @@ describe('the browser page (test/e2e/browser.html) in headless Chromium', () => 
 
     expect((await runPage(`${listedPage}/?${query}`)).split('\n')).toEqual([
       'read: 200 name=Grace version=1 etag="1" request-id=yes',
-      'patch: 200 version=2 etag="2"',
+      'patch: 200 stage=customer version=2 etag="2"',
       'stale patch: 412 precondition_failed',
       'done',
       '',
