@@ -123,4 +123,15 @@ describe('rate limit per API key (CONTRACT §14)', () => {
     for (let i = 0; i < 5; i++) expect((await call(user.key, 'GET', '/health')).status).toBe(200);
     expect(await countRows('records')).toBe(before + 4);
   });
+
+  it('RATE_LIMITS=off turns the limiter off (for the benchmark)', async () => {
+    const off = { ...env, RATE_LIMITER: env.TEST_TIGHT_LIMITER, RATE_LIMITS: 'off' };
+    const user = await newUser();
+    const statuses = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await worker.fetch(new Request('http://records.test/records/999999', { headers: { Authorization: `Bearer ${user.key}` } }), off, ctx);
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([404, 404, 404, 404, 404]);
+  });
 });

@@ -1,6 +1,7 @@
 import { applyD1Migrations } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import worker from '../../src/index.ts';
 import { admin, call, createOne, expectProblem, letMemoryExpire, newObject, newUser, newWorkspace } from './helpers.ts';
 
 describe('API keys: ids, prefixes, list, revoke (CONTRACT §13)', () => {
@@ -72,6 +73,18 @@ describe('API keys: ids, prefixes, list, revoke (CONTRACT §13)', () => {
 });
 
 describe('admin token and object versions (CONTRACT §13)', () => {
+  it('without ADMIN_TOKEN, answers 503 naming the secret, without Retry-After', async () => {
+    const { ADMIN_TOKEN: _configured, ...withoutAdminToken } = env;
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+    const res = await worker.fetch(new Request('http://x/admin/users/1/keys', { headers: { Authorization: 'Bearer anything' } }), withoutAdminToken, ctx);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('Retry-After')).toBeNull();
+    expect(await res.json()).toEqual({
+      type: 'about:blank', title: 'Admin API disabled', status: 503, code: 'unavailable',
+      detail: 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
+    });
+  });
+
   it('says a wrong admin token is not the admin token', async () => {
     const wrong = await call('GET', '/admin/objects/1', { key: 'rk_not-the-admin-token' });
     expectProblem(wrong, 401, 'unauthorized');
