@@ -1,6 +1,7 @@
 import type { Env } from './env.ts';
 import { IdempotencyStore } from './storage/idempotency.ts';
 import { isolateCache } from './storage/isolate-cache.ts';
+import { KeyStore } from './storage/keys.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
 import { Recall } from './storage/recall.ts';
@@ -15,6 +16,7 @@ export interface Context {
   writes: RecordWrites;
   idempotency: IdempotencyStore;
   lists: Lists;
+  keys: KeyStore;
   /** The store's reads of keys, memberships and definitions, through the isolate's memory. */
   recall: Recall;
   meter: Meter;
@@ -32,6 +34,7 @@ export function createContext(env: Env, requestId: string, ctx: ExecutionContext
     writes: new RecordWrites(env.DB, meter),
     idempotency: new IdempotencyStore(env.DB, meter),
     lists: new Lists(env.DB, meter),
+    keys: new KeyStore(env.DB, meter),
     recall: new Recall(store, isolateCache),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),

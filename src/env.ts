@@ -9,4 +9,12 @@ export interface Env {
   CURSOR_SECRET?: string;
   /** Optional `locationHint` for record objects (e.g. "weur"), ideally D1's primary region. */
   RECORD_OBJECT_LOCATION_HINT?: string;
+  /** Origins that browsers may call from: comma-separated, or `*`. Absent or empty: no CORS. */
+  CORS_ORIGINS?: string;
+  /** Requests per API key (`[[ratelimits]]` in wrangler.toml); absent: no limit. */
+  RATE_LIMITER?: RateLimit;
+  /** The limiter's `period` in seconds, sent as `Retry-After` (the binding does not tell it). */
+  RATE_LIMIT_PERIOD?: string;
+  /** `off` turns the limiter off (the benchmark drives one key far past any sane limit). */
+  RATE_LIMITS?: string;
 }

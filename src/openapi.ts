@@ -1,31 +1,72 @@
-import { toJsonSchema } from '@valibot/to-json-schema';
+import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import type { Operation } from './routes/table.ts';
-import { Problem } from './schemas/problem.ts';
+import type { Operation, Tag } from './routes/table.ts';
+import { ApiKeyInfo, FieldDefinition, Membership, Named, NewApiKey, ObjectDefinition, ObjectDefinitionInput } from './schemas/admin.ts';
+import { Health, InputProblem, Problem } from './schemas/problem.ts';
+import { ChangeItem, ChangePage, Me, RecordPage } from './schemas/lists.ts';
+import { BatchItemSchema, CreateItem, FieldValue, PatchBody, PatchItem, RecordSchema } from './schemas/record.ts';
 
 /**
  * CONTRACT §10: OpenAPI 3.1, generated from the operation table and the same Valibot schemas
- * that validate requests, so the document cannot drift from the code.
+ * that validate requests, so the document cannot drift from the code. Each schema named here
+ * becomes a component that every other use refers to by `$ref` (a generated client gets a
+ * `Record` type, not six anonymous copies).
  */
+const COMPONENTS = {
+  Record: RecordSchema,
+  FieldValue,
+  BatchItem: BatchItemSchema,
+  CreateItem,
+  PatchBody,
+  PatchItem,
+  RecordPage,
+  ChangeItem,
+  ChangePage,
+  Me,
+  ObjectDefinition,
+  ObjectDefinitionInput,
+  FieldDefinition,
+  Named,
+  Membership,
+  NewApiKey,
+  ApiKeyInfo,
+  Health,
+  Problem,
+  InputProblem,
+} satisfies Record<string, v.GenericSchema>;
+
+const CONVERSION: ConversionConfig = {
+  target: 'draft-2020-12',
+  errorMode: 'ignore',
+  definitions: COMPONENTS,
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+};
 
 const schema = (s: v.GenericSchema): unknown => {
-  const { $schema: _dialect, ...rest } = toJsonSchema(s, { target: 'draft-2020-12', errorMode: 'ignore' }) as Record<string, unknown>;
+  const { $schema: _dialect, $defs: _inline, ...rest } = toJsonSchema(s, CONVERSION) as Record<string, unknown>;
   return rest;
 };
 
+const TAGS: Record<Tag, string> = {
+  Records: 'Create, patch, delete, read, list and follow records; needs an API key (`Authorization: Bearer <key>`).',
+  Admin: 'Users, keys, workspaces, memberships and object definitions; needs the ADMIN_TOKEN secret.',
+  Service: 'Health and this document; no key.',
+};
+
 const TITLES: Record<number, string> = {
-  400: 'Invalid request (body shape, JSON, path parameter)',
+  400: 'Invalid request (body shape, JSON, path parameter, header)',
   401: 'Missing or unknown credentials',
   403: 'Visible, but the caller may not change it',
   404: 'Not found (or not visible to the caller)',
   409: 'Conflict: a deleted record, or the same Idempotency-Key still running',
-  410: 'Gone: the feed no longer keeps changes after this cursor',
+  410: 'Gone: the feed no longer keeps the changes after this cursor',
   412: 'If-Match did not match the current version',
   413: 'Body larger than 1 MiB',
   415: 'Content-Type is not application/json',
-  422: 'Valid shape, but not applicable to definitions or records (or an Idempotency-Key reused for another body)',
+  422: 'Valid shape, but not applicable to definitions or records (or an Idempotency-Key reused for another request)',
+  429: 'Too many requests for this API key; retry after Retry-After',
   500: 'Internal error',
-  503: 'Unavailable; retry after Retry-After',
+  503: 'Unavailable; retry after Retry-After when present',
 };
 
 /** Statuses an operation can answer, from what it takes. */
@@ -33,74 +74,106 @@ export function errorStatuses(op: Operation): number[] {
   const hasParams = op.path.includes(':');
   const statuses = new Set<number>([...op.errors, 500, 503]);
   if (op.auth !== 'none') statuses.add(401);
-  if (op.idempotencyKey === true) [400, 409, 422].forEach((s) => statuses.add(s));
-  if (op.query !== undefined) statuses.add(400);
+  if (op.auth === 'key') statuses.add(429);
   if (op.body !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
   if (hasParams) [400, 404].forEach((s) => statuses.add(s));
+  if (op.idempotencyKey === true) [400, 409, 422].forEach((s) => statuses.add(s));
+  if (op.query !== undefined) statuses.add(400);
   return [...statuses].sort((a, b) => a - b);
 }
 
-const header = (description: string) => ({ description, schema: { type: 'string' } });
+const stringHeader = (description: string, extra: Record<string, unknown> = {}) => ({ description, schema: { type: 'string', ...extra } });
 
-export function openApiDocument(operations: readonly Operation[]): unknown {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const op of operations) {
-    const path = op.path.replace(/:(\w+)/g, '{$1}');
-    const parameters: { name: string; in: string; required: boolean; schema: Record<string, string> }[] = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({
-      name: m[1] ?? '', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9]+$' },
-    }));
-    const more: Record<string, unknown>[] = [];
-    if (op.ifMatch === true) {
-      parameters.push({ name: 'If-Match', in: 'header', required: false, schema: { type: 'string', pattern: '.*' } });
-    }
-    if (op.idempotencyKey === true) {
-      more.push({
-        name: 'Idempotency-Key', in: 'header', required: false,
-        description: 'Makes the write safe to send again: the same key and body within 24 h answer the first answer again.',
-        schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
-      });
-    }
-    for (const q of op.query ?? []) more.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
-    const common = { 'X-Request-Id': header('Echo of the caller\'s id, or a new one'), 'Server-Timing': header('D1 round trips and Durable Object calls') };
-    const etag = op.ok.etag === true ? { ETag: header('"<version>" of the record') } : {};
-    const replayed = op.idempotencyKey === true ? { 'Idempotent-Replayed': header('`true` when this is the stored answer of an earlier request with the same Idempotency-Key') } : {};
-    const okHeaders = { ...common, ...etag, ...replayed };
-    const responses: Record<string, unknown> = {
-      [op.ok.status]: {
-        description: 'Success',
-        headers: okHeaders,
-        ...(op.ok.schema === undefined
-          ? op.path === '/openapi.json' ? { content: { 'application/json': { schema: { type: 'object' } } } } : {}
-          : { content: { 'application/json': { schema: schema(op.ok.schema) } } }),
-      },
-    };
-    for (const status of errorStatuses(op)) {
-      responses[status] = {
-        description: TITLES[status] ?? 'Error',
-        headers: common,
-        content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
-      };
-    }
-    paths[path] ??= {};
-    paths[path][op.method.toLowerCase()] = {
-      summary: op.summary,
-      ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
-      ...(parameters.length + more.length > 0 ? { parameters: [...parameters, ...more] } : {}),
-      ...(op.body === undefined ? {} : { requestBody: { required: op.bodyOptional !== true, content: { 'application/json': { schema: schema(op.body) } } } }),
-      responses,
+const HEADERS = {
+  XRequestId: stringHeader("The caller's X-Request-Id when it sent 1–128 visible ASCII characters, else a new UUID.", { pattern: '^[\\x21-\\x7e]{1,128}$' }),
+  ServerTiming: stringHeader('D1 round trips and Durable Object calls this request made, with their durations.'),
+  ETag: stringHeader('The record\'s version as a strong entity tag: `"<version>"`.', { pattern: '^"[0-9]+"$' }),
+  RetryAfter: stringHeader('Seconds to wait before retrying.', { pattern: '^[0-9]+$' }),
+  WWWAuthenticate: stringHeader('The authentication scheme: `Bearer`.', { const: 'Bearer' }),
+  IdempotentReplayed: stringHeader('`true` when this answer is the stored answer of an earlier request with the same Idempotency-Key.', { const: 'true' }),
+};
+const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+const COMMON_HEADERS = { 'X-Request-Id': ref('XRequestId'), 'Server-Timing': ref('ServerTiming') };
+
+function problemHeaders(status: number, op: Operation): Record<string, unknown> {
+  const headers: Record<string, unknown> = { ...COMMON_HEADERS };
+  if (status === 401) headers['WWW-Authenticate'] = ref('WWWAuthenticate');
+  if (status === 429 || status === 503 || (status === 409 && op.idempotencyKey === true)) headers['Retry-After'] = ref('RetryAfter');
+  return headers;
+}
+
+const IF_MATCH = {
+  name: 'If-Match', in: 'header', required: false,
+  description: '`*`, or a comma-separated list of strong tags `"<version>"`. No tag equal to the current version (a weak tag never is; an unparsable header matches nothing): 412, nothing written.',
+  schema: { type: 'string', pattern: '^\\s*(\\*|(W/)?"[\\x21\\x23-\\x7e]*"(\\s*,\\s*(W/)?"[\\x21\\x23-\\x7e]*")*)\\s*$' },
+};
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key', in: 'header', required: false,
+  description: 'Makes a retry safe: the same key with the same request within 24 hours answers the stored answer again (with `Idempotent-Replayed: true`) and writes nothing; with another request, 422 `idempotency_key_reused`; while the first is still running, 409 with Retry-After.',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+};
+
+function operationObject(op: Operation): Record<string, unknown> {
+  const parameters: unknown[] = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({
+    name: m[1] ?? '', in: 'path', required: true, description: 'An id: digits only (leading zeros allowed).', schema: { type: 'string', pattern: '^[0-9]+$' },
+  }));
+  if (op.ifMatch === true) parameters.push(IF_MATCH);
+  if (op.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY);
+  for (const q of op.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
+  const okHeaders: Record<string, unknown> = { ...COMMON_HEADERS };
+  if (op.ok.etag === true) okHeaders.ETag = ref('ETag');
+  if (op.idempotencyKey === true) okHeaders['Idempotent-Replayed'] = ref('IdempotentReplayed');
+  const okContent = op.ok.schema !== undefined
+    ? { content: { 'application/json': { schema: schema(op.ok.schema) } } }
+    : op.path === '/openapi.json' ? { content: { 'application/json': { schema: { type: 'object' } } } } : {};
+  const responses: Record<string, unknown> = { [op.ok.status]: { description: 'Success', headers: okHeaders, ...okContent } };
+  for (const status of errorStatuses(op)) {
+    responses[status] = {
+      description: TITLES[status] ?? 'Error',
+      headers: problemHeaders(status, op),
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
     };
   }
   return {
+    operationId: op.operationId,
+    tags: [op.tag],
+    summary: op.summary,
+    description: op.description,
+    ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(op.body === undefined ? {} : { requestBody: { required: op.bodyOptional !== true, content: { 'application/json': { schema: schema(op.body) } } } }),
+    responses,
+  };
+}
+
+export function openApiDocument(operations: readonly Operation[]): unknown {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of operations) (paths[op.path.replace(/:(\w+)/g, '{$1}')] ??= {})[op.method.toLowerCase()] = operationObject(op);
+  return {
     openapi: '3.1.0',
-    info: { title: 'Record service', version: '1.0.0' },
+    info: {
+      title: 'Record service',
+      version: '1.0.0',
+      description:
+        'Records of user-defined objects, shared with workspaces. Batches are all or nothing; concurrent patches of a record are ' +
+        'applied one at a time, never lost; every error is RFC 9457 problem details with every problem found.',
+      contact: { name: 'Record service maintainers' },
+      license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
+    },
+    servers: [
+      { url: '/', description: 'The deployment serving this document' },
+      { url: 'http://localhost:8787', description: 'Local development (npm start)' },
+    ],
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     security: [{ apiKey: [] }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from POST /admin/users/{userId}/keys' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN secret' },
       },
-      schemas: { Problem: schema(Problem) },
+      headers: HEADERS,
+      schemas: toJsonSchemaDefs(COMPONENTS, CONVERSION),
     },
     paths,
   };

@@ -1,21 +1,27 @@
 import type { IRequest } from 'itty-router';
 import { Router } from 'itty-router/Router';
 import type { Context } from './context.ts';
+import { bearerToken, sha256Hex } from './http/auth.ts';
+import { allowedOrigin, corsHeaders, corsPolicy, preflightHeaders } from './http/cors.ts';
 import { HttpError, notFound } from './http/errors.ts';
 import { problemResponse } from './http/problem.ts';
-import { operations, type Method } from './routes/table.ts';
+import { limitPerKey } from './http/rate-limit.ts';
+import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
  * Routes every operation of the table; a known path with another method answers 405 with
- * `Allow`, an unknown path 404. Errors of every stage become problem+json in one place.
+ * `Allow`, an unknown path 404. Errors of every stage become problem+json in one place, and
+ * every answer (errors too) gets its request id, cost and, for an allowed origin, CORS headers.
  */
 export function buildRouter() {
   const router = Router<IRequest, [Context]>({
     catch: (error: unknown, _request: IRequest, context: Context) => problemResponse(error, context.requestId),
     finally: [
-      (response: Response, _request: IRequest, context: Context) => {
+      (response: Response, request: IRequest, context: Context) => {
         response.headers.set('X-Request-Id', context.requestId);
         response.headers.set('Server-Timing', context.meter.header());
+        const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
+        if (origin !== undefined) for (const [name, value] of Object.entries(corsHeaders(origin))) response.headers.set(name, value);
         return response;
       },
     ],
@@ -23,15 +29,32 @@ export function buildRouter() {
   const allowed = new Map<string, Method[]>();
   for (const op of operations) allowed.set(op.path, [...(allowed.get(op.path) ?? []), op.method]);
   for (const [path, methods] of allowed) {
-    for (const op of operations.filter((o) => o.path === path)) router[op.method.toLowerCase()]?.(path, op.handler);
-    router.all(path, () => {
+    for (const op of operations.filter((o) => o.path === path)) {
+      router[op.method.toLowerCase()]?.(path, op.auth === 'key' ? rateLimited(op.handler) : op.handler);
+    }
+    const notAllowed = (): never => {
       throw new HttpError(405, 'method_not_allowed', 'Method not allowed', `Allowed: ${methods.join(', ')}.`, undefined, {
         Allow: methods.join(', '),
       });
+    };
+    router.options(path, (request: IRequest, context: Context) => {
+      const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
+      if (origin === undefined) return notAllowed();
+      return new Response(null, { status: 204, headers: preflightHeaders(origin, methods) });
     });
+    router.all(path, notAllowed);
   }
   router.all('*', () => {
     throw notFound();
   });
   return router;
+}
+
+/** Operations with an API key pass the key's rate limit first: a limited request reads and writes nothing. */
+function rateLimited(handler: Handler): Handler {
+  return async (request, context) => {
+    const { env } = context;
+    if (env.RATE_LIMITS !== 'off') await limitPerKey(env.RATE_LIMITER, await sha256Hex(bearerToken(request)), env.RATE_LIMIT_PERIOD);
+    return handler(request, context);
+  };
 }

@@ -5,6 +5,7 @@ declare global {
   namespace Cloudflare {
     interface Env extends ServiceEnv {
       TEST_MIGRATIONS: D1Migration[];
+      TEST_TIGHT_LIMITER: RateLimit;
     }
     interface GlobalProps {
       mainModule: typeof import('../src/index.ts');

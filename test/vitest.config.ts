@@ -12,7 +12,11 @@ function workersProject(name: string, config: string, include: string) {
     plugins: [
       cloudflareTest(async () => ({
         wrangler: { configPath: root(config) },
-        miniflare: { bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEST_MIGRATIONS: await readD1Migrations(root('migrations')) } },
+        miniflare: {
+          bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEST_MIGRATIONS: await readD1Migrations(root('migrations')) },
+          // A limiter a test can swap in for RATE_LIMITER to reach its limit in a few calls.
+          ratelimits: { TEST_TIGHT_LIMITER: { namespace_id: '9001', simple: { limit: 3, period: 60 } } },
+        },
       })),
     ],
     test: { name, root: root(''), include: [include], setupFiles: ['test/integration/setup.ts'] },

@@ -1,4 +1,4 @@
-import { HttpError, unauthorized } from './errors.ts';
+import { adminUnauthorized, HttpError, unauthorized } from './errors.ts';
 
 const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})$/i;
 
@@ -15,6 +15,9 @@ export async function sha256Hex(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/** How much of a key is kept in clear to recognise it in a list: `rk_` and 7 characters. */
+export const KEY_PREFIX_LENGTH = 10;
+
 /** A new API key: 32 random bytes, base64url, with a prefix that makes leaked keys greppable. */
 export function newApiKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
@@ -24,11 +27,12 @@ export function newApiKey(): string {
 /** The admin API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 when no token is configured. */
 export async function requireAdmin(request: Request, adminToken: string | undefined): Promise<void> {
   if (adminToken === undefined || adminToken === '') {
-    throw new HttpError(503, 'unavailable', 'Admin API disabled', 'Set the ADMIN_TOKEN secret to enable it.');
+    throw new HttpError(503, 'unavailable', 'Admin API disabled', 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.');
   }
-  const sent = bearerToken(request);
+  const sent = BEARER.exec(request.headers.get('Authorization') ?? '')?.[1];
+  if (sent === undefined) throw adminUnauthorized();
   // Compare digests so the comparison takes the same time whatever the lengths.
   const [a, b] = await Promise.all([sha256Hex(sent), sha256Hex(adminToken)]);
   const enc = new TextEncoder();
-  if (!crypto.subtle.timingSafeEqual(enc.encode(a), enc.encode(b))) throw unauthorized();
+  if (!crypto.subtle.timingSafeEqual(enc.encode(a), enc.encode(b))) throw adminUnauthorized();
 }

@@ -1,22 +1,30 @@
 /** The one error vocabulary of the service: thrown anywhere, turned into problem+json in one place. */
 
-export type ProblemCode =
-  | 'invalid_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'conflict'
-  | 'precondition_failed'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'unprocessable'
-  | 'rate_limited'
-  | 'internal'
-  | 'unavailable'
-  // More specific codes that replace the generic one for their status.
-  | 'record_deleted'
-  | 'gone';
+/**
+ * The closed set of a problem's top-level `code` (CONTRACT §2), documented as an enum in
+ * /openapi.json. The generic code of each status, then more specific codes that replace the
+ * generic one for their status. (`errors[].code` is a separate, open vocabulary.)
+ */
+export const PROBLEM_CODES = [
+  'invalid_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'gone',
+  'precondition_failed',
+  'payload_too_large',
+  'unsupported_media_type',
+  'unprocessable',
+  'rate_limited',
+  'internal',
+  'unavailable',
+  'record_deleted',
+  'idempotency_key_reused',
+] as const;
+
+export type ProblemCode = (typeof PROBLEM_CODES)[number];
 
 import type { InputProblem } from '../core/problem.ts';
 
@@ -51,6 +59,12 @@ export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
 
 export const unauthorized = (): HttpError =>
   new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <api key>.', undefined, {
+    'WWW-Authenticate': 'Bearer',
+  });
+
+/** A wrong admin token: said as such, so an operator does not go looking for an API key. */
+export const adminUnauthorized = (): HttpError =>
+  new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <ADMIN_TOKEN>; the token sent is not the admin token.', undefined, {
     'WWW-Authenticate': 'Bearer',
   });
 

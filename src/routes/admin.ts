@@ -1,7 +1,8 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems } from '../domain/definition.ts';
-import { newApiKey, requireAdmin, sha256Hex } from '../http/auth.ts';
+import { KEY_PREFIX_LENGTH, newApiKey, requireAdmin, sha256Hex } from '../http/auth.ts';
+import { isolateCache } from '../storage/isolate-cache.ts';
 import { readJson } from '../http/body.ts';
 import { invalidBody, notFound, rejected } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
@@ -22,12 +23,34 @@ export async function createUser(request: IRequest, { env, store }: Context): Pr
   return json(await store.createUser(name, Date.now()), 201);
 }
 
-export async function createKey(request: IRequest, { env, store }: Context): Promise<Response> {
+export async function createKey(request: IRequest, { env, keys }: Context): Promise<Response> {
   await requireAdmin(request, env.ADMIN_TOKEN);
   const { userId } = pathIds(request.params, 'userId');
   const key = newApiKey();
-  if (!(await store.createKey(userId, await sha256Hex(key), Date.now()))) throw notFound('User');
-  return json({ key }, 201);
+  const info = await keys.create(userId, await sha256Hex(key), key.slice(0, KEY_PREFIX_LENGTH), Date.now());
+  if (info === undefined) throw notFound('User');
+  return json({ id: info.id, key, prefix: info.prefix, createdAt: info.createdAt }, 201);
+}
+
+export async function listKeys(request: IRequest, { env, keys }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { userId } = pathIds(request.params, 'userId');
+  const list = await keys.list(userId);
+  if (list === undefined) throw notFound('User');
+  return json(list);
+}
+
+/**
+ * Revokes a key: 401 at once in this isolate (its memory forgets the key), within the memory's
+ * 30 s in every other isolate.
+ */
+export async function revokeKey(request: IRequest, { env, keys }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { keyId } = pathIds(request.params, 'keyId');
+  const keyHash = await keys.revoke(keyId);
+  if (keyHash === undefined) throw notFound('Key');
+  isolateCache.callers.delete(keyHash);
+  return new Response(null, { status: 204 });
 }
 
 export async function createWorkspace(request: IRequest, { env, store }: Context): Promise<Response> {
@@ -76,6 +99,14 @@ export async function updateObject(request: IRequest, context: Context): Promise
   const input = await definitionBody(request, context);
   const def = await context.store.updateObject(objectId, input, Date.now());
   if (def === undefined) throw notFound('Object');
+  return json(definitionOut(def));
+}
+
+export async function getObjectVersion(request: IRequest, { env, store }: Context): Promise<Response> {
+  await requireAdmin(request, env.ADMIN_TOKEN);
+  const { objectId, version } = pathIds(request.params, 'objectId', 'version');
+  const def = await store.getObjectVersion(objectId, version);
+  if (def === undefined) throw notFound('Object version');
   return json(definitionOut(def));
 }
 

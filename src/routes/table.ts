@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import * as v from 'valibot';
 import type { Context } from '../context.ts';
-import { ApiKey, MembershipInput, Membership, Named, NamedInput, ObjectDefinition, ObjectDefinitionInput } from '../schemas/admin.ts';
+import { ApiKeyInfo, MembershipInput, NewApiKey, Membership, Named, NamedInput, ObjectDefinition, ObjectDefinitionInput } from '../schemas/admin.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import { Health } from '../schemas/problem.ts';
 import { BatchItemSchema, CreateItem, PatchBody, PatchItem, RecordSchema } from '../schemas/record.ts';
@@ -36,6 +36,7 @@ const FEED_QUERY: QueryParameter[] = [
 
 export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Tag = 'Records' | 'Admin' | 'Service';
 
 /** One operation: how it is routed and how /openapi.json documents it. */
 export interface Operation {
@@ -43,7 +44,12 @@ export interface Operation {
   /** itty-router path; `:name` parameters are ids (digits only). */
   path: string;
   handler: Handler;
+  /** Unique, camelCase: the name a generated client gives the operation. */
+  operationId: string;
+  tag: Tag;
   summary: string;
+  /** What a client needs to know beyond the summary (CommonMark). */
+  description: string;
   auth: 'key' | 'admin' | 'none';
   body?: v.GenericSchema;
   /** The body may be left out altogether. */
@@ -51,7 +57,7 @@ export interface Operation {
   ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
   /** Honours an `If-Match` request header. */
   ifMatch?: boolean;
-  /** Accepts an `Idempotency-Key` request header (a write). */
+  /** This write accepts the `Idempotency-Key` request header. */
   idempotencyKey?: true;
   /** Query parameters, as /openapi.json documents them. */
   query?: QueryParameter[];
@@ -61,71 +67,127 @@ export interface Operation {
 
 const batchOf = <S extends v.GenericSchema>(item: S) => v.pipe(v.array(item), v.minLength(1), v.maxLength(MAX_BATCH));
 const items = v.array(BatchItemSchema);
+const ALL_OR_NOTHING = 'All or nothing: when any element fails, nothing is written and every failing element is listed by pointer (`/i/...`); a shape problem answers 400 first, else the status of the first failing element.';
 
 /** Every operation of the service, in routing order (a literal segment before a parameter). */
 export const operations: Operation[] = [
-  { method: 'GET', path: '/health', handler: health, summary: 'Health: 200 when D1 answers', auth: 'none', ok: { status: 200, schema: Health }, errors: [] },
-  { method: 'GET', path: '/openapi.json', handler: () => openApiResponse(operations), summary: 'This document', auth: 'none', ok: { status: 200 }, errors: [] },
   {
-    method: 'POST', idempotencyKey: true, path: '/records/batch', handler: createRecords, summary: 'Create 1 to 20 records (all or nothing)',
-    auth: 'key', body: batchOf(CreateItem), ok: { status: 201, schema: items }, errors: [422],
+    method: 'GET', path: '/health', handler: health, operationId: 'getHealth', tag: 'Service', summary: 'Health: 200 when D1 answers',
+    description: 'Needs no key; 503 when D1 does not answer.', auth: 'none', ok: { status: 200, schema: Health }, errors: [],
   },
   {
-    method: 'PATCH', idempotencyKey: true, path: '/records/batch', handler: patchRecords, summary: 'Patch 1 to 20 records (all or nothing)',
-    auth: 'key', body: batchOf(PatchItem), ok: { status: 200, schema: items }, errors: [403, 404, 409, 422],
+    method: 'GET', path: '/openapi.json', handler: () => openApiResponse(operations), operationId: 'getOpenApi', tag: 'Service', summary: 'This document',
+    description: 'The OpenAPI 3.1 document of every operation, generated from the schemas that validate requests. Needs no key.', auth: 'none', ok: { status: 200 }, errors: [],
   },
   {
-    method: 'PATCH', idempotencyKey: true, path: '/workspaces/:workspaceId/records/batch', handler: patchRecords,
-    summary: 'Patch 1 to 20 records of a workspace (all or nothing)', auth: 'key', body: batchOf(PatchItem),
-    ok: { status: 200, schema: items }, errors: [403, 409, 422],
+    method: 'POST', path: '/records/batch', handler: createRecords, operationId: 'createRecords', tag: 'Records', summary: 'Create 1 to 20 records (all or nothing)',
+    description: `Creates records of object definitions the caller may create for (editor in one of the object's workspaces). ${ALL_OR_NOTHING}`,
+    auth: 'key', body: batchOf(CreateItem), ok: { status: 201, schema: items }, idempotencyKey: true, errors: [422],
   },
   {
-    method: 'PATCH', idempotencyKey: true, path: '/workspaces/:workspaceId/records/:recordId', handler: patchRecord, summary: 'Patch one record of a workspace',
-    auth: 'key', body: PatchBody, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 409, 412, 422],
+    method: 'PATCH', path: '/records/batch', handler: patchRecords, operationId: 'patchRecords', tag: 'Records', summary: 'Patch 1 to 20 records (all or nothing)',
+    description: `Merges each element's field values into its record; needs editor in any of each record's workspaces. ${ALL_OR_NOTHING}`,
+    auth: 'key', body: batchOf(PatchItem), ok: { status: 200, schema: items }, idempotencyKey: true, errors: [403, 404, 409, 422],
   },
   {
-    method: 'GET', path: '/workspaces/:workspaceId/records', handler: listRecords,
-    summary: 'List the records shared with a workspace, by id, one page at a time. Also `field.<fieldName>=<value>`: only records whose field holds that value (its JSON text, or the string itself); several are ANDed.',
+    method: 'PATCH', path: '/workspaces/:workspaceId/records/batch', handler: patchRecords, operationId: 'patchWorkspaceRecords', tag: 'Records',
+    summary: 'Patch 1 to 20 records of a workspace (all or nothing)',
+    description: `As patchRecords, counting only records shared with the workspace, and needing editor in it. ${ALL_OR_NOTHING}`,
+    auth: 'key', body: batchOf(PatchItem), ok: { status: 200, schema: items }, idempotencyKey: true, errors: [403, 409, 422],
+  },
+  {
+    method: 'PATCH', path: '/workspaces/:workspaceId/records/:recordId', handler: patchRecord, operationId: 'patchRecord', tag: 'Records',
+    summary: 'Patch one record of a workspace',
+    description: 'Merges field values by name (`null` removes a value). A patch that changes nothing keeps the version; a change raises it by exactly 1. Honours `If-Match` (strong comparison).',
+    auth: 'key', body: PatchBody, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 409, 412, 422],
+  },
+  {
+    method: 'GET', path: '/workspaces/:workspaceId/records', handler: listRecords, operationId: 'listRecords', tag: 'Records',
+    summary: 'List the records shared with a workspace',
+    description: 'Ascending by id, one page at a time (keyset pages: a walk sees each record that matched throughout exactly once). Besides the parameters below, `field.<fieldName>=<value>` keeps records whose field holds that value (its JSON text, or the string itself); several are ANDed. Members only, else 404.',
     auth: 'key', ok: { status: 200, schema: RecordPage }, query: LIST_QUERY, errors: [],
   },
   {
-    method: 'GET', path: '/workspaces/:workspaceId/changes', handler: listChanges,
-    summary: 'Follow every committed change of the records shared with a workspace, in commit order',
+    method: 'GET', path: '/workspaces/:workspaceId/changes', handler: listChanges, operationId: 'listChanges', tag: 'Records',
+    summary: 'Follow the changes of a workspace\'s records',
+    description: 'Every committed change (created, updated, deleted, restored) of the records shared with the workspace, in commit order, each with the record right after it. Changes are kept 7 days; an older cursor is 410. Members only, else 404.',
     auth: 'key', ok: { status: 200, schema: ChangePage }, query: FEED_QUERY, errors: [410],
   },
-  { method: 'GET', path: '/me', handler: me, summary: 'The caller and their workspaces', auth: 'key', ok: { status: 200, schema: Me }, errors: [] },
   {
-    method: 'DELETE', idempotencyKey: true, path: '/workspaces/:workspaceId/records/:recordId', handler: deleteRecord, summary: 'Delete a record (soft: it can be restored)',
-    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 412],
+    method: 'GET', path: '/me', handler: me, operationId: 'getMe', tag: 'Records', summary: 'The caller and their workspaces',
+    description: 'The user behind the API key and their role in each workspace they belong to.', auth: 'key', ok: { status: 200, schema: Me }, errors: [],
   },
   {
-    method: 'POST', idempotencyKey: true, path: '/workspaces/:workspaceId/records/:recordId/restore', handler: restoreRecord, summary: 'Restore a deleted record',
-    auth: 'key', body: EmptyBody, bodyOptional: true, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, errors: [403, 412],
+    method: 'DELETE', path: '/workspaces/:workspaceId/records/:recordId', handler: deleteRecord, operationId: 'deleteRecord', tag: 'Records',
+    summary: 'Delete a record (soft)',
+    description: 'Sets `deleted: true` and raises the version by 1, in the record\'s turn like a patch; deleting a deleted record changes nothing. Honours `If-Match`. Takes no body (or `{}`).',
+    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 412],
   },
   {
-    method: 'GET', path: '/records/:recordId', handler: readRecord, summary: 'Read a record visible to the caller',
+    method: 'POST', path: '/workspaces/:workspaceId/records/:recordId/restore', handler: restoreRecord, operationId: 'restoreRecord', tag: 'Records',
+    summary: 'Restore a deleted record',
+    description: 'Sets `deleted: false` and raises the version by 1; restoring a live record changes nothing. Honours `If-Match`. Takes no body, or `{}`.',
+    auth: 'key', body: EmptyBody, bodyOptional: true, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 412],
+  },
+  {
+    method: 'GET', path: '/records/:recordId', handler: readRecord, operationId: 'getRecord', tag: 'Records', summary: 'Read a record visible to the caller',
+    description: 'Visible when shared with a workspace the caller belongs to; otherwise 404. The ETag is the record\'s version.',
     auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, errors: [],
   },
   {
-    method: 'GET', path: '/workspaces/:workspaceId/records/:recordId', handler: readRecord,
-    summary: 'Read a record shared with a workspace the caller belongs to', auth: 'key',
+    method: 'GET', path: '/workspaces/:workspaceId/records/:recordId', handler: readRecord, operationId: 'getWorkspaceRecord', tag: 'Records',
+    summary: 'Read a record shared with a workspace the caller belongs to',
+    description: 'A record not shared with this workspace, or a workspace the caller is not a member of, is 404.', auth: 'key',
     ok: { status: 200, schema: RecordSchema, etag: true }, errors: [],
   },
-  { method: 'POST', path: '/admin/users', handler: admin.createUser, summary: 'Create a user', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [] },
-  { method: 'POST', path: '/admin/users/:userId/keys', handler: admin.createKey, summary: 'Issue an API key for a user (shown once)', auth: 'admin', ok: { status: 201, schema: ApiKey }, errors: [] },
-  { method: 'POST', path: '/admin/workspaces', handler: admin.createWorkspace, summary: 'Create a workspace', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [] },
   {
-    method: 'PUT', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.putMember, summary: 'Add a member or change their role',
+    method: 'POST', path: '/admin/users', handler: admin.createUser, operationId: 'createUser', tag: 'Admin', summary: 'Create a user',
+    description: 'Users own API keys and are members of workspaces.', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [],
+  },
+  {
+    method: 'POST', path: '/admin/users/:userId/keys', handler: admin.createKey, operationId: 'createKey', tag: 'Admin', summary: 'Issue an API key for a user (shown once)',
+    description: 'The answer is the only time the key is shown; only its SHA-256 and its first characters (`prefix`) are stored.',
+    auth: 'admin', ok: { status: 201, schema: NewApiKey }, errors: [],
+  },
+  {
+    method: 'GET', path: '/admin/users/:userId/keys', handler: admin.listKeys, operationId: 'listKeys', tag: 'Admin', summary: "List a user's API keys",
+    description: 'Oldest first; ids and prefixes, never the keys.', auth: 'admin', ok: { status: 200, schema: v.array(ApiKeyInfo) }, errors: [],
+  },
+  {
+    method: 'DELETE', path: '/admin/keys/:keyId', handler: admin.revokeKey, operationId: 'revokeKey', tag: 'Admin', summary: 'Revoke an API key',
+    description: 'The key answers 401 at once in the isolate that revoked it and within 30 s everywhere. An unknown or already revoked key is 404.',
+    auth: 'admin', ok: { status: 204 }, errors: [],
+  },
+  {
+    method: 'POST', path: '/admin/workspaces', handler: admin.createWorkspace, operationId: 'createWorkspace', tag: 'Admin', summary: 'Create a workspace',
+    description: 'Records are shared with workspaces; users see records through their memberships.', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [],
+  },
+  {
+    method: 'PUT', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.putMember, operationId: 'putMember', tag: 'Admin',
+    summary: 'Add a member or change their role', description: 'Roles: `editor` (may change records) or `viewer` (may read them).',
     auth: 'admin', body: MembershipInput, ok: { status: 200, schema: Membership }, errors: [],
   },
-  { method: 'DELETE', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.deleteMember, summary: 'Remove a member', auth: 'admin', ok: { status: 204 }, errors: [] },
   {
-    method: 'POST', path: '/admin/objects', handler: admin.createObject, summary: 'Create an object definition (version 1)',
+    method: 'DELETE', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.deleteMember, operationId: 'deleteMember', tag: 'Admin', summary: 'Remove a member',
+    description: 'Idempotent: 204 even when the user was not a member; 404 only for an unknown workspace or user.', auth: 'admin', ok: { status: 204 }, errors: [],
+  },
+  {
+    method: 'POST', path: '/admin/objects', handler: admin.createObject, operationId: 'createObject', tag: 'Admin', summary: 'Create an object definition (version 1)',
+    description: 'Every `{field}` of `nameTemplate` must name a field; every workspace must exist (else 422).',
     auth: 'admin', body: ObjectDefinitionInput, ok: { status: 201, schema: ObjectDefinition }, errors: [422],
   },
   {
-    method: 'PUT', path: '/admin/objects/:objectId', handler: admin.updateObject, summary: 'Replace an object definition (next version)',
+    method: 'PUT', path: '/admin/objects/:objectId', handler: admin.updateObject, operationId: 'updateObject', tag: 'Admin', summary: 'Replace an object definition (next version)',
+    description: 'Every version is kept; records keep the version they were created with, and patches are checked against the current one.',
     auth: 'admin', body: ObjectDefinitionInput, ok: { status: 200, schema: ObjectDefinition }, errors: [422],
   },
-  { method: 'GET', path: '/admin/objects/:objectId', handler: admin.getObject, summary: 'Read the current object definition', auth: 'admin', ok: { status: 200, schema: ObjectDefinition }, errors: [] },
+  {
+    method: 'GET', path: '/admin/objects/:objectId', handler: admin.getObject, operationId: 'getObject', tag: 'Admin', summary: 'Read the current object definition',
+    description: 'In the shape `PUT` accepts, with `id` and `version`.', auth: 'admin', ok: { status: 200, schema: ObjectDefinition }, errors: [],
+  },
+  {
+    method: 'GET', path: '/admin/objects/:objectId/versions/:version', handler: admin.getObjectVersion, operationId: 'getObjectVersion', tag: 'Admin',
+    summary: 'Read one version of an object definition', description: 'Any kept version (the one a record was created with, say); 404 if there is none.',
+    auth: 'admin', ok: { status: 200, schema: ObjectDefinition }, errors: [],
+  },
 ];

@@ -8,8 +8,19 @@ export const FIELD_TYPES = [
 export const NamedInput = v.strictObject({ name: EntityName });
 export const Named = v.strictObject({ id: Id, name: EntityName });
 
-export const ApiKey = v.strictObject({
+/** CONTRACT §13: a key as listed (never the key itself). */
+export const ApiKeyInfo = v.strictObject({
+  id: v.pipe(Id, v.minValue(1)),
+  prefix: v.pipe(v.string(), v.description('The first characters of the key, to recognise it; `rk_` for keys issued before keys had ids.')),
+  createdAt: Id,
+});
+
+/** A key as issued: the only time the key itself is shown. */
+export const NewApiKey = v.strictObject({
+  id: ApiKeyInfo.entries.id,
   key: v.pipe(v.string(), v.description('The API key; shown only once, only its hash is stored.')),
+  prefix: ApiKeyInfo.entries.prefix,
+  createdAt: ApiKeyInfo.entries.createdAt,
 });
 
 export const Role = v.picklist(['editor', 'viewer']);

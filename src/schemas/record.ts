@@ -23,7 +23,7 @@ export const RecordSchema = v.strictObject({
   createdBy: Id,
   updatedAt: Id,
   updatedBy: Id,
-  isTemplate: v.exactOptional(v.boolean()),
+  isTemplate: v.boolean(),
 });
 export type RecordOut = v.InferOutput<typeof RecordSchema>;
 export type FieldValueOut = v.InferOutput<typeof FieldValue>;
@@ -35,7 +35,7 @@ export const BatchItemSchema = v.strictObject({ status: v.literal('Succeeded'), 
 export const CreateItem = v.strictObject({
   objectId: RecordSchema.entries.objectId,
   fieldValues: RecordSchema.entries.fieldValues,
-  isTemplate: RecordSchema.entries.isTemplate,
+  isTemplate: v.exactOptional(RecordSchema.entries.isTemplate),
 });
 export type CreateItemIn = v.InferOutput<typeof CreateItem>;
 

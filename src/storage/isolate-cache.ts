@@ -43,6 +43,11 @@ export class Expiring<K, V> {
     if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
   }
 
+  /** Forgets an entry at once (a key revoked by this isolate). */
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+
   get size(): number {
     return this.entries.size;
   }

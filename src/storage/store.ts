@@ -124,17 +124,6 @@ export class Store {
     return single(rows);
   }
 
-  /** Stores a key hash for an existing user; false when the user does not exist. */
-  async createKey(userId: number, keyHash: string, now: number): Promise<boolean> {
-    const rows = await this.all(
-      this.db
-        .prepare('INSERT INTO api_keys (key_hash, user_id, created_at) SELECT ?, id, ? FROM users WHERE id = ? RETURNING user_id')
-        .bind(keyHash, now, userId),
-      false,
-    );
-    return rows.length === 1;
-  }
-
   async createWorkspace(name: string, now: number): Promise<{ id: number; name: string }> {
     const rows = await this.all<{ id: number; name: string }>(
       this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
@@ -214,6 +203,16 @@ export class Store {
 
   async getObject(id: number): Promise<ObjectDef | undefined> {
     const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS).bind(JSON.stringify([id])));
+    return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
+  }
+
+  /** One kept version of an object definition (CONTRACT §13). */
+  async getObjectVersion(id: number, version: number): Promise<ObjectDef | undefined> {
+    const rows = await this.all<ObjectRow>(
+      this.db
+        .prepare('SELECT object_id AS id, version, name, name_template, fields, workspace_ids FROM object_versions WHERE object_id = ? AND version = ?')
+        .bind(id, version),
+    );
     return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
   }
 }

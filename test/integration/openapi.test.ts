@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { PROBLEM_CODES } from '../../src/http/errors.ts';
 import { operations } from '../../src/routes/table.ts';
 import { call } from './helpers.ts';
 
@@ -12,24 +13,71 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
       const documented = doc.paths[op.path.replace(/:(\w+)/g, '{$1}')]?.[op.method.toLowerCase()];
       expect(documented, `${op.method} ${op.path}`).toBeDefined();
       expect(Object.keys(documented.responses)).toContain(String(op.ok.status));
+      expect(documented).toMatchObject({ operationId: op.operationId, tags: [op.tag], summary: op.summary, description: op.description });
     }
+    expect(new Set(operations.map((op) => op.operationId)).size).toBe(operations.length);
     const create = doc.paths['/records/batch'].post;
-    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '500', '503']);
+    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '429', '500', '503']);
     // Every write documents Idempotency-Key, and its success answer Idempotent-Replayed.
     expect(create.parameters.find((p: any) => p.name === 'Idempotency-Key')).toMatchObject({ in: 'header', required: false });
-    expect(create.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
+    expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
     const list = doc.paths['/workspaces/{workspaceId}/records'].get;
     expect(list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)).toEqual(['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter']);
     expect(Object.keys(doc.paths['/workspaces/{workspaceId}/changes'].get.responses)).toContain('410');
     // Generated from the validating schemas: bounds and strictness show.
     const body = create.requestBody.content['application/json'].schema;
-    expect(body).toMatchObject({ type: 'array', minItems: 1, maxItems: 20 });
-    expect(body.items).toMatchObject({ additionalProperties: false, required: ['objectId', 'fieldValues'] });
-    expect(body.items.properties.objectId).toEqual({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+    expect(body).toEqual({ type: 'array', items: { $ref: '#/components/schemas/CreateItem' }, minItems: 1, maxItems: 20 });
+    const item = doc.components.schemas.CreateItem;
+    expect(item).toMatchObject({ additionalProperties: false, required: ['objectId', 'fieldValues'] });
+    expect(item.properties.objectId).toEqual({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+    expect(item.properties.fieldValues).toEqual({ type: 'array', items: { $ref: '#/components/schemas/FieldValue' } });
     const read = doc.paths['/records/{recordId}'].get;
-    expect(read.parameters).toEqual([{ name: 'recordId', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } }]);
-    expect(read.responses['200'].headers.ETag).toBeDefined();
+    expect(read.parameters).toEqual([
+      { name: 'recordId', in: 'path', required: true, description: expect.any(String), schema: { type: 'string', pattern: '^[0-9]+$' } },
+    ]);
+    expect(read.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Record' });
+    expect(read.responses['200'].headers.ETag).toEqual({ $ref: '#/components/headers/ETag' });
     expect(read.responses['404'].content['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
     expect(doc.paths['/health'].get.security).toEqual([]);
+  });
+
+  it('names its schemas, closes the set of problem codes and declares every header a client relies on', async () => {
+    const doc = (await call('GET', '/openapi.json')).body;
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Record', 'FieldValue', 'BatchItem', 'ObjectDefinition', 'Problem']));
+    expect(doc.components.schemas.BatchItem.properties.record).toEqual({ $ref: '#/components/schemas/Record' });
+    expect(doc.components.schemas.Record.required).toContain('isTemplate');
+    expect(doc.components.schemas.Problem.properties.code).toEqual({ type: 'string', enum: [...PROBLEM_CODES] });
+    // Only Problem's own definition spells out a record or a problem: everything else refers to it.
+    const text = JSON.stringify(doc.paths);
+    expect(text).not.toContain('"creationType"');
+    expect(text).not.toContain('"title":{"type":"string"}');
+    expect(doc.info.description).toEqual(expect.any(String));
+    expect(doc.servers.length).toBeGreaterThan(0);
+    expect(doc.tags.map((t: any) => t.name)).toEqual(['Records', 'Admin', 'Service']);
+
+    const patch = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].patch;
+    expect(patch.responses['401'].headers['WWW-Authenticate']).toEqual({ $ref: '#/components/headers/WWWAuthenticate' });
+    expect(patch.responses['503'].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+    expect(patch.responses['429'].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+    expect(patch.responses['200'].headers).toEqual({
+      'X-Request-Id': { $ref: '#/components/headers/XRequestId' },
+      'Server-Timing': { $ref: '#/components/headers/ServerTiming' },
+      ETag: { $ref: '#/components/headers/ETag' },
+      'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' },
+    });
+    const ifMatch = patch.parameters.find((p: any) => p.name === 'If-Match');
+    const pattern = new RegExp(ifMatch.schema.pattern);
+    for (const ok of ['*', '"1"', '"1", "2"', 'W/"3"']) expect(pattern.test(ok), ok).toBe(true);
+    expect(pattern.test('1')).toBe(false);
+    const idempotency = patch.parameters.find((p: any) => p.name === 'Idempotency-Key');
+    expect(idempotency.schema).toEqual({ type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' });
+    expect(patch.responses['409'].headers['Retry-After']).toBeDefined();
+    // Every write that takes Idempotency-Key says so; reads do not.
+    for (const op of operations) {
+      const documented = doc.paths[op.path.replace(/:(\w+)/g, '{$1}')][op.method.toLowerCase()];
+      const takesKey = (documented.parameters ?? []).some((p: any) => p.name === 'Idempotency-Key');
+      expect(takesKey, op.operationId).toBe(op.idempotencyKey === true);
+    }
+    expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual(['createRecords', 'patchRecords', 'patchWorkspaceRecords', 'patchRecord']);
   });
 });
