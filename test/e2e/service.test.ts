@@ -73,7 +73,7 @@ describe('end to end over HTTP against wrangler dev', () => {
   it.skipIf(!hasJq)('the README walk-through works as pasted, and its API examples after it, printing what the README shows', () => {
     const walk = readmeWalkThrough();
     const examples = readmeExamples();
-    expect(examples.length).toBe(6);
+    expect(examples.length).toBe(10);
     const run = runBlocks([walk.script, ...examples.map((e) => e.script)]);
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
