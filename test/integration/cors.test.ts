@@ -32,7 +32,7 @@ describe('CORS from CORS_ORIGINS (CONTRACT §14)', () => {
     expect(res.body).toBeUndefined();
     expect(Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary'))).toEqual({
       'access-control-allow-origin': APP,
-      'access-control-allow-methods': 'PATCH, GET',
+      'access-control-allow-methods': 'PATCH, DELETE, GET',
       'access-control-allow-headers': 'Authorization, Content-Type, If-Match, Idempotency-Key, X-Request-Id',
       'access-control-max-age': '600',
       'access-control-expose-headers': 'ETag, X-Request-Id, Server-Timing, Retry-After, Idempotent-Replayed',

@@ -78,6 +78,6 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
       const takesKey = (documented.parameters ?? []).some((p: any) => p.name === 'Idempotency-Key');
       expect(takesKey, op.operationId).toBe(op.idempotencyKey === true);
     }
-    expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual(['createRecords', 'patchRecords', 'patchWorkspaceRecords', 'patchRecord']);
+    expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual(['createRecords', 'patchRecords', 'patchWorkspaceRecords', 'patchRecord', 'deleteRecord', 'restoreRecord']);
   });
 });
