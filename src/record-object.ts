@@ -72,6 +72,8 @@ export class RecordObject extends DurableObject<Env> {
     if (seen !== undefined) return seen;
     const answer = this.admit(call);
     this.calls.set(call.callId, answer);
+    // A call that could not even be admitted (its D1 check failed) is forgotten, so a resend tries again.
+    answer.catch(() => this.calls.delete(call.callId));
     return answer;
   }
 

@@ -43,7 +43,7 @@ export class Expiring<K, V> {
     if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
   }
 
-  /** Forgets an entry at once (a key revoked by this isolate). */
+  /** Forgets an entry at once (a key revoked by this isolate, a call an object could not admit). */
   delete(key: K): void {
     this.entries.delete(key);
   }

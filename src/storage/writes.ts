@@ -4,7 +4,7 @@ import { createdRecordTemplate } from '../domain/record-json.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { KeyClaim, StoredAnswer } from './idempotency.ts';
 import type { Meter } from './meter.ts';
-import { isTransient, sleep } from './retry.ts';
+import { isTransient, retrying, sleep } from './retry.ts';
 
 /**
  * Every write of records, exactly once (CONTRACT §8). A write is one D1 batch that starts with
@@ -133,13 +133,13 @@ export class RecordWrites {
 
   /** The records a create committed, as it answered them: after its reply was lost. */
   async createdBy(writeId: string): Promise<string[]> {
-    const { results } = await this.meter.d1(() => this.db.prepare(CHANGES_OF_WRITE).bind(writeId).all<{ record: string }>());
+    const { results } = await retrying(() => this.meter.d1(() => this.db.prepare(CHANGES_OF_WRITE).bind(writeId).all<{ record: string }>()));
     return results.map((row) => row.record);
   }
 
   /** The state a patch call committed, if it did (a call sent again after its object restarted). */
   async committedCall(callId: string): Promise<RecordOut | undefined> {
-    const row = await this.meter.d1(() => this.db.prepare('SELECT record FROM changes WHERE write_id = ?').bind(callId).first<{ record: string }>());
+    const row = await retrying(() => this.meter.d1(() => this.db.prepare('SELECT record FROM changes WHERE write_id = ?').bind(callId).first<{ record: string }>()));
     return row === null ? undefined : (JSON.parse(row.record) as RecordOut);
   }
 

@@ -215,3 +215,37 @@ describe('Idempotency-Key while the first request runs (CONTRACT §11)', () => {
     expect((await stored(id))?.version).toBe(2);
   });
 });
+
+describe('an object that cannot check a resent call', () => {
+  it('forgets the failed check, so the next resend is admitted and written once', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    // The Worker's first send runs and its reply is lost; the object then restarts (forgets it),
+    // and its D1 check of the resend fails every try; the resend after that gets through.
+    let phase = 0;
+    chaos.decide = (c) => {
+      if (phase === 0 && c.target === 'object' && c.method === 'patch' && c.from === 'worker') {
+        phase = 1;
+        return 'lose';
+      }
+      if (phase === 1 && c.target === 'd1' && c.from === 'object' && c.sql.some((sql) => sql.includes('FROM changes WHERE write_id = ?'))) {
+        checks++;
+        if (checks >= 4) phase = 2;
+        return 'fail';
+      }
+      return undefined;
+    };
+    let checks = 0;
+    chaos.onLost = () =>
+      forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
+        instance.calls = new Expiring(60_000, 10, () => Date.now());
+        instance.known = undefined;
+      });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 3)] } });
+    expect(checks).toBe(4);
+    expect(res.status).toBe(200);
+    expect(res.body.version).toBe(2);
+    expect((await stored(id))?.version).toBe(2);
+    expect(await changeCount(id)).toBe(2);
+  });
+});
