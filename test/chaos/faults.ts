@@ -35,14 +35,19 @@ export function lostConnection(): Error {
   return error;
 }
 
-function decider(env: ChaosVars): (call: OutgoingCall) => Fault {
+function decider(env: ChaosVars, counted?: (fault: Fault) => void): (call: OutgoingCall) => Fault {
   const lose = Number(env.CHAOS_LOST_REPLY ?? 0);
   const fail = Number(env.CHAOS_FAIL ?? 0);
-  return (call) => {
+  const draw = (call: OutgoingCall): Fault => {
     const scripted = chaos.decide?.(call);
     if (scripted !== undefined || chaos.decide !== undefined) return scripted;
-    const draw = Math.random();
-    return draw < fail ? 'fail' : draw < fail + lose ? 'lose' : undefined;
+    const drawn = Math.random();
+    return drawn < fail ? 'fail' : drawn < fail + lose ? 'lose' : undefined;
+  };
+  return (call) => {
+    const fault = draw(call);
+    if (fault !== undefined) counted?.(fault);
+    return fault;
   };
 }
 
@@ -79,9 +84,12 @@ async function inject<T>(fault: Fault, run: () => Promise<T>, latency = 0): Prom
   return result;
 }
 
-/** `env` with its D1 binding and record objects wrapped, as seen by `from`. */
-export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(env: E & ChaosVars, from: 'worker' | 'object'): E {
-  const decide = decider(env);
+/**
+ * `env` with its D1 binding and record objects wrapped, as seen by `from`. `counted` hears of
+ * every fault injected into a call made through this env.
+ */
+export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(env: E & ChaosVars, from: 'worker' | 'object', counted?: (fault: Fault) => void): E {
+  const decide = decider(env, counted);
   const latency = roundTrip(env, from);
   return {
     ...env,

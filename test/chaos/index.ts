@@ -14,8 +14,17 @@ export class RecordObject extends Production {
 }
 
 export default {
-  fetch(request: Request, env: Env & ChaosVars, ctx: ExecutionContext): Promise<Response> {
-    return worker.fetch(request, chaosEnv(env, 'worker'), ctx);
+  /**
+   * Answers carry `Chaos-Faults`: how many faults the Worker's own D1 and object calls met while
+   * serving this request, so a history check can prove the faults happened even when the
+   * service absorbed them all.
+   */
+  async fetch(request: Request, env: Env & ChaosVars, ctx: ExecutionContext): Promise<Response> {
+    let faults = 0;
+    const answer = await worker.fetch(request, chaosEnv(env, 'worker', () => faults++), ctx);
+    const counted = new Response(answer.body, answer);
+    counted.headers.set('Chaos-Faults', String(faults));
+    return counted;
   },
   scheduled(controller: ScheduledController, env: Env & ChaosVars, ctx: ExecutionContext): void {
     worker.scheduled(controller, chaosEnv(env, 'worker'), ctx);

@@ -31,6 +31,8 @@ interface Final {
   body: any;
   replayed: boolean;
   tries: number;
+  /** Faults injected into the Worker's calls over all tries (the chaos build's Chaos-Faults header). */
+  faults: number;
 }
 
 /**
@@ -40,6 +42,7 @@ interface Final {
  */
 async function send(method: string, path: string, key: string, body: unknown, idempotencyKey?: string): Promise<Final> {
   let last = '';
+  let faults = 0;
   for (let tries = 1; ; tries++) {
     try {
       const res = await fetch(`${worker.url}${path}`, {
@@ -52,9 +55,10 @@ async function send(method: string, path: string, key: string, body: unknown, id
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await res.text();
+      faults += Number(res.headers.get('Chaos-Faults') ?? 0);
       const final = res.status < 500 && !(res.status === 409 && res.headers.has('Retry-After'));
       last = `${res.status} ${text.slice(0, 300)}`;
-      if (final) return { status: res.status, body: text === '' ? undefined : JSON.parse(text), replayed: res.headers.get('Idempotent-Replayed') === 'true', tries };
+      if (final) return { status: res.status, body: text === '' ? undefined : JSON.parse(text), replayed: res.headers.get('Idempotent-Replayed') === 'true', tries, faults };
     } catch (error) {
       last = String(error);
       // A network error: the request may or may not have run; the key makes a retry safe.
@@ -92,7 +96,7 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
     // The history: every acknowledged write, per record, with the version its answer reported.
     const acknowledged = new Map<number, number[]>(ids.map((id) => [id, []]));
     const last = new Map<string, number>(); // `${client}:${record}` -> last acknowledged value
-    let tries = 0;
+    let faults = 0;
     let requests = 0;
     await Promise.all(
       Array.from({ length: CLIENTS }, async (_, client) => {
@@ -102,7 +106,7 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
           requests++;
           if (round % 3 === 0) {
             const answer = await send('PATCH', '/records/batch', key, ids.map((id) => ({ id, fieldValues: [{ fieldName: `c${client}`, value }] })), idempotencyKey);
-            tries += answer.tries;
+            faults += answer.faults;
             expect(answer.status).toBe(200);
             for (const item of answer.body) {
               acknowledged.get(item.record.id)?.push(item.record.version);
@@ -111,7 +115,7 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
           } else {
             const id = ids[(client + round) % RECORDS] as number;
             const answer = await send('PATCH', `/workspaces/${workspace.id}/records/${id}`, key, { fieldValues: [{ fieldName: `c${client}`, value }] }, idempotencyKey);
-            tries += answer.tries;
+            faults += answer.faults;
             expect(answer.status).toBe(200);
             acknowledged.get(id)?.push(answer.body.version);
             last.set(`${client}:${id}`, value);
@@ -119,8 +123,10 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
         }
       }),
     );
-    // The faults did happen: many requests needed more than one try.
-    expect(tries).toBeGreaterThan(requests);
+    // The faults did happen, many of them: the service absorbs most (its own retries), so the
+    // count comes from the chaos build, not from how often clients had to try again. Each request
+    // makes at least one call of its own, a quarter of which fail: expect well over a tenth.
+    expect(faults).toBeGreaterThan(requests / 10);
 
     for (const id of ids) {
       const versions = [...(acknowledged.get(id) ?? [])].sort((a, b) => a - b);
