@@ -24,7 +24,7 @@ export interface Context {
   waitUntil: (promise: Promise<unknown>) => void;
 }
 
-export function createContext(env: Env, requestId: string, ctx: ExecutionContext): Context {
+export function createContext(env: Env, requestId: string, ctx: Pick<ExecutionContext, 'waitUntil'>): Context {
   const meter = new Meter();
   const store = new Store(env.DB, meter);
   return {

@@ -2,6 +2,7 @@ import { DurableObject } from 'cloudflare:workers';
 import type { InputProblem } from './core/problem.ts';
 import { applySequence, newer, type Outcome, type QueuedPatch } from './domain/patch.ts';
 import type { Env } from './env.ts';
+import { runNear, type NearAnswer, type NearCall } from './patching/near.ts';
 import type { RecordOut } from './schemas/record.ts';
 import { recordAnswer, type KeyClaim } from './storage/idempotency.ts';
 import { Expiring } from './storage/isolate-cache.ts';
@@ -65,6 +66,19 @@ export class RecordObject extends DurableObject<Env> {
   private readonly queue: Entry[] = [];
   private running = false;
   private readonly calls = new Expiring<string, Promise<PatchAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());
+  private readonly nearCalls = new Expiring<string, Promise<NearAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());
+
+  /**
+   * As a coordinator near D1 (patching/near.ts): runs a batch or a keyed write for the Worker,
+   * once per call id. Its answer never rejects, so it is always remembered.
+   */
+  near(call: NearCall): Promise<NearAnswer> {
+    const seen = this.nearCalls.get(call.callId);
+    if (seen !== undefined) return seen;
+    const answer = runNear(this.env, (promise) => this.ctx.waitUntil(promise), call);
+    this.nearCalls.set(call.callId, answer);
+    return answer;
+  }
 
   /** Applies one patch in turn (possibly grouped with others into one write), once per call id. */
   patch(call: PatchCall): Promise<PatchAnswer> {

@@ -5,7 +5,7 @@ export const PROBLEM_TYPE = 'application/problem+json';
 
 /** Shapes any thrown value into an RFC 9457 response; unknown errors are logged, never shown. */
 export function problemResponse(error: unknown, requestId: string): Response {
-  const known = error instanceof HttpError ? error : internal(error, requestId);
+  const known = asHttpError(error, requestId);
   const body: Record<string, unknown> = {
     type: 'about:blank',
     title: known.title,
@@ -20,7 +20,9 @@ export function problemResponse(error: unknown, requestId: string): Response {
   });
 }
 
-function internal(error: unknown, requestId: string): HttpError {
+/** Any thrown value as the HttpError it is answered with; unknown errors are logged here. */
+export function asHttpError(error: unknown, requestId: string): HttpError {
+  if (error instanceof HttpError) return error;
   const retry = unavailableReason(error);
   if (retry) return retry;
   // Named, not imported: storage stands above this module. Its writes say when their outcome is unknown.

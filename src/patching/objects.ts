@@ -5,10 +5,13 @@ import { isTransient, sleep } from '../storage/retry.ts';
 
 type Stub = DurableObjectStub<RecordObject>;
 
-/** The object of one record, placed near D1's primary when a location hint is configured. */
-export function stubFor(env: Env, recordId: number): Stub {
+/**
+ * The object of one name (a record's id, or a coordinator's `near:<n>`), placed near D1's
+ * primary when a location hint is configured.
+ */
+export function stubNamed(env: Env, name: string): Stub {
   const hint = env.RECORD_OBJECT_LOCATION_HINT;
-  const id = env.RECORDS.idFromName(String(recordId));
+  const id = env.RECORDS.idFromName(name);
   return hint ? env.RECORDS.get(id, { locationHint: hint as DurableObjectLocationHint }) : env.RECORDS.get(id);
 }
 
@@ -16,18 +19,19 @@ export function stubFor(env: Env, recordId: number): Stub {
  * Calls a record's object, sending the call again on a new stub after a transient failure (a
  * failed stub is never reused) until `deadline`, then 503. Only calls that are safe to repeat
  * come here: a patch carries its call id, and the object answers a repeat with the first
- * answer instead of applying it again; a turn only reads. `overloaded` is never retried.
+ * answer instead of applying it again, and so does a coordinator (near.ts); a turn only reads.
+ * `overloaded` is never retried.
  */
-async function callObject<T>(
+export async function callObjectNamed<T>(
   env: Env,
-  recordId: number,
+  name: string,
   deadline: number,
   late: () => HttpError,
   call: (stub: Stub, again: boolean) => Promise<unknown>,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return (await call(stubFor(env, recordId), attempt > 1)) as T;
+      return (await call(stubNamed(env, name), attempt > 1)) as T;
     } catch (error) {
       if (!isTransient(error)) throw error;
       if (Date.now() >= deadline) throw late();
@@ -39,7 +43,7 @@ async function callObject<T>(
 // The RPC stub types wrap results in Rpc.Result; these give them their plain shapes back.
 
 export const patchInObject = (env: Env, call: PatchCall, deadline: number): Promise<PatchAnswer> =>
-  callObject(env, call.recordId, deadline, outcomeUnknown, (stub, again) => stub.patch(again ? { ...call, resent: true } : call));
+  callObjectNamed(env, String(call.recordId), deadline, outcomeUnknown, (stub, again) => stub.patch(again ? { ...call, resent: true } : call));
 
 export const turnInObject = (env: Env, recordId: number, version: number, deadline: number): Promise<TurnAnswer> =>
-  callObject(env, recordId, deadline, busy, (stub) => stub.turn(version));
+  callObjectNamed(env, String(recordId), deadline, busy, (stub) => stub.turn(version));

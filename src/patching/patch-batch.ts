@@ -3,12 +3,12 @@ import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems } from '../domain/patch.ts';
-import { busy, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
+import { busy, outcomeUnknown, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
 import { PatchItem, type PatchItemIn, type RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { sleep } from '../storage/retry.ts';
-import { batchAnswer, VersionConflict } from '../storage/writes.ts';
+import { AlreadyCommitted, batchAnswer, VersionConflict } from '../storage/writes.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../turns.ts';
 import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 import { turnInObject } from './objects.ts';
@@ -29,7 +29,7 @@ export interface PatchBatchInput {
  * meanwhile (another batch, a patch), nothing was written: re-read, recompute and commit again,
  * for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
  */
-export async function patchBatch(context: Context, input: PatchBatchInput): Promise<Written<RecordOut[]>> {
+export async function patchBatch(context: Context, input: PatchBatchInput, writeId: string = crypto.randomUUID()): Promise<Written<RecordOut[]>> {
   const arrival = Date.now();
   const { recall, env, meter } = context;
   const parsed = input.body.ok ? parseBatch(PatchItem, input.body.value, batchDuplicates) : undefined;
@@ -53,7 +53,7 @@ export async function patchBatch(context: Context, input: PatchBatchInput): Prom
     const turns = await Promise.all(read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version, turnsBy))));
     if (turns.some((turn) => !turn.granted)) throw busy();
     const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));
-    return { value: await commit(context, items, states, objects, caller.userId, held.claim, arrival + TURN_TIMEOUT_MS) };
+    return { value: await commit(context, items, states, objects, caller.userId, held.claim, writeId, arrival + TURN_TIMEOUT_MS) };
   });
 }
 
@@ -69,9 +69,9 @@ async function commit(
   objects: ReadonlyMap<number, ObjectDef>,
   userId: number,
   claim: KeyClaim | undefined,
+  writeId: string,
   deadline: number,
 ): Promise<RecordOut[]> {
-  const writeId = crypto.randomUUID();
   for (let attempt = 1; ; attempt++) {
     const now = Date.now();
     const results = items.map((item, i) => {
@@ -91,6 +91,8 @@ async function commit(
       await writes.commit(statements, deadline);
       return answered;
     } catch (error) {
+      // A coordinator that restarted ran this batch again after it committed (near.ts).
+      if (error instanceof AlreadyCommitted) throw outcomeUnknown();
       if (!(error instanceof VersionConflict)) throw error;
       if (Date.now() >= deadline) throw busy();
       // Lost to a concurrent write: a short jittered pause keeps retries from meeting again.

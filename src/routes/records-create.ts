@@ -4,14 +4,14 @@ import { settle } from '../core/settle.ts';
 import { bearerToken, sha256Hex } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { json } from '../http/respond.ts';
-import { createRecords as create } from '../patching/create.ts';
 import { keyRequest } from '../patching/idempotent.ts';
+import { placedCreate } from '../patching/near.ts';
 
 /** SPEC 4.1: POST /records/batch. */
 export async function createRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const body = await settle(() => readJson(request));
-  const written = await create(context, { keyHash, body, idempotency: keyRequest(request) });
+  const written = await placedCreate(context, { keyHash, body, idempotency: keyRequest(request) });
   if ('replay' in written) return written.replay;
   return json(written.value.map((record) => ({ status: 'Succeeded', record })), 201);
 }

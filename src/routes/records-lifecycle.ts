@@ -8,7 +8,7 @@ import { invalidBody } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { recordResponse } from '../http/respond.ts';
 import { keyRequest } from '../patching/idempotent.ts';
-import { patchOne } from '../patching/patch-one.ts';
+import { placedPatchOne } from '../patching/near.ts';
 import { parseObject } from '../schemas/parse.ts';
 
 /** Delete and restore take no body: none at all, or `{}`. */
@@ -31,7 +31,7 @@ function lifecycle(action: 'delete' | 'restore') {
     const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
     const body = await settle(() => emptyBody(request));
     const ifMatch = request.headers.get('If-Match') ?? undefined;
-    const written = await patchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request), action });
+    const written = await placedPatchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request), action });
     return 'replay' in written ? written.replay : recordResponse(written.value);
   };
 }

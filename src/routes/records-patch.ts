@@ -6,8 +6,7 @@ import { readJson } from '../http/body.ts';
 import { pathIds } from '../http/params.ts';
 import { json, recordResponse } from '../http/respond.ts';
 import { keyRequest } from '../patching/idempotent.ts';
-import { patchBatch } from '../patching/patch-batch.ts';
-import { patchOne } from '../patching/patch-one.ts';
+import { placedPatchBatch, placedPatchOne } from '../patching/near.ts';
 
 /** SPEC 4.2: PATCH /workspaces/{workspaceId}/records/{recordId}. */
 export async function patchRecord(request: IRequest, context: Context): Promise<Response> {
@@ -15,7 +14,7 @@ export async function patchRecord(request: IRequest, context: Context): Promise<
   const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
   const body = await settle(() => readJson(request));
   const ifMatch = request.headers.get('If-Match') ?? undefined;
-  const written = await patchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request) });
+  const written = await placedPatchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request) });
   return 'replay' in written ? written.replay : recordResponse(written.value);
 }
 
@@ -24,7 +23,7 @@ export async function patchRecords(request: IRequest, context: Context): Promise
   const keyHash = await sha256Hex(bearerToken(request));
   const workspaceId = request.params.workspaceId === undefined ? undefined : pathIds(request.params, 'workspaceId').workspaceId;
   const body = await settle(() => readJson(request));
-  const written = await patchBatch(context, { keyHash, workspaceId, body, idempotency: keyRequest(request) });
+  const written = await placedPatchBatch(context, { keyHash, workspaceId, body, idempotency: keyRequest(request) });
   if ('replay' in written) return written.replay;
   return json(written.value.map((record) => ({ status: 'Succeeded', record })));
 }

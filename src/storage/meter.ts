@@ -5,6 +5,8 @@
 export interface Work {
   d1Trips: number;
   d1Ms: number;
+  /** Object calls made by the callee itself (a coordinator's turns and patches). */
+  doCalls?: number;
 }
 
 export class Meter implements Work {
@@ -34,6 +36,7 @@ export class Meter implements Work {
       const answer = await call();
       this.d1Trips += answer.work.d1Trips;
       this.d1Ms += answer.work.d1Ms;
+      this.doCalls += answer.work.doCalls ?? 0;
       return answer;
     } finally {
       this.doInFlight--;
@@ -43,7 +46,7 @@ export class Meter implements Work {
   }
 
   work(): Work {
-    return { d1Trips: this.d1Trips, d1Ms: this.d1Ms };
+    return this.doCalls === 0 ? { d1Trips: this.d1Trips, d1Ms: this.d1Ms } : { d1Trips: this.d1Trips, d1Ms: this.d1Ms, doCalls: this.doCalls };
   }
 
   header(): string {

@@ -78,7 +78,8 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
 
   it('a batch whose D1 commit reply was lost answers 200, written once', async () => {
     const { editor, ids } = await setup(3);
-    const lost = loseReplies((c) => writesRecords(c) && c.from === 'worker', 1);
+    // A batch commits from its coordinator object, near D1 (issue 10).
+    const lost = loseReplies((c) => writesRecords(c) && c.from === 'object', 1);
     const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })) });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
@@ -177,7 +178,7 @@ describe('a batch answers what D1 holds at its commit (CONTRACT §8)', () => {
     chaos.delayMs = 400;
     let delayed = false;
     chaos.decide = (c) => {
-      if (!delayed && writesRecords(c) && c.from === 'worker') {
+      if (!delayed && writesRecords(c)) {
         delayed = true;
         return 'delay';
       }
@@ -247,5 +248,90 @@ describe('an object that cannot check a resent call', () => {
     expect(res.body.version).toBe(2);
     expect((await stored(id))?.version).toBe(2);
     expect(await changeCount(id)).toBe(2);
+  });
+});
+
+describe('batches and keyed writes run in a coordinator near D1 (issue 10), exactly once', () => {
+  /** Every coordinator forgets the calls it answered, as after a restart. */
+  const restartCoordinators = async (): Promise<void> => {
+    for (let n = 0; n < 16; n++) {
+      await forget(env.RECORDS.get(env.RECORDS.idFromName(`near:${n}`)), (instance: any) => {
+        instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
+      });
+    }
+  };
+  const nearCall = (c: OutgoingCall) => c.target === 'object' && c.method === 'near' && c.from === 'worker';
+
+  it('a batch whose coordinator answer is lost is sent again and answered from its memory: written once', async () => {
+    const { editor, ids } = await setup(3);
+    const lost = loseReplies(nearCall, 1);
+    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })) });
+    expect(lost.lost).toBe(1);
+    expect(res.status).toBe(200);
+    expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 5)]]));
+    for (const id of ids) {
+      expect((await stored(id))?.version).toBe(2);
+      expect(await changeCount(id)).toBe(2);
+    }
+  });
+
+  it('a keyed batch whose coordinator restarted after committing replays its stored answer when sent again', async () => {
+    const { editor, ids } = await setup(2);
+    const lost = loseReplies(nearCall, 1);
+    chaos.onLost = restartCoordinators;
+    const options = { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })), headers: { 'Idempotency-Key': 'near-restart' } };
+    const res = await call('PATCH', '/records/batch', options);
+    expect(lost.lost).toBe(1);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
+    for (const id of ids) expect([(await stored(id))?.version, await changeCount(id)]).toEqual([2, 2]);
+    chaos.decide = undefined;
+    expect((await call('PATCH', '/records/batch', options)).body).toEqual(res.body);
+  });
+
+  it('an unkeyed batch whose coordinator restarted after committing runs again and finds itself applied: same versions, nothing written twice', async () => {
+    const { editor, ids } = await setup(2);
+    const lost = loseReplies(nearCall, 1);
+    chaos.onLost = restartCoordinators;
+    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })) });
+    expect(lost.lost).toBe(1);
+    expect(res.status).toBe(200);
+    expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
+    for (const id of ids) expect([(await stored(id))?.version, await changeCount(id)]).toEqual([2, 2]);
+  });
+
+  it('…and when another write changed a record meanwhile, answers 503 outcome_unknown instead of applying the batch again', async () => {
+    const { editor, workspaceId, ids } = await setup(2);
+    const [a] = ids as [number, number];
+    const lost = loseReplies(nearCall, 1);
+    let between: Awaited<ReturnType<typeof call>> | undefined;
+    chaos.onLost = async () => {
+      await restartCoordinators();
+      between = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, { key: editor.key, body: { fieldValues: [fv('age', 6)] } });
+    };
+    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })) });
+    expect(lost.lost).toBe(1);
+    expectProblem(res, 503, 'unavailable');
+    expect(between?.body.version).toBe(3);
+    // The batch's write (v2) and the patch (v3) each once; the batch was not applied over the patch.
+    expect([(await stored(a))?.version, await changeCount(a), JSON.parse((await stored(a))?.field_values ?? '[]')]).toEqual([3, 3, [fv('firstName', 'R0'), fv('age', 6)]]);
+    expect([(await stored(ids[1] as number))?.version, await changeCount(ids[1] as number)]).toEqual([2, 2]);
+  });
+
+  it('a keyed patch claims its key and writes near D1: one object call from the Worker, the claim and write inside', async () => {
+    const { editor, workspaceId, ids } = await setup();
+    const id = ids[0] as number;
+    const fromWorker: string[] = [];
+    chaos.decide = (c) => {
+      if (c.from === 'worker') fromWorker.push(`${c.target}:${c.method}`);
+      return undefined;
+    };
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 3)] }, headers: { 'Idempotency-Key': 'near-one' } });
+    expect([res.status, res.body.version]).toEqual([200, 2]);
+    // Not even the caller is read by the Worker: the coordinator checks it, claims the key, and writes.
+    expect(fromWorker).toEqual(['object:near']);
+    const again = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 3)] }, headers: { 'Idempotency-Key': 'near-one' } });
+    expect([again.headers.get('Idempotent-Replayed'), again.body]).toEqual(['true', res.body]);
   });
 });

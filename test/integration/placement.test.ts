@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { stubFor } from '../../src/patching/objects.ts';
+import { stubNamed } from '../../src/patching/objects.ts';
 
 /** Records how the namespace was asked for an object; the real namespace answers. */
 function recording(hint: string) {
@@ -18,15 +18,15 @@ function recording(hint: string) {
 describe('placing record objects near D1 (issue 4)', () => {
   it('passes the configured locationHint, and none by default', () => {
     const hinted = recording('weur');
-    stubFor(hinted.env, 1);
+    stubNamed(hinted.env, '1');
     expect(hinted.seen).toEqual([{ locationHint: 'weur' }]);
     const plain = recording('');
-    stubFor(plain.env, 1);
+    stubNamed(plain.env, '1');
     expect(plain.seen).toEqual([undefined]);
   });
 
   it('addresses one object per record id', () => {
     expect(env.RECORDS.idFromName('7').equals(env.RECORDS.idFromName('7'))).toBe(true);
-    expect(stubFor(env, 7).id.equals(env.RECORDS.idFromName('7'))).toBe(true);
+    expect(stubNamed(env, '7').id.equals(env.RECORDS.idFromName('7'))).toBe(true);
   });
 });

@@ -1,0 +1,111 @@
+import { createContext, type Context } from '../context.ts';
+import type { Env } from '../env.ts';
+import { HttpError, outcomeUnknown, type InputProblem, type ProblemCode } from '../http/errors.ts';
+import { asHttpError } from '../http/problem.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { StoredAnswer } from '../storage/idempotency.ts';
+import type { Work } from '../storage/meter.ts';
+import { CALL_DEADLINE_MS } from '../turns.ts';
+import { createRecords, type CreateInput } from './create.ts';
+import { replayOf, type Written } from './idempotent.ts';
+import { callObjectNamed } from './objects.ts';
+import { patchBatch, type PatchBatchInput } from './patch-batch.ts';
+import { patchOne, type PatchOneInput } from './patch-one.ts';
+
+/**
+ * Writes that need several round trips to D1 and objects run where those are near (issue 10):
+ * a batch (its read, its turns, its write) and any write with an Idempotency-Key (its claim,
+ * then its write). The Worker, placed near its caller, hands the whole operation to a record
+ * object — placed near D1's primary by the location hint — which runs the very same code with
+ * its own bindings. So the caller pays one long-haul round trip, not three. The operation's
+ * checks, turns and guarded writes are unchanged; only where they run moves.
+ *
+ * A lost answer is settled like a patch's: the Worker sends the call again under the same call
+ * id to the same object, which answers a call it remembers with its first answer. An object
+ * that restarted meanwhile runs it again: safe with an Idempotency-Key (the key replays the
+ * stored answer, or says 409 while the first run's lease holds); a batch without one writes
+ * under the call id, so a re-run of a committed batch either finds every element already
+ * applied or fails on its change rows and answers 503 `outcome_unknown`.
+ */
+
+export type NearRun =
+  | { op: 'patchBatch'; input: PatchBatchInput }
+  | { op: 'patchOne'; input: PatchOneInput }
+  | { op: 'create'; input: CreateInput };
+
+export interface NearCall {
+  callId: string;
+  run: NearRun;
+}
+
+/** Flat, structured-clone safe: a value, a replayed answer, or an HTTP error's parts. */
+export interface NearAnswer {
+  value?: RecordOut | RecordOut[];
+  replay?: StoredAnswer;
+  error?: { status: number; code: ProblemCode; title: string; detail?: string; errors?: readonly InputProblem[]; headers?: Readonly<Record<string, string>> };
+  work: Work;
+}
+
+/** How many objects share the coordination of batches and keyed writes. */
+const COORDINATORS = 16;
+
+/** Runs `run` in a coordinating object near D1 and gives its outcome back as if run here. */
+export async function nearD1<T extends RecordOut | RecordOut[]>(context: Context, run: NearRun): Promise<Written<T>> {
+  const callId = crypto.randomUUID();
+  // The same call id always reaches the same object, so a resent call finds its first answer.
+  const name = `near:${parseInt(callId.slice(0, 8), 16) % COORDINATORS}`;
+  const answer = await context.meter.durable(() =>
+    callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub) => stub.near({ callId, run })),
+  );
+  if (answer.error !== undefined) {
+    const { status, code, title, detail, errors, headers } = answer.error;
+    throw new HttpError(status, code, title, detail, errors, headers);
+  }
+  if (answer.replay !== undefined) return { replay: replayOf(answer.replay) };
+  return { value: answer.value as T };
+}
+
+/** In the coordinating object: runs the operation with the object's bindings. */
+export async function runNear(env: Env, waitUntil: (promise: Promise<unknown>) => void, call: NearCall): Promise<NearAnswer> {
+  const context = createContext(env, call.callId, { waitUntil });
+  try {
+    const written = await dispatch(context, call);
+    const work = context.meter.work();
+    if ('value' in written) return { value: written.value, work };
+    const { status, headers, body } = { status: written.replay.status, headers: Object.fromEntries(written.replay.headers), body: await written.replay.text() };
+    delete headers['idempotent-replayed'];
+    return { replay: { status, headers, body }, work };
+  } catch (error) {
+    // Shaped here, where the error's class and stack are: only plain data crosses back.
+    const { status, code, title, detail, errors, headers } = asHttpError(error, call.callId);
+    return {
+      error: { status, code, title, ...(detail === undefined ? {} : { detail }), ...(errors === undefined ? {} : { errors }), ...(headers === undefined ? {} : { headers }) },
+      work: context.meter.work(),
+    };
+  }
+}
+
+function dispatch(context: Context, { callId, run }: NearCall): Promise<Written<RecordOut | RecordOut[]>> {
+  switch (run.op) {
+    case 'patchBatch':
+      return patchBatch(context, run.input, callId);
+    case 'patchOne':
+      return patchOne(context, run.input);
+    case 'create':
+      return createRecords(context, run.input);
+  }
+}
+
+// Where each write runs. A body that did not even parse is refused where it arrived.
+
+/** A batch always takes several trips: it runs near D1. */
+export const placedPatchBatch = (context: Context, input: PatchBatchInput): Promise<Written<RecordOut[]>> =>
+  input.body.ok ? nearD1(context, { op: 'patchBatch', input }) : patchBatch(context, input);
+
+/** A patch, delete or restore takes one trip from the Worker unless it claims a key first. */
+export const placedPatchOne = (context: Context, input: PatchOneInput): Promise<Written<RecordOut>> =>
+  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'patchOne', input }) : patchOne(context, input);
+
+/** A create takes one trip from the Worker (when it remembers the caller) unless it claims a key first. */
+export const placedCreate = (context: Context, input: CreateInput): Promise<Written<RecordOut[]>> =>
+  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'create', input }) : createRecords(context, input);
