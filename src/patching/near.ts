@@ -46,14 +46,17 @@ export interface NearAnswer {
   work: Work;
 }
 
-/** How many objects share the coordination of batches and keyed writes. */
+/** How many objects share the coordination of keyed creates. */
 const COORDINATORS = 16;
 
-/** Runs `run` in a coordinating object near D1 and gives its outcome back as if run here. */
-export async function nearD1<T extends RecordOut | RecordOut[]>(context: Context, run: NearRun): Promise<Written<T>> {
+/**
+ * Runs `run` in a coordinating object near D1 and gives its outcome back as if run here: the
+ * object of the record it writes (of a batch's first record), warm whenever that record is in
+ * use, or for a create one of a few shared objects. A resent call goes to the same object.
+ */
+export async function nearD1<T extends RecordOut | RecordOut[]>(context: Context, run: NearRun, recordId: number | undefined): Promise<Written<T>> {
   const callId = crypto.randomUUID();
-  // The same call id always reaches the same object, so a resent call finds its first answer.
-  const name = `near:${parseInt(callId.slice(0, 8), 16) % COORDINATORS}`;
+  const name = recordId === undefined ? `near:${parseInt(callId.slice(0, 8), 16) % COORDINATORS}` : String(recordId);
   const answer = await context.meter.durable(() =>
     callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub) => stub.near({ callId, run })),
   );
@@ -100,12 +103,18 @@ function dispatch(context: Context, { callId, run }: NearCall): Promise<Written<
 
 /** A batch always takes several trips: it runs near D1. */
 export const placedPatchBatch = (context: Context, input: PatchBatchInput): Promise<Written<RecordOut[]>> =>
-  input.body.ok ? nearD1(context, { op: 'patchBatch', input }) : patchBatch(context, input);
+  input.body.ok ? nearD1(context, { op: 'patchBatch', input }, firstId(input.body.value)) : patchBatch(context, input);
+
+/** Where a batch is coordinated is only a choice of place: an unparsed body's first id will do. */
+function firstId(body: unknown): number | undefined {
+  const id = Array.isArray(body) ? (body[0] as { id?: unknown } | undefined)?.id : undefined;
+  return Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : undefined;
+}
 
 /** A patch, delete or restore takes one trip from the Worker unless it claims a key first. */
 export const placedPatchOne = (context: Context, input: PatchOneInput): Promise<Written<RecordOut>> =>
-  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'patchOne', input }) : patchOne(context, input);
+  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'patchOne', input }, input.recordId) : patchOne(context, input);
 
 /** A create takes one trip from the Worker (when it remembers the caller) unless it claims a key first. */
 export const placedCreate = (context: Context, input: CreateInput): Promise<Written<RecordOut[]>> =>
-  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'create', input }) : createRecords(context, input);
+  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'create', input }, undefined) : createRecords(context, input);

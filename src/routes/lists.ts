@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
+import { settle } from '../core/settle.ts';
 import type { Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery } from '../domain/list-query.ts';
 import { bearerToken, sha256Hex } from '../http/auth.ts';
@@ -11,52 +12,64 @@ import { json } from '../http/respond.ts';
 
 /**
  * CONTRACT §12: a workspace's records, its change feed, and the caller. Reads always ask D1 (the
- * caller too), never the isolate's memory. Order of checks: 401, a bad path id or query 400, not
- * a member 404, a forged cursor 400, a pruned feed position 410.
+ * caller too), never the isolate's memory: the caller and the page in one round trip, the page
+ * shown only once the caller proves a member. Order of checks: 401, a bad path id or query 400,
+ * not a member 404, a forged cursor 400, a pruned feed position 410.
  */
 
-async function member(request: IRequest, context: Context, problems: readonly InputProblem[]): Promise<{ caller: Caller; workspaceId: number }> {
-  const keyHash = await sha256Hex(bearerToken(request));
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const { caller } = await context.store.createContext(keyHash, []);
+/** Whoever is not a member learns nothing, whatever else is wrong with the request. */
+function member(caller: Caller | undefined, workspaceId: number, problems: readonly InputProblem[]): Caller {
   if (caller === undefined) throw unauthorized();
   if (problems.length > 0) throw invalidQuery(problems);
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
-  return { caller, workspaceId };
+  return caller;
+}
+
+/** The caller alone, for a request refused before its page is read (a bad query or cursor). */
+async function refuse(context: Context, keyHash: string, workspaceId: number, problems: readonly InputProblem[], error: unknown): Promise<never> {
+  member((await context.store.createContext(keyHash, [])).caller, workspaceId, problems);
+  throw error;
 }
 
 /** GET /workspaces/{workspaceId}/records: keyset pages by id, so a walk sees each record once. */
 export async function listRecords(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
   const query = parseListQuery(new URL(request.url).searchParams);
-  const { workspaceId } = await member(request, context, query.ok ? [] : query.problems);
-  if (!query.ok) throw invalidQuery(query.problems);
+  if (!query.ok) return refuse(context, keyHash, workspaceId, query.problems, invalidQuery(query.problems));
   const { filter, limit, cursor } = query.value;
   const secret = cursorSecret(context.env);
   const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
-  const after = cursor === undefined ? 0 : await readCursor(secret, cursor, scope, 'cursor');
-  const page = await context.lists.records(workspaceId, filter, after, limit + 1);
-  const items = page.slice(0, limit);
+  const after = await settle(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
+  if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
+  const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1);
+  member(page.caller, workspaceId, []);
+  const items = page.records.slice(0, limit);
   const last = items.at(-1);
-  const nextCursor = page.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  const nextCursor = page.records.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
   return json({ items, nextCursor });
 }
 
 /** GET /workspaces/{workspaceId}/changes: every committed change of its records, in commit order. */
 export async function listChanges(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
   const query = parseFeedQuery(new URL(request.url).searchParams);
-  const { workspaceId } = await member(request, context, query.ok ? [] : query.problems);
-  if (!query.ok) throw invalidQuery(query.problems);
+  if (!query.ok) return refuse(context, keyHash, workspaceId, query.problems, invalidQuery(query.problems));
   const secret = cursorSecret(context.env);
   const scope = `changes/${workspaceId}`;
-  const after = query.value.after === undefined ? 0 : await readCursor(secret, query.value.after, scope, 'after');
-  const { changes, horizon } = await context.lists.changes(workspaceId, after, query.value.limit);
-  if (query.value.after !== undefined && after < horizon) {
+  const sent = query.value.after;
+  const after = await settle(async () => (sent === undefined ? 0 : readCursor(secret, sent, scope, 'after')));
+  if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
+  const { caller, changes, horizon } = await context.lists.changes(keyHash, workspaceId, after.value, query.value.limit);
+  member(caller, workspaceId, []);
+  if (sent !== undefined && after.value < horizon) {
     throw new HttpError(410, 'gone', 'Cursor too old', 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.', [
       { query: 'after', code: 'gone', message: 'changes after this position are no longer kept' },
     ]);
   }
   const items = await Promise.all(changes.map(async ({ seq, type, at, by, record }) => ({ cursor: await signCursor(secret, seq, scope), type, at, by, record })));
-  const nextCursor = items.at(-1)?.cursor ?? (await signCursor(secret, Math.max(after, horizon), scope));
+  const nextCursor = items.at(-1)?.cursor ?? (await signCursor(secret, Math.max(after.value, horizon), scope));
   return json({ items, nextCursor });
 }
 

@@ -3,7 +3,8 @@ import type { ChangeType } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
-import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
+import type { Caller } from '../domain/access.ts';
+import { callerOf, callerStatement, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 
 /** How long the change feed keeps a change (CONTRACT §12: at least 7 days). */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -37,32 +38,38 @@ export interface Change {
   record: RecordOut;
 }
 
-/** SQL of lists and the change feed. Each method is one D1 round trip unless it says otherwise. */
+/**
+ * SQL of lists and the change feed. Each method is one D1 round trip unless it says otherwise.
+ * A page is read together with the caller behind `keyHash` (one round trip for both); the
+ * route decides from the caller whether the page may be shown at all.
+ */
 export class Lists {
   constructor(
     private readonly db: D1Database,
     private readonly meter: Meter,
   ) {}
 
-  /** Up to `limit` records of the workspace after id `afterId` that pass `filter`. */
-  async records(workspaceId: number, filter: ListFilter, afterId: number, limit: number): Promise<RecordOut[]> {
-    const statement = this.db
+  /** Up to `limit` records of the workspace after id `afterId` that pass `filter`, and the caller. */
+  async records(keyHash: string, workspaceId: number, filter: ListFilter, afterId: number, limit: number): Promise<{ caller: Caller | undefined; records: RecordOut[] }> {
+    const page = this.db
       .prepare(LIST)
       .bind(workspaceId, afterId, filter.objectId ?? null, filter.deleted, filter.updatedAfter ?? null, JSON.stringify(filter.fields), limit);
-    const rows = await retrying(() => this.meter.d1(async () => (await statement.all<RecordReadRow>()).results));
-    return recordsOf(rows);
+    const [caller, rows] = await this.read([callerStatement(this.db, keyHash), page]);
+    return { caller: callerOf(caller), records: recordsOf((rows?.results ?? []) as RecordReadRow[]) };
   }
 
-  /** Up to `limit` changes of the workspace's records after `afterSeq`, and the prune horizon. */
-  async changes(workspaceId: number, afterSeq: number, limit: number): Promise<{ changes: Change[]; horizon: number }> {
-    const [rows, horizon] = await retrying(() =>
-      this.meter.d1(() => this.db.batch<unknown>([this.db.prepare(FEED).bind(workspaceId, afterSeq, limit), this.db.prepare(HORIZON)])),
-    );
+  /** Up to `limit` changes of the workspace's records after `afterSeq`, the prune horizon, and the caller. */
+  async changes(keyHash: string, workspaceId: number, afterSeq: number, limit: number): Promise<{ caller: Caller | undefined; changes: Change[]; horizon: number }> {
+    const [caller, rows, horizon] = await this.read([callerStatement(this.db, keyHash), this.db.prepare(FEED).bind(workspaceId, afterSeq, limit), this.db.prepare(HORIZON)]);
     const changes = ((rows?.results ?? []) as { seq: number; type: ChangeType; at: number; by: number; record: string }[]).map((row) => ({
       ...row,
       record: JSON.parse(row.record) as RecordOut,
     }));
-    return { changes, horizon: (horizon?.results[0] as { seq: number } | undefined)?.seq ?? 0 };
+    return { caller: callerOf(caller), changes, horizon: (horizon?.results[0] as { seq: number } | undefined)?.seq ?? 0 };
+  }
+
+  private read(statements: D1PreparedStatement[]): Promise<D1Result<unknown>[]> {
+    return retrying(() => this.meter.d1(() => this.db.batch<unknown>(statements)));
   }
 
   /**

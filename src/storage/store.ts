@@ -50,6 +50,10 @@ interface CallerRow {
 const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
   LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ?`;
 
+/** The caller behind a key hash: a statement to batch with others, and how to read its result. */
+export const callerStatement = (db: D1Database, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
+export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
+
 const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
   WHERE o.id IN (SELECT value FROM json_each(?))`;

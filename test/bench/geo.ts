@@ -25,6 +25,10 @@ interface Operation {
   name: string;
   /** Records whose objects must not have been used yet, when the operation runs cold. */
   cold?: boolean;
+  /** Records each request takes (cold: fresh ones). */
+  perRequest?: number;
+  /** Never the same record twice (warm records, each used once). */
+  unique?: boolean;
   send: (target: Target, id: () => number, value: number) => Promise<Response>;
 }
 
@@ -40,7 +44,20 @@ const operations: Operation[] = [
     send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v), { 'Idempotency-Key': crypto.randomUUID() }),
   },
   { name: 'patch-1 cold', cold: true, send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v)) },
+  {
+    name: 'create-20 + Idempotency-Key',
+    send: (t) => ask(t, 'POST', '/records/batch', t.createBody, { 'Idempotency-Key': crypto.randomUUID() }),
+  },
   { name: 'batch-patch-20 warm', send: (t, _id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(distinct(t.ids, 20), v)) },
+  {
+    name: 'batch-patch-20 warm + Idempotency-Key',
+    send: (t, _id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(distinct(t.ids, 20), v), { 'Idempotency-Key': crypto.randomUUID() }),
+  },
+  { name: 'batch-patch-20 cold', cold: true, perRequest: 20, send: (t, id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(Array.from({ length: 20 }, id), v)) },
+  { name: 'list-50', send: (t) => ask(t, 'GET', t.workspacePath === undefined ? '/workspaces/1/records?after=0' : `${t.workspacePath}/records?limit=50`) },
+  { name: 'changes-100', send: (t) => ask(t, 'GET', t.workspacePath === undefined ? '/workspaces/1/changes?after=0' : `${t.workspacePath}/changes?limit=100`) },
+  // Last: it leaves records deleted. Each request deletes a record nobody deleted yet.
+  { name: 'delete warm', unique: true, send: (t, id) => ask(t, 'DELETE', t.patchPath.replace('{id}', String(id()))) },
 ];
 
 /** Latencies of `count` requests per connection over `connections` connections, in ms. */
@@ -91,11 +108,11 @@ async function main(): Promise<void> {
       for (const [who, target] of [['service', s], ['baseline', b]] as const) {
         // The baseline has no objects: for it a cold patch is a warm one.
         const cold = op.cold === true && who === 'service';
-        const fresh = cold ? await freshRecords(target, SEQUENTIAL + CONCURRENT * PER_CONNECTION) : [];
-        if (!cold && op.name !== 'create-20') await warmUp(target);
-        const pool = drawer(fresh, true);
+        const fresh = cold ? await freshRecords(target, (SEQUENTIAL + CONCURRENT * PER_CONNECTION) * (op.perRequest ?? 1)) : [];
+        if (!cold && !op.name.startsWith('create-20')) await warmUp(target);
+        const pool = drawer(cold ? fresh : [...target.ids], true);
         for (const [connections, count] of [[1, SEQUENTIAL], [CONCURRENT, PER_CONNECTION]] as const) {
-          const ids = cold ? pool : drawer(target.ids, false);
+          const ids = cold || op.unique === true ? pool : drawer(target.ids, false);
           const latencies = await measure(target, op, ids, connections, count);
           cells.set(`${who}${connections}`, `${trips(quantile(latencies, 0.5))} / ${trips(quantile(latencies, 0.99))}`);
         }

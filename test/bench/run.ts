@@ -151,13 +151,16 @@ interface Totals {
   seconds: number;
   p50: number[];
   p99: number[];
+  /** CPU of the target's whole wrangler dev process tree (workerd, local D1) over the runs. */
+  cpuMs: number | undefined;
 }
 
 /**
  * One autocannon run, timed here from its start to its last answer: autocannon's own duration,
  * and its end, fall on whole seconds.
  */
-async function drive(target: Target, scenario: Scenario, counter: () => number, versions: number[] = []): Promise<{ result: autocannon.Result; seconds: number }> {
+async function drive(target: Target, scenario: Scenario, counter: () => number, versions: number[] = []): Promise<{ result: autocannon.Result; seconds: number; cpuMs: number | undefined }> {
+  const cpuBefore = target.cpuMs();
   const start = performance.now();
   let last = start;
   const run = autocannon({
@@ -169,11 +172,13 @@ async function drive(target: Target, scenario: Scenario, counter: () => number, 
   }) as unknown as Promise<autocannon.Result> & autocannon.Instance;
   run.on('response', () => (last = performance.now()));
   const result = await run;
-  return { result, seconds: (last - start) / 1000 };
+  const cpuAfter = target.cpuMs();
+  return { result, seconds: (last - start) / 1000, cpuMs: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
 }
 
-function add(totals: Totals, { result, seconds }: { result: autocannon.Result; seconds: number }): void {
+function add(totals: Totals, { result, seconds, cpuMs }: { result: autocannon.Result; seconds: number; cpuMs: number | undefined }): void {
   totals.requests += result.requests.total;
+  totals.cpuMs = totals.cpuMs === undefined || cpuMs === undefined ? undefined : totals.cpuMs + cpuMs;
   totals.ok += result['2xx'];
   totals.bad += result.non2xx + result.errors + result.timeouts;
   totals.seconds += seconds;
@@ -182,7 +187,8 @@ function add(totals: Totals, { result, seconds }: { result: autocannon.Result; s
 }
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
-const empty = (): Totals => ({ requests: 0, ok: 0, bad: 0, seconds: 0, p50: [], p99: [] });
+const empty = (): Totals => ({ requests: 0, ok: 0, bad: 0, seconds: 0, p50: [], p99: [], cpuMs: 0 });
+const cpuPerRequest = (t: Totals): string => (t.cpuMs === undefined ? '—' : (t.cpuMs / Math.max(t.requests, 1)).toFixed(2));
 
 async function hotVersion(target: Target): Promise<number> {
   const record = await json(`${target.url}/records/${target.ids[0]}`, 'GET', target.headers);
@@ -238,13 +244,14 @@ async function main(): Promise<void> {
         `${mean(totals.baseline.p50).toFixed(0)} / ${mean(totals.baseline.p99).toFixed(0)}`,
         `${totals.service.bad} / ${totals.baseline.bad}`,
         (rate(totals.service) / Math.max(rate(totals.baseline), 1e-9)).toFixed(2),
+        `${cpuPerRequest(totals.service)} / ${cpuPerRequest(totals.baseline)}`,
       ]);
     }
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
     lines.push(`# Benchmark: service vs bare baseline`, '');
     lines.push(`${new Date().toISOString()} · ${cpus().length} × ${cpu} · Node ${process.version} · wrangler ${version()} · ${CONNECTIONS} connections · ${ROUNDS} × ${SECONDS} s per side, alternating, every record patched once (singly) before each patch scenario`, '');
-    lines.push('| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / p99 ms | errors (service / baseline) | ratio |');
-    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push('| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / p99 ms | errors (service / baseline) | ratio | CPU ms per request (service / baseline) |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
     lines.push('', hotAccounted);
   } finally {

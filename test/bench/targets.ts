@@ -17,6 +17,8 @@ export interface Target {
   fresh?: number[];
   /** The service's `/workspaces/{id}` (the baseline has workspace 1 and no cursors). */
   workspacePath?: string;
+  /** CPU time used so far by the target's wrangler dev process tree, in ms. */
+  cpuMs: () => number | undefined;
   /** Cursors of every list and feed page, for the list scenarios. */
   cursors?: { records: string[]; changes: string[] };
 }
@@ -40,6 +42,7 @@ export async function serviceTarget(worker: LocalWorker, records: number): Promi
   while (ids.length < records) ids.push(...(await json(`${worker.url}/records/batch`, 'POST', headers, createBody)).map((item: any) => item.record.id));
   return {
     url: worker.url,
+    cpuMs: worker.cpuMs,
     headers,
     ids,
     patchPath: `/workspaces/${ws.id}/records/{id}`,
@@ -54,6 +57,7 @@ export async function baselineTarget(worker: LocalWorker, records: number): Prom
   await json(`${worker.url}/setup`, 'POST', {});
   return {
     url: worker.url,
+    cpuMs: worker.cpuMs,
     headers: { 'Content-Type': 'application/json' },
     ids: Array.from({ length: records }, (_, i) => i + 1),
     patchPath: '/records/{id}',

@@ -252,10 +252,10 @@ describe('an object that cannot check a resent call', () => {
 });
 
 describe('batches and keyed writes run in a coordinator near D1 (issue 10), exactly once', () => {
-  /** Every coordinator forgets the calls it answered, as after a restart. */
-  const restartCoordinators = async (): Promise<void> => {
-    for (let n = 0; n < 16; n++) {
-      await forget(env.RECORDS.get(env.RECORDS.idFromName(`near:${n}`)), (instance: any) => {
+  /** Every object that may have coordinated (the records', the shared ones) forgets the calls it answered, as after a restart. */
+  const restartCoordinators = (ids: readonly number[]) => async (): Promise<void> => {
+    for (const name of [...ids.map(String), ...Array.from({ length: 16 }, (_, n) => `near:${n}`)]) {
+      await forget(env.RECORDS.get(env.RECORDS.idFromName(name)), (instance: any) => {
         instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
       });
     }
@@ -278,7 +278,7 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
   it('a keyed batch whose coordinator restarted after committing replays its stored answer when sent again', async () => {
     const { editor, ids } = await setup(2);
     const lost = loseReplies(nearCall, 1);
-    chaos.onLost = restartCoordinators;
+    chaos.onLost = restartCoordinators(ids);
     const options = { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })), headers: { 'Idempotency-Key': 'near-restart' } };
     const res = await call('PATCH', '/records/batch', options);
     expect(lost.lost).toBe(1);
@@ -293,7 +293,7 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
   it('an unkeyed batch whose coordinator restarted after committing runs again and finds itself applied: same versions, nothing written twice', async () => {
     const { editor, ids } = await setup(2);
     const lost = loseReplies(nearCall, 1);
-    chaos.onLost = restartCoordinators;
+    chaos.onLost = restartCoordinators(ids);
     const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })) });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
@@ -305,9 +305,9 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
     const { editor, workspaceId, ids } = await setup(2);
     const [a] = ids as [number, number];
     const lost = loseReplies(nearCall, 1);
-    let between: Awaited<ReturnType<typeof call>> | undefined;
+    let between: { body: any } | undefined;
     chaos.onLost = async () => {
-      await restartCoordinators();
+      await restartCoordinators(ids)();
       between = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, { key: editor.key, body: { fieldValues: [fv('age', 6)] } });
     };
     const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })) });

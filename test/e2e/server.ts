@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,8 @@ const QUIET = { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'fa
 export interface LocalWorker {
   url: string;
   stop: () => Promise<void>;
+  /** CPU time used so far by wrangler dev's whole process tree (workerd included), in ms; undefined without /proc. */
+  cpuMs: () => number | undefined;
 }
 
 export async function freePort(): Promise<number> {
@@ -54,7 +56,38 @@ export async function startLocalWorker(options: { config?: string; vars?: Record
     await stop(child, state);
     throw error;
   }
-  return { url, stop: () => stop(child, state) };
+  return { url, stop: () => stop(child, state), cpuMs: () => treeCpuMs(child.pid) };
+}
+
+const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);
+
+/** utime + stime of `root` and every process below it, from /proc (Linux). */
+function treeCpuMs(root: number | undefined): number | undefined {
+  if (root === undefined) return undefined;
+  const stats = new Map<number, { parent: number; ticks: number }>();
+  let names: string[];
+  try {
+    names = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    try {
+      // Fields after the command's closing parenthesis: state, ppid, …, utime (12th), stime (13th).
+      const rest = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ').at(-1)?.split(' ') ?? [];
+      stats.set(Number(name), { parent: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) });
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  let ticks = 0;
+  const below = [root];
+  while (below.length > 0) {
+    const pid = below.pop() as number;
+    ticks += stats.get(pid)?.ticks ?? 0;
+    for (const [child, { parent }] of stats) if (parent === pid) below.push(child);
+  }
+  return (ticks / TICKS_PER_SECOND) * 1000;
 }
 
 async function waitUntilUp(url: string, child: ChildProcess, output: () => string): Promise<void> {

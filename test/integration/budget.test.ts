@@ -70,6 +70,19 @@ describe('cost budget per operation (issue 4), from Server-Timing', () => {
     expect(context.meter.doCalls).toBe(20);
   });
 
+  it('a list page and a feed page: one D1 round trip each, the caller read with the page (never remembered)', async () => {
+    const { editor, workspaceId, object } = await world();
+    const made = [await createOne(editor.key, object.id, [fv('firstName', 'x')]), await createOne(editor.key, object.id, [fv('firstName', 'y')])];
+    for (const path of [`/workspaces/${workspaceId}/records?limit=1`, `/workspaces/${workspaceId}/changes?limit=1`]) {
+      const first = await call('GET', path, { key: editor.key });
+      expect(work(first)).toEqual({ d1: 1, calls: 0 });
+      const next = await call('GET', `${path}&${path.includes('changes') ? 'after' : 'cursor'}=${encodeURIComponent(first.body.nextCursor)}`, { key: editor.key });
+      expect(work(next)).toEqual({ d1: 1, calls: 0 });
+      const seen = [first, next].map((page) => page.body.items[0]);
+      expect(seen.map((item) => (item.record ?? item).id)).toEqual(made.map((record) => record.id));
+    }
+  });
+
   it('every record operation and the others carry both entries', async () => {
     const res = await call('GET', '/nowhere');
     expect(work(res)).toEqual({ d1: 0, calls: 0 });

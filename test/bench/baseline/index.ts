@@ -64,6 +64,11 @@ export default {
     if (read !== undefined && request.method === 'GET') {
       return Response.json(await db.prepare('SELECT * FROM records WHERE id = ?').bind(Number(read)).first());
     }
+    const gone = /^\/records\/(\d+)$/.exec(url.pathname)?.[1];
+    if (gone !== undefined && request.method === 'DELETE') {
+      await db.prepare('UPDATE records SET version = version + 1, deleted = 1, updated_at = ? WHERE id = ?').bind(Date.now(), Number(gone)).run();
+      return Response.json({ ok: true });
+    }
     const body = (await request.json()) as { ids?: number[]; value: number };
     if (url.pathname === '/records/batch' && request.method === 'PATCH') {
       const now = Date.now();
