@@ -14,8 +14,8 @@ import { patchOne, type PatchOneInput } from './patch-one.ts';
 
 /**
  * Writes that need several round trips to D1 and objects run where those are near (issue 10):
- * a batch (its read, its turns, its write) and any write with an Idempotency-Key (its claim,
- * then its write). The Worker, placed near its caller, hands the whole operation to a record
+ * a batch (its read, its turns, its write), a patch of a record the Worker does not remember
+ * (its read, then its write) and any write with an Idempotency-Key (its claim, then its write). The Worker, placed near its caller, hands the whole operation to a record
  * object — placed near D1's primary by the location hint — which runs the very same code with
  * its own bindings. So the caller pays one long-haul round trip, not three. The operation's
  * checks, turns and guarded writes are unchanged; only where they run moves.
@@ -23,9 +23,10 @@ import { patchOne, type PatchOneInput } from './patch-one.ts';
  * A lost answer is settled like a patch's: the Worker sends the call again under the same call
  * id to the same object, which answers a call it remembers with its first answer. An object
  * that restarted meanwhile runs it again: safe with an Idempotency-Key (the key replays the
- * stored answer, or says 409 while the first run's lease holds); a batch without one writes
- * under the call id, so a re-run of a committed batch either finds every element already
- * applied or fails on its change rows and answers 503 `outcome_unknown`.
+ * stored answer, or says 409 while the first run's lease holds). Without one, the write is made
+ * under the call id: a patch's re-run is answered its committed state by the record's object,
+ * and a batch's re-run either finds every element already applied or fails on its change rows
+ * and answers 503 `outcome_unknown`.
  */
 
 export type NearRun =
@@ -93,17 +94,19 @@ function dispatch(context: Context, { callId, run }: NearCall): Promise<Written<
     case 'patchBatch':
       return patchBatch(context, run.input, callId);
     case 'patchOne':
-      return patchOne(context, run.input);
+      return patchOne(context, run.input, callId);
     case 'create':
       return createRecords(context, run.input);
   }
 }
 
-// Where each write runs. A body that did not even parse is refused where it arrived.
+// Where each write runs. Only for a caller this isolate knows (it authenticated lately): a
+// request from an unknown or wrong key is refused where it arrived, and never makes an object
+// exist. A body that did not even parse is refused where it arrived too.
 
 /** A batch always takes several trips: it runs near D1. */
 export const placedPatchBatch = (context: Context, input: PatchBatchInput): Promise<Written<RecordOut[]>> =>
-  input.body.ok ? nearD1(context, { op: 'patchBatch', input }, firstId(input.body.value)) : patchBatch(context, input);
+  input.body.ok && context.recall.knowsCaller(input.keyHash) ? nearD1(context, { op: 'patchBatch', input }, firstId(input.body.value)) : patchBatch(context, input);
 
 /** Where a batch is coordinated is only a choice of place: an unparsed body's first id will do. */
 function firstId(body: unknown): number | undefined {
@@ -111,10 +114,17 @@ function firstId(body: unknown): number | undefined {
   return Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : undefined;
 }
 
-/** A patch, delete or restore takes one trip from the Worker unless it claims a key first. */
+/**
+ * A patch, delete or restore takes one trip from the Worker when it remembers the record; one it
+ * does not remember (a cold record: a read first), or one that claims a key first, runs near D1.
+ */
 export const placedPatchOne = (context: Context, input: PatchOneInput): Promise<Written<RecordOut>> =>
-  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'patchOne', input }, input.recordId) : patchOne(context, input);
+  input.body.ok && context.recall.knowsCaller(input.keyHash) && (input.idempotency.key !== undefined || !context.recall.knowsRecord(input.recordId))
+    ? nearD1(context, { op: 'patchOne', input }, input.recordId)
+    : patchOne(context, input);
 
 /** A create takes one trip from the Worker (when it remembers the caller) unless it claims a key first. */
 export const placedCreate = (context: Context, input: CreateInput): Promise<Written<RecordOut[]>> =>
-  input.body.ok && input.idempotency.key !== undefined ? nearD1(context, { op: 'create', input }, undefined) : createRecords(context, input);
+  input.body.ok && input.idempotency.key !== undefined && context.recall.knowsCaller(input.keyHash)
+    ? nearD1(context, { op: 'create', input }, undefined)
+    : createRecords(context, input);

@@ -35,9 +35,10 @@ export function refused(status: number, problem: InputProblem | undefined): Http
  * turn; the record's object then applies the write in turn and stores it. The order of checks
  * is the contract's: 401, then the request's shape (400), then its Idempotency-Key (replay,
  * 409, 422), then the record (404, 403, 409, 422), then the turn (412, 503). A refusal is
- * never made on memory alone.
+ * never made on memory alone. `callId` names the object call and its change row: a coordinator
+ * that runs this again under the same id (near.ts) finds it written instead of writing it twice.
  */
-export async function patchOne(context: Context, input: PatchOneInput): Promise<Written<RecordOut>> {
+export async function patchOne(context: Context, input: PatchOneInput, callId: string = crypto.randomUUID()): Promise<Written<RecordOut>> {
   const parsed = input.body.ok ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, '')) : undefined;
   let decided = await context.recall.patchContext(input.keyHash, input.recordId);
   if (decided.caller === undefined) throw unauthorized();
@@ -57,7 +58,7 @@ export async function patchOne(context: Context, input: PatchOneInput): Promise<
 
     const call = {
       recordId: input.recordId,
-      callId: crypto.randomUUID(),
+      callId,
       def,
       patch,
       userId: caller.userId,

@@ -38,6 +38,17 @@ export class Recall {
     private readonly cache: IsolateCache,
   ) {}
 
+  /** Whether memory holds the caller behind `keyHash` (someone this isolate saw authenticate lately). */
+  knowsCaller(keyHash: string): boolean {
+    return this.cache.callers.get(keyHash) !== undefined;
+  }
+
+  /** Whether memory holds all a patch of `recordId` needs to be decided without reading D1. */
+  knowsRecord(recordId: number): boolean {
+    const facts = this.cache.records.get(recordId);
+    return facts !== undefined && this.cache.objects.get(facts.objectId) !== undefined;
+  }
+
   async createContext(keyHash: string, objectIds: readonly number[], fresh = false): Promise<CreateContext> {
     const caller = fresh ? undefined : this.cache.callers.get(keyHash);
     const objects = caller === undefined ? undefined : this.remembered(objectIds);

@@ -34,6 +34,9 @@ async function setup(n = 1) {
   const w = await world();
   const records = [];
   for (let i = 0; i < n; i++) records.push(await createOne(w.editor.key, w.object.id, [fv('firstName', `R${i}`)]));
+  // Records in use: the Worker remembers them, so a patch goes from the Worker to the record's
+  // object (a record it does not remember is patched through a coordinator near D1, see below).
+  for (const record of records) await call('GET', `/records/${record.id}`, { key: w.editor.key });
   return { ...w, records, ids: records.map((r) => r.id as number) };
 }
 
@@ -317,6 +320,27 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
     // The batch's write (v2) and the patch (v3) each once; the batch was not applied over the patch.
     expect([(await stored(a))?.version, await changeCount(a), JSON.parse((await stored(a))?.field_values ?? '[]')]).toEqual([3, 3, [fv('firstName', 'R0'), fv('age', 6)]]);
     expect([(await stored(ids[1] as number))?.version, await changeCount(ids[1] as number)]).toEqual([2, 2]);
+  });
+
+  it('a patch of a record the Worker does not remember runs in its object; after a lost answer and a restart, its re-run answers what it committed, not a second write', async () => {
+    const { editor, workspaceId, object } = await setup(0);
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'cold')]); // not remembered: new records earn no place
+    const id = record.id as number;
+    const lost = loseReplies(nearCall, 1);
+    let between: { body: any } | undefined;
+    chaos.onLost = async () => {
+      await forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
+        instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
+        instance.calls = new Expiring(60_000, 10, () => Date.now());
+        instance.known = undefined;
+      });
+      between = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 6)] } });
+    };
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 5)] } });
+    expect(lost.lost).toBe(1);
+    expect([res.status, res.body.version, res.body.fieldValues]).toEqual([200, 2, [fv('firstName', 'cold'), fv('age', 5)]]);
+    expect(between?.body.version).toBe(3);
+    expect([(await stored(id))?.version, await changeCount(id), JSON.parse((await stored(id))?.field_values ?? '[]')]).toEqual([3, 3, [fv('firstName', 'cold'), fv('age', 6)]]);
   });
 
   it('a keyed patch claims its key and writes near D1: one object call from the Worker, the claim and write inside', async () => {

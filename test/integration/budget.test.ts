@@ -30,19 +30,21 @@ describe('cost budget per operation (issue 4), from Server-Timing', () => {
     }
   });
 
-  it('patch one: one object call and two D1 round trips, counted inside the object too; one when both remember', async () => {
+  it('patch one: one call from the Worker and at most two D1 round trips, counted inside the object too; one when both remember', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
     const patch = (age: number) => call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', age)] } });
-    // New records are not remembered: the Worker reads and hands the state over, the object writes.
+    // New records are not remembered: the Worker (which knows the caller) hands the patch to the
+    // record's object, which reads the record near D1, takes its own turn and writes.
     const first = await patch(1);
     expect(first.body.version).toBe(2);
-    expect(work(first)).toEqual({ d1: 2, calls: 1 });
+    expect(work(first)).toEqual({ d1: 2, calls: 2 });
+    expect(first.headers.get('Server-Timing')).toMatch(/desc="2 calls"/);
     // Both remember: only the write.
     const second = await patch(2);
     expect(second.body.version).toBe(3);
     expect(work(second)).toEqual({ d1: 1, calls: 1 });
-    // Nothing remembered in the Worker: its read, then the object's write.
+    // Nothing remembered in the Worker, not even the caller: its read, then the object's write.
     letMemoryExpire();
     const third = await patch(3);
     expect(third.body.version).toBe(4);
