@@ -139,6 +139,9 @@ export class RecordObject extends DurableObject<Env> {
         if (head.kind === 'turn') {
           const known = this.known;
           head.answer(known !== undefined && known.version > head.version ? { granted: true, newer: known, work: NO_WORK } : { granted: true, work: NO_WORK });
+          // The batch will most likely write this record: a state remembered now would be stale,
+          // and the next patch would write on it, be refused and redo it. Reading afresh is cheaper.
+          this.known = undefined;
           continue;
         }
         const group: PatchEntry[] = [head];

@@ -85,6 +85,18 @@ describe('cost budget per operation (issue 4), from Server-Timing', () => {
     }
   });
 
+  it('a patch after a batch wrote its record: a fresh read and the write (two D1 round trips), not a refused write and a redo (three)', async () => {
+    const { editor, workspaceId, object } = await world();
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
+    const path = `/workspaces/${workspaceId}/records/${record.id}`;
+    await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } }); // the object knows version 2
+    const batch = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id: record.id, fieldValues: [fv('age', 2)] }] });
+    expect(batch.body[0].record.version).toBe(3);
+    const after = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 3)] } });
+    expect([after.body.version, after.body.fieldValues]).toEqual([4, [fv('firstName', 'x'), fv('age', 3)]]);
+    expect(work(after)).toEqual({ d1: 2, calls: 1 });
+  });
+
   it('every record operation and the others carry both entries', async () => {
     const res = await call('GET', '/nowhere');
     expect(work(res)).toEqual({ d1: 0, calls: 0 });
