@@ -69,8 +69,8 @@ export class RecordObject extends DurableObject<Env> {
   private readonly nearCalls = new Expiring<string, Promise<NearAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());
 
   /**
-   * As a coordinator near D1 (patching/near.ts): runs a batch or a keyed write for the Worker,
-   * once per call id. Its answer never rejects, so it is always remembered.
+   * As a coordinator near D1 (patching/near.ts): runs a batch, a keyed write or a patch the
+   * Worker could not decide from memory, once per call id. Its answer never rejects, so it is always remembered.
    */
   near(call: NearCall): Promise<NearAnswer> {
     const seen = this.nearCalls.get(call.callId);

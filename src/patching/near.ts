@@ -15,9 +15,9 @@ import { patchOne, type PatchOneInput } from './patch-one.ts';
 /**
  * Writes that need several round trips to D1 and objects run where those are near (issue 10):
  * a batch (its read, its turns, its write), a patch of a record the Worker does not remember
- * (its read, then its write) and any write with an Idempotency-Key (its claim, then its write). The Worker, placed near its caller, hands the whole operation to a record
- * object — placed near D1's primary by the location hint — which runs the very same code with
- * its own bindings. So the caller pays one long-haul round trip, not three. The operation's
+ * (its read, then its write) and any write with an Idempotency-Key (its claim, then its write).
+ * The Worker, placed near its caller, hands the whole operation to a record object — placed
+ * near D1's primary by the location hint — which runs the very same code with its own bindings. So the caller pays one long-haul round trip, not three. The operation's
  * checks, turns and guarded writes are unchanged; only where they run moves.
  *
  * A lost answer is settled like a patch's: the Worker sends the call again under the same call
