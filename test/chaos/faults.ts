@@ -72,8 +72,22 @@ function roundTrip(env: ChaosVars, from: 'worker' | 'object'): number {
   return 2 * oneWay;
 }
 
+/**
+ * Latency of calls made in the same synchronous run: they share one timer, which ends when each
+ * of them would have ended alone.
+ */
+const waits = new Map<number, Promise<void>>();
+function travel(ms: number): Promise<void> {
+  let wait = waits.get(ms);
+  if (wait === undefined) {
+    waits.set(ms, (wait = sleep(ms)));
+    queueMicrotask(() => waits.delete(ms));
+  }
+  return wait;
+}
+
 async function inject<T>(fault: Fault, run: () => Promise<T>, latency = 0): Promise<T> {
-  if (latency > 0) await sleep(latency);
+  if (latency > 0) await travel(latency);
   if (fault === 'fail') throw lostConnection();
   if (fault === 'delay') await sleep(chaos.delayMs);
   const result = await run();
