@@ -83,8 +83,10 @@ async function commit(
     const answered = results.map(({ applied }) => (applied.ok ? applied.record : (undefined as never)));
     const changed = results.flatMap(({ base, applied }) => (applied.ok && applied.changed ? [{ base, record: applied.record }] : []));
     const statements = [
-      ...changed.map(({ record }) => writes.change('updated', record, `${writeId}/${record.id}`)),
-      ...results.map(({ base, applied }) => (applied.ok && applied.changed ? writes.update(applied.record, base.version) : writes.guard(base.id, base.version))),
+      ...writes.batchWrites(
+        changed.map(({ record }) => ({ type: 'updated', record, writeId: `${writeId}/${record.id}` })),
+        results.map(({ base, applied }) => (applied.ok && applied.changed ? { base, record: applied.record } : { base })),
+      ),
       ...(claim === undefined ? [] : [writes.answer(claim, { status: 200, headers: { 'Content-Type': 'application/json' }, body: batchAnswer(answered.map((r) => JSON.stringify(r))) }, now)]),
     ];
     try {

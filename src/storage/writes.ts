@@ -48,6 +48,31 @@ const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version EN
 
 const CHANGE = `INSERT INTO changes (record_id, version, type, at, by, write_id, record) VALUES (?, ?, ?, ?, ?, ?, ?)`;
 
+// A batch's rows travel as one JSON array of tuples per statement instead of one statement per
+// record (issue 10: 40 statements cost a 20-record batch more than its round trip). Strings in
+// the tuples (a record's JSON, its field values) come back out of `->>` exactly as they went in.
+const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, write_id, record)
+  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6
+  FROM json_each(?1) ORDER BY key`;
+// A tuple of two is a guard (as GUARD: every column kept), of eight a new state (as UPDATE).
+const UPDATES = `UPDATE records SET
+    version = CASE records.version WHEN u.expected THEN coalesce(u.version, records.version) END,
+    name = iif(u.version IS NULL, records.name, u.name),
+    field_values = iif(u.version IS NULL, records.field_values, u.field_values),
+    deleted = iif(u.version IS NULL, records.deleted, u.deleted),
+    updated_at = iif(u.version IS NULL, records.updated_at, u.updated_at),
+    updated_by = iif(u.version IS NULL, records.updated_by, u.updated_by)
+  FROM (SELECT value ->> 0 AS id, value ->> 1 AS expected, value ->> 2 AS version, value ->> 3 AS name,
+      value ->> 4 AS field_values, value ->> 5 AS deleted, value ->> 6 AS updated_at, value ->> 7 AS updated_by
+    FROM json_each(?1)) AS u
+  WHERE records.id = u.id`;
+/**
+ * Characters of tuples per statement: D1 refuses a value over 2 MB, and a UTF-16 character is
+ * at most 3 bytes of UTF-8. A longer tuple (a record near its 1 MiB bound) gets its own
+ * one-record statement, as any other write does.
+ */
+const MAX_TUPLE_CHARS = 600_000;
+
 // The id is max + 1 (rows are never deleted, so it is never reused); the fallback name needs
 // the id, so it is built here: keep it in step with fallbackName() in domain/name.ts.
 const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type,
@@ -75,6 +100,32 @@ export function batchAnswer(recordJsons: readonly string[]): string {
   return `[${recordJsons.map((json) => `{"status":"Succeeded","record":${json}}`).join(',')}]`;
 }
 
+/**
+ * Packs JSON tuples, in order, into JSON arrays of at most `max` characters; a tuple longer than
+ * that stays alone, given by its index. The statements keep the tuples' order.
+ */
+export function packTuples(tuples: readonly string[], max: number): (string | number)[] {
+  const packed: (string | number)[] = [];
+  let open: string[] = [];
+  let size = 2;
+  const close = (): void => {
+    if (open.length > 0) packed.push(`[${open.join(',')}]`);
+    [open, size] = [[], 2];
+  };
+  tuples.forEach((tuple, index) => {
+    if (tuple.length + 2 > max) {
+      close();
+      packed.push(index);
+      return;
+    }
+    if (size + tuple.length + 1 > max) close();
+    open.push(tuple);
+    size += tuple.length + 1;
+  });
+  close();
+  return packed;
+}
+
 export class RecordWrites {
   constructor(
     private readonly db: D1Database,
@@ -93,6 +144,27 @@ export class RecordWrites {
     return this.db
       .prepare(UPDATE)
       .bind(record.id, expectedVersion, record.version, record.name, JSON.stringify(record.fieldValues), record.deleted ? 1 : 0, record.updatedAt, record.updatedBy);
+  }
+
+  /**
+   * A batch's change rows (in this order) and its records' new states or guards, in a few
+   * statements rather than two per record; the same rows as change(), update() and guard().
+   */
+  batchWrites(changes: readonly { type: ChangeType; record: RecordOut; writeId: string }[], states: readonly { base: RecordOut; record?: RecordOut }[]): D1PreparedStatement[] {
+    const changeTuples = changes.map(({ type, record, writeId }) => JSON.stringify([record.id, record.version, type, record.updatedAt, record.updatedBy, writeId, JSON.stringify(record)]));
+    const stateTuples = states.map(({ base, record: r }) =>
+      JSON.stringify(r === undefined ? [base.id, base.version] : [r.id, base.version, r.version, r.name, JSON.stringify(r.fieldValues), r.deleted ? 1 : 0, r.updatedAt, r.updatedBy]),
+    );
+    const state = ({ base, record }: { base: RecordOut; record?: RecordOut }): D1PreparedStatement =>
+      record === undefined ? this.guard(base.id, base.version) : this.update(record, base.version);
+    return [
+      ...packTuples(changeTuples, MAX_TUPLE_CHARS).map((p) => {
+        if (typeof p === 'string') return this.db.prepare(CHANGES).bind(p);
+        const { type, record, writeId } = changes[p] as (typeof changes)[number];
+        return this.change(type, record, writeId);
+      }),
+      ...packTuples(stateTuples, MAX_TUPLE_CHARS).map((p) => (typeof p === 'string' ? this.db.prepare(UPDATES).bind(p) : state(states[p] as (typeof states)[number]))),
+    ];
   }
 
   /** Fails the write unless the record is still at `version` (an element answered unchanged). */

@@ -6,6 +6,7 @@ import { renderTemplate } from '../../src/domain/name.ts';
 import { applyDeletion, applySequence } from '../../src/domain/patch.ts';
 import { assemble, createdRecord, createdRecordTemplate } from '../../src/domain/record-json.ts';
 import { Expiring } from '../../src/storage/isolate-cache.ts';
+import { packTuples } from '../../src/storage/writes.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -89,5 +90,19 @@ describe('isolate memory is bounded from when a read was issued', () => {
     expect(memory.get('k')).toBe('newer');
     now = 31_000;
     expect(memory.get('k')).toBeUndefined();
+  });
+});
+
+describe('packing a batch\'s tuples into statements (issue 10)', () => {
+  it('keeps the order, stays within the bound, and leaves a longer tuple alone', () => {
+    const t = (n: number) => JSON.stringify(['x'.repeat(n)]); // n + 4 characters
+    expect(packTuples([], 100)).toEqual([]);
+    expect(packTuples([t(10), t(20)], 100)).toEqual([`[${t(10)},${t(20)}]`]);
+    // 2 + 54 + 1 + 44 = 101 > 100: a second array; 200 characters alone.
+    expect(packTuples([t(50), t(40), t(196), t(1)], 100)).toEqual([`[${t(50)}]`, `[${t(40)}]`, 2, `[${t(1)}]`]);
+    const many = Array.from({ length: 50 }, (_, i) => t(i));
+    const packed = packTuples(many, 120);
+    expect(packed.every((p) => typeof p === 'string' && p.length <= 120)).toBe(true);
+    expect(packed.flatMap((p) => JSON.parse(p as string))).toEqual(many.map((m) => JSON.parse(m)));
   });
 });
