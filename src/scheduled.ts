@@ -1,7 +1,10 @@
 import type { Env } from './env.ts';
-import { IdempotencyStore } from './storage/idempotency.ts';
+import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
+
+/** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
+export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
 
 /**
  * The Cron Trigger's work: each step removes what the contract no longer asks us to keep.
@@ -11,6 +14,8 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
   const meter = new Meter();
   const steps: [string, () => Promise<number>][] = [
     ['idempotency keys older than 24 h', () => new IdempotencyStore(env.DB, meter).prune(now)],
+    // A completed key names its write's ledger row for as long as the key is kept.
+    ['ledger rows older than 25 h', () => new Lists(env.DB, meter).pruneWrites(now, LEDGER_TTL_MS)],
     ['changes older than 7 days', () => new Lists(env.DB, meter).pruneChanges(now)],
   ];
   for (const [what, step] of steps) {

@@ -1,11 +1,12 @@
 import type { Context } from '../context.ts';
 import type { Settled } from '../core/settle.ts';
 import { planCreate } from '../domain/create.ts';
-import { assemble, createdRecordTemplate } from '../domain/record-json.ts';
+import { createdRecord } from '../domain/record-json.ts';
+import { failureOf, newWriteId, type LedgerOutcome } from '../core/ledger.ts';
 import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
-import { TURN_TIMEOUT_MS } from '../turns.ts';
+import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 
 export interface CreateInput {
@@ -15,11 +16,12 @@ export interface CreateInput {
 }
 
 /**
- * SPEC 4.1, all or nothing: one read (none when the isolate remembers), one write. The write
- * carries its own id, so a lost reply is settled by sending it again: a repeat of a committed
- * create changes nothing and the records it made are read back from its change rows.
+ * Creating records, all or nothing: one read (none when the isolate remembers), one write that
+ * starts with its ledger row. The write carries its own id, so a lost reply is settled by
+ * sending it again: a repeat of a committed create fails on its ledger row, changes nothing,
+ * and the records it made are read back from their `created` change rows.
  */
-export async function createRecords(context: Context, input: CreateInput): Promise<Written<RecordOut[]>> {
+export async function createRecords(context: Context, input: CreateInput, writeId: string = newWriteId()): Promise<Written<RecordOut[]>> {
   const { recall, writes } = context;
   const parsed = input.body.ok
     ? parseBatch(CreateItem, input.body.value, (items) => items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i))))
@@ -42,17 +44,20 @@ export async function createRecords(context: Context, input: CreateInput): Promi
     }
     if (!plan.ok) throw rejected(plan.problems);
 
-    const writeId = crypto.randomUUID();
     const now = Date.now();
+    const deadline = now + TURN_TIMEOUT_MS;
     const statements = [
-      ...writes.inserts(plan.value, writeId),
-      ...(held.claim === undefined ? [] : [writes.answerOfCreate(held.claim, writeId, { 'Content-Type': 'application/json' }, now)]),
+      writes.ledgerOfCreate(writeId, plan.value.length),
+      ...writes.inserts(plan.value),
+      ...(held.claim === undefined ? [] : [writes.keyDone(held.claim, writeId, { status: 201, headers: { 'Content-Type': 'application/json' }, shape: 'items' }, now)]),
     ];
-    const results = await writes.commit<{ id: number }>(statements, now + TURN_TIMEOUT_MS);
-    const texts =
-      results === undefined
-        ? await writes.createdBy(writeId)
-        : plan.value.map((record, i) => assemble(createdRecordTemplate(record), results[i * 3]?.results[0]?.id as number));
-    return { value: texts.map((text) => JSON.parse(text) as RecordOut) };
+    const result = await writes.commit<{ id: number }>(statements, [writeId], deadline);
+    if ('committed' in result) {
+      return { value: plan.value.map((record, i) => createdRecord(record, result.committed[1 + i * 3]?.results[0]?.id as number)) };
+    }
+    const outcome = result.finished.get(writeId) as LedgerOutcome;
+    const failure = failureOf(outcome);
+    if (failure !== undefined) throw rejected(failure.problem === undefined ? [] : [failure.problem]);
+    return { value: (await writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [] };
   });
 }

@@ -5,10 +5,12 @@ import { sha256Hex } from '../http/auth.ts';
 import type { Settled } from '../core/settle.ts';
 import { HttpError, invalidBody } from '../http/errors.ts';
 import type { Parsed } from '../schemas/parse.ts';
-import type { KeyClaim, StoredAnswer } from '../storage/idempotency.ts';
+import type { KeyClaim, KeyDone, StoredAnswer } from '../storage/idempotency.ts';
+import { batchAnswer } from '../storage/writes.ts';
+import { TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 
 /**
- * Idempotency-Key (CONTRACT §11), shared by every write. A write checks the caller and the
+ * Idempotency-Key, shared by every write. A write checks the caller and the
  * body's shape first, then claims the key: a completed key answers its stored answer again, a
  * key another request is running answers 409, and a key used for another body 422. Otherwise
  * the write runs holding the claim, stores its answer in the same D1 batch as its effect, and
@@ -29,7 +31,16 @@ export function keyRequest(request: Request): KeyRequest {
   const key = request.headers.get('Idempotency-Key') ?? undefined;
   const problems: InputProblem[] =
     key === undefined || KEY.test(key) ? [] : [{ header: 'Idempotency-Key', code: 'invalid_format', message: 'expected 1 to 255 visible ASCII characters' }];
-  return { key: problems.length > 0 ? undefined : key, method: request.method, path: new URL(request.url).pathname, problems };
+  return { key: problems.length > 0 ? undefined : key, method: request.method, path: canonicalPath(new URL(request.url).pathname), problems };
+}
+
+/**
+ * The operation a key is scoped to, in one text whatever way the path was written: ids without
+ * leading zeros (`/workspaces/01/records/05` is `/workspaces/1/records/5`), no trailing slash.
+ */
+export function canonicalPath(pathname: string): string {
+  const segments = pathname.split('/').filter((segment, i, all) => !(segment === '' && i === all.length - 1 && i > 0));
+  return segments.map((segment) => (/^[0-9]+$/.test(segment) ? segment.replace(/^0+(?=[0-9])/, '') : segment)).join('/') || '/';
 }
 
 /**
@@ -47,7 +58,7 @@ export type Written<T> = { replay: Response } | { value: T };
 
 /** Claims the key of `request` for `userId`; a completed, running or reused key answers instead. */
 export async function claimKey(
-  { idempotency }: Context,
+  context: Context,
   request: KeyRequest,
   userId: number,
   body: unknown,
@@ -63,11 +74,11 @@ export async function claimKey(
   };
   let holder;
   try {
-    holder = await idempotency.claim(claim, Date.now());
+    holder = await context.idempotency.claim(claim, Date.now());
   } catch (error) {
     // The claim may have been stored with its reply lost: give it back, or the key would answer
     // 409 until its lease ran out.
-    await idempotency.release(claim).catch(() => undefined);
+    await context.idempotency.release(claim).catch(() => undefined);
     throw error;
   }
   if (holder === undefined) return { claim };
@@ -79,11 +90,24 @@ export async function claimKey(
   if (holder.state === 'running') {
     throw new HttpError(409, 'conflict', 'Request in progress', 'A request with this Idempotency-Key is still running.', undefined, { 'Retry-After': '1' });
   }
-  return { replay: replayOf(holder.answer) };
+  return { replay: replayOf(await replayed(context, holder.done)) };
 }
 
 export function replayOf(answer: StoredAnswer): Response {
   return new Response(answer.body, { status: answer.status, headers: { ...answer.headers, 'Idempotent-Replayed': 'true' } });
+}
+
+/** A completed key's answer: its body as its write's ledger row rebuilds it (or as stored, for old keys). */
+async function replayed({ writes }: Context, done: KeyDone): Promise<StoredAnswer> {
+  const { status, headers } = done;
+  if (done.body !== undefined) return { status, headers, body: done.body };
+  const deadline = Date.now() + TURN_TIMEOUT_MS;
+  const outcome = (await writes.outcomes([done.writeId ?? ''], deadline)).get(done.writeId ?? '');
+  if (outcome === undefined) throw new Error('a completed key names a write the ledger does not hold');
+  if ('a' in outcome) return { status, headers, body: outcome.a.body };
+  const records = (await writes.answered(outcome, deadline)) ?? [];
+  const body = done.shape === 'record' ? JSON.stringify(records[0]) : batchAnswer(records.map((record) => JSON.stringify(record)));
+  return { status, headers, body };
 }
 
 /** Runs a write that holds `claim`; if it fails, the claim is given back so a retry runs afresh. */

@@ -5,7 +5,8 @@ import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { StoredAnswer } from '../storage/idempotency.ts';
 import type { Work } from '../storage/meter.ts';
-import { CALL_DEADLINE_MS } from '../turns.ts';
+import { newWriteId } from '../core/ledger.ts';
+import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
 import { createRecords, type CreateInput } from './create.ts';
 import { replayOf, type Written } from './idempotent.ts';
 import { callObjectNamed } from './objects.ts';
@@ -13,20 +14,17 @@ import { patchBatch, type PatchBatchInput } from './patch-batch.ts';
 import { patchOne, type PatchOneInput } from './patch-one.ts';
 
 /**
- * Writes that need several round trips to D1 and objects run where those are near (issue 10):
- * a batch (its read, its turns, its write), a patch of a record the Worker does not remember
- * (its read, then its write) and any write with an Idempotency-Key (its claim, then its write).
- * The Worker, placed near its caller, hands the whole operation to a record object — placed
- * near D1's primary by the location hint — which runs the very same code with its own bindings. So the caller pays one long-haul round trip, not three. The operation's
- * checks, turns and guarded writes are unchanged; only where they run moves.
+ * Writes that need several round trips to D1 and objects run where those are near: a batch (its
+ * read, its turns, its write), a patch of a record the Worker does not remember (its read, then
+ * its write) and any write with an Idempotency-Key (its claim, then its write). The Worker,
+ * placed near its caller, hands the whole operation to a record object, placed near D1's
+ * primary by the location hint, which runs the very same code with its own bindings. So the
+ * caller pays one long-haul round trip, not three.
  *
- * A lost answer is settled like a patch's: the Worker sends the call again under the same call
- * id to the same object, which answers a call it remembers with its first answer. An object
- * that restarted meanwhile runs it again: safe with an Idempotency-Key (the key replays the
- * stored answer, or says 409 while the first run's lease holds). Without one, the write is made
- * under the call id: a patch's re-run is answered its committed state by the record's object,
- * and a batch's re-run either finds every element already applied or fails on its change rows
- * and answers 503 `outcome_unknown`.
+ * The call's id is the write's id. A lost answer is settled by sending the call again under the
+ * same id: an object that still runs it joins that run; one that restarted runs it again as a
+ * re-run, whose commit fails on the write's ledger row if the first run committed (and answers
+ * what it committed), and whose refusals are answered only once the ledger holds them.
  */
 
 export type NearRun =
@@ -37,6 +35,8 @@ export type NearRun =
 export interface NearCall {
   callId: string;
   run: NearRun;
+  /** Sent again after a lost answer: it may have run before. */
+  resent?: boolean;
 }
 
 /** Flat, structured-clone safe: a value, a replayed answer, or an HTTP error's parts. */
@@ -56,10 +56,10 @@ const COORDINATORS = 16;
  * use, or for a create one of a few shared objects. A resent call goes to the same object.
  */
 export async function nearD1<T extends RecordOut | RecordOut[]>(context: Context, run: NearRun, recordId: number | undefined): Promise<Written<T>> {
-  const callId = crypto.randomUUID();
-  const name = recordId === undefined ? `near:${parseInt(callId.slice(0, 8), 16) % COORDINATORS}` : String(recordId);
+  const callId = newWriteId();
+  const name = recordId === undefined ? `near:${parseInt(callId.slice(-8), 16) % COORDINATORS}` : String(recordId);
   const answer = await context.meter.durable(() =>
-    callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub) => stub.near({ callId, run })),
+    callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub, again) => stub.near(again ? { callId, run, resent: true } : { callId, run })),
   );
   if (answer.error !== undefined) {
     const { status, code, title, detail, errors, headers } = answer.error;
@@ -89,14 +89,14 @@ export async function runNear(env: Env, waitUntil: (promise: Promise<unknown>) =
   }
 }
 
-function dispatch(context: Context, { callId, run }: NearCall): Promise<Written<RecordOut | RecordOut[]>> {
+function dispatch(context: Context, { callId, run, resent }: NearCall): Promise<Written<RecordOut | RecordOut[]>> {
   switch (run.op) {
     case 'patchBatch':
-      return patchBatch(context, run.input, callId);
+      return patchBatch(context, run.input, callId, resent === true);
     case 'patchOne':
-      return patchOne(context, run.input, callId);
+      return patchOne(context, run.input, callId, resent === true);
     case 'create':
-      return createRecords(context, run.input);
+      return createRecords(context, run.input, callId);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Env } from '../env.ts';
 import { busy, outcomeUnknown, type HttpError } from '../http/errors.ts';
-import type { PatchAnswer, PatchCall, RecordObject, TurnAnswer } from '../record-object.ts';
+import type { RecordObject } from '../record-object.ts';
+import type { PatchAnswer, PatchCall, TurnAnswer } from '../writing/record-queue.ts';
 import { isTransient, sleep } from '../storage/retry.ts';
 
 type Stub = DurableObjectStub<RecordObject>;
@@ -18,8 +19,8 @@ export function stubNamed(env: Env, name: string): Stub {
 /**
  * Calls a record's object, sending the call again on a new stub after a transient failure (a
  * failed stub is never reused) until `deadline`, then 503. Only calls that are safe to repeat
- * come here: a patch carries its call id, and the object answers a repeat with the first
- * answer instead of applying it again, and so does a coordinator (near.ts); a turn only reads.
+ * come here: a patch and a coordinated operation carry their write id, which the ledger
+ * finishes once (a repeat is answered what the first committed); a turn only reads.
  * `overloaded` is never retried.
  */
 export async function callObjectNamed<T>(
@@ -43,7 +44,7 @@ export async function callObjectNamed<T>(
 // The RPC stub types wrap results in Rpc.Result; these give them their plain shapes back.
 
 export const patchInObject = (env: Env, call: PatchCall, deadline: number): Promise<PatchAnswer> =>
-  callObjectNamed(env, String(call.recordId), deadline, outcomeUnknown, (stub, again) => stub.patch(again ? { ...call, resent: true } : call));
+  callObjectNamed(env, String(call.recordId), deadline, outcomeUnknown, (stub) => stub.patch(call));
 
 export const turnInObject = (env: Env, recordId: number, version: number, deadline: number): Promise<TurnAnswer> =>
-  callObjectNamed(env, String(recordId), deadline, busy, (stub) => stub.turn(version));
+  callObjectNamed(env, String(recordId), deadline, busy, (stub) => stub.turn(recordId, version));

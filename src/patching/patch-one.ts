@@ -6,7 +6,8 @@ import { busy, HttpError, outcomeUnknown, rejected, unauthorized, type InputProb
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { PatchBody, type PatchIn, type RecordOut } from '../schemas/record.ts';
 import type { PatchContext } from '../storage/recall.ts';
-import { CALL_DEADLINE_MS } from '../turns.ts';
+import { newWriteId } from '../core/ledger.ts';
+import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 import { patchInObject } from './objects.ts';
 
@@ -18,7 +19,7 @@ export interface PatchOneInput {
   body: Settled<unknown>;
   ifMatch: string | undefined;
   idempotency: KeyRequest;
-  /** A patch (absent), or a delete or restore (CONTRACT §12): all take the record's turn alike. */
+  /** A patch (absent), or a soft delete or restore: all take the record's turn alike. */
   action?: 'delete' | 'restore';
 }
 
@@ -30,15 +31,17 @@ export function refused(status: number, problem: InputProblem | undefined): Http
 }
 
 /**
- * SPEC 4.2 (and delete, restore): the caller, the record's facts and its definition (from the
+ * Patching one record (and delete, restore): the caller, the record's facts and its definition (from the
  * isolate's memory, else one D1 read) decide everything that does not depend on the record's
  * turn; the record's object then applies the write in turn and stores it. The order of checks
  * is the contract's: 401, then the request's shape (400), then its Idempotency-Key (replay,
  * 409, 422), then the record (404, 403, 409, 422), then the turn (412, 503). A refusal is
- * never made on memory alone. `callId` names the object call and its change row: a coordinator
- * that runs this again under the same id (near.ts) finds it written instead of writing it twice.
+ * never made on memory alone. `callId` is the write's id: the record's queue finishes it in the
+ * ledger once. A coordinator that runs this again under the same id (`rerun`: the Worker sent
+ * it again, near.ts) may be re-running a write that committed: a refusal it finds here is
+ * answered only once the ledger holds it, else what committed is the answer.
  */
-export async function patchOne(context: Context, input: PatchOneInput, callId: string = crypto.randomUUID()): Promise<Written<RecordOut>> {
+export async function patchOne(context: Context, input: PatchOneInput, callId: string = newWriteId(), rerun = false): Promise<Written<RecordOut>> {
   const parsed = input.body.ok ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, '')) : undefined;
   let decided = await context.recall.patchContext(input.keyHash, input.recordId);
   if (decided.caller === undefined) throw unauthorized();
@@ -54,7 +57,11 @@ export async function patchOne(context: Context, input: PatchOneInput, callId: s
       problems = judge(decided, input.workspaceId, patch, input.action);
     }
     const { caller, def, snapshot } = decided;
-    if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
+    if (problems.length > 0 || caller === undefined || def === undefined) {
+      const committed = rerun ? await committedInstead(context, callId, problems) : undefined;
+      if (committed !== undefined) return { value: committed };
+      throw rejected(problems);
+    }
 
     const call = {
       recordId: input.recordId,
@@ -71,6 +78,17 @@ export async function patchOne(context: Context, input: PatchOneInput, callId: s
     if (answer.status === 200 && answer.record !== undefined) return { value: answer.record };
     throw refused(answer.status, answer.problem);
   });
+}
+
+/**
+ * Before a re-run answers a refusal, the ledger finishes its write id as that refusal; if the id
+ * was finished already and committed, the record it committed is the answer instead.
+ */
+export async function committedInstead(context: Context, callId: string, problems: readonly InputProblem[]): Promise<RecordOut | undefined> {
+  const deadline = Date.now() + TURN_TIMEOUT_MS;
+  const committed = await context.writes.fence(callId, rejected(problems).status, deadline, problems[0]);
+  if (committed === undefined || 'f' in committed) return undefined;
+  return ((await context.writes.answered(committed, deadline)) ?? [])[0];
 }
 
 /** Delete and restore may act on a deleted record; a patch may not (409). */

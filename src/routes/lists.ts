@@ -9,6 +9,9 @@ import { cursorSecret, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
+import type { Diff } from '../domain/change.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { Change } from '../storage/lists.ts';
 
 /**
  * CONTRACT §12: a workspace's records, its change feed, and the caller. Reads always ask D1 (the
@@ -44,9 +47,9 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
   const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1);
   member(page.caller, workspaceId, []);
-  const items = page.records.slice(0, limit);
+  const items = pageOf(page.records.slice(0, limit));
   const last = items.at(-1);
-  const nextCursor = page.records.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  const nextCursor = page.records.length > items.length && last !== undefined ? await signCursor(secret, last.id, scope) : null;
   return json({ items, nextCursor });
 }
 
@@ -68,9 +71,39 @@ export async function listChanges(request: IRequest, context: Context): Promise<
       { query: 'after', code: 'gone', message: 'changes after this position are no longer kept' },
     ]);
   }
-  const items = await Promise.all(changes.map(async ({ seq, type, at, by, record }) => ({ cursor: await signCursor(secret, seq, scope), type, at, by, record })));
+  const items = pageOf(await Promise.all(changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope)))));
   const nextCursor = items.at(-1)?.cursor ?? (await signCursor(secret, Math.max(after.value, horizon), scope));
   return json({ items, nextCursor });
+}
+
+/** A page's body stops before it passes this many bytes (always at least one item). */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** The leading items whose JSON fits MAX_PAGE_BYTES together (at least one). */
+export function pageOf<T>(items: readonly T[]): T[] {
+  let bytes = 64;
+  const page: T[] = [];
+  for (const item of items) {
+    bytes += new TextEncoder().encode(JSON.stringify(item)).byteLength + 1;
+    if (page.length > 0 && bytes > MAX_PAGE_BYTES) break;
+    page.push(item);
+  }
+  return page;
+}
+
+/**
+ * A change as the feed shows it: a created record in full; an update as the fields it changed
+ * (each with its new value, `null` when removed) and the name when it changed; a delete or
+ * restore as nothing more. Changes written before diffs were kept carry their whole record's values.
+ */
+function feedItem(change: Change, cursor: string): Record<string, unknown> {
+  const { type, at, by, recordId, version } = change;
+  const item: Record<string, unknown> = { cursor, type, at, by, recordId, version };
+  const data = JSON.parse(change.data) as { record?: RecordOut } & Partial<Diff> & Partial<RecordOut>;
+  if (type === 'created') return { ...item, record: data };
+  if (type !== 'updated') return item;
+  if (data.record !== undefined) return { ...item, fieldValues: data.record.fieldValues, name: data.record.name };
+  return { ...item, fieldValues: data.set ?? [], ...(data.name === undefined ? {} : { name: data.name }) };
 }
 
 /** GET /me: the caller and their memberships, by workspace id. */

@@ -110,7 +110,7 @@ export const operations: Operation[] = [
   {
     method: 'GET', path: '/workspaces/:workspaceId/changes', handler: listChanges, operationId: 'listChanges', tag: 'Records',
     summary: 'Follow the changes of a workspace\'s records',
-    description: 'Every committed change (created, updated, deleted, restored) of the records shared with the workspace, in commit order, each with the record right after it. Changes are kept 7 days; an older cursor is 410. Members only, else 404.',
+    description: 'Every committed change (created, updated, deleted, restored) of the records shared with the workspace, in commit order: a created record whole, an update as the fields it changed (and the name when it changed). Changes are kept 7 days; an older cursor is 410. Members only, else 404.',
     auth: 'key', ok: { status: 200, schema: ChangePage }, query: FEED_QUERY, errors: [410],
   },
   {

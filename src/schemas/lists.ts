@@ -1,18 +1,28 @@
 import * as v from 'valibot';
 import { Id } from './common.ts';
-import { RecordSchema } from './record.ts';
+import { FieldValue, RecordSchema } from './record.ts';
 import { Role } from './admin.ts';
 
 /** GET /workspaces/{workspaceId}/records: a page, and the cursor of the next one (null on the last). */
 export const RecordPage = v.strictObject({ items: v.array(RecordSchema), nextCursor: v.nullable(v.string()) });
 
-/** One committed change, with the record right after it. */
+/**
+ * One committed change: `created` carries the record as created; `updated` the fields that
+ * changed, each with its new value (`null`: removed), and `name` when the name changed;
+ * `deleted` and `restored` nothing more. Folding a record's items in feed order from its
+ * `created` item rebuilds its values (by field name), name, version, `deleted`, `updatedAt`
+ * (`at`) and `updatedBy` (`by`).
+ */
 export const ChangeItem = v.strictObject({
   cursor: v.string(),
   type: v.picklist(['created', 'updated', 'deleted', 'restored']),
   at: Id,
   by: Id,
-  record: RecordSchema,
+  recordId: Id,
+  version: Id,
+  record: v.exactOptional(RecordSchema),
+  fieldValues: v.exactOptional(v.array(FieldValue)),
+  name: v.exactOptional(RecordSchema.entries.name),
 });
 
 /** GET /workspaces/{workspaceId}/changes: `nextCursor` resumes after the last item (or where the caller was). */

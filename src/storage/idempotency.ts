@@ -1,7 +1,7 @@
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 
-/** How long a stored answer is replayed (CONTRACT §11: at least 24 hours). */
+/** How long a completed key is replayed: at least 24 hours. */
 export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * How long a running request holds its key before another may take it over: well past the
@@ -32,10 +32,18 @@ export function recordAnswer(record: { version: number }): StoredAnswer {
   return { status: 200, headers: { 'Content-Type': 'application/json', ETag: `"${record.version}"` }, body: JSON.stringify(record) };
 }
 
+/** A completed key: the status and headers it answered, and its body as stored or as its write rebuilds it. */
+export interface KeyDone {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  /** Keys completed before answers were rebuilt from the ledger kept their body. */
+  body?: string;
+  writeId?: string;
+  shape?: 'record' | 'items' | 'answer';
+}
+
 /** The key as another request left it: still running, or done with its answer. */
-export type KeyHolder =
-  | { state: 'running'; fingerprint: string }
-  | { state: 'done'; fingerprint: string; answer: StoredAnswer };
+export type KeyHolder = { state: 'running'; fingerprint: string } | { state: 'done'; fingerprint: string; done: KeyDone };
 
 interface KeyRow {
   fingerprint: string;
@@ -44,6 +52,8 @@ interface KeyRow {
   status: number | null;
   headers: string | null;
   body: string | null;
+  write_id: string | null;
+  shape: 'record' | 'items' | 'answer' | null;
 }
 
 // Takes the key when it is free, abandoned (lease over) or expired; a repeat of our own claim
@@ -51,13 +61,13 @@ interface KeyRow {
 const CLAIM = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, created_at, lease_until)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)
   ON CONFLICT (user_id, key, method, path) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
-    state = 'running', status = NULL, headers = NULL, body = NULL, created_at = excluded.created_at, lease_until = excluded.lease_until
+    state = 'running', status = NULL, headers = NULL, body = NULL, write_id = NULL, shape = NULL, created_at = excluded.created_at, lease_until = excluded.lease_until
   WHERE (idempotency_keys.state = 'running' AND idempotency_keys.lease_until < excluded.created_at)
      OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at <= ?9)`;
-const HOLDER = `SELECT fingerprint, token, state, status, headers, body FROM idempotency_keys
+const HOLDER = `SELECT fingerprint, token, state, status, headers, body, write_id, shape FROM idempotency_keys
   WHERE user_id = ?1 AND key = ?4 AND method = ?2 AND path = ?3`;
 
-/** SQL of Idempotency-Key (CONTRACT §11); the write that completes a key is in writes.ts. */
+/** SQL of Idempotency-Key; the write that completes a key is in writes.ts. */
 export class IdempotencyStore {
   constructor(
     private readonly db: D1Database,
@@ -74,8 +84,11 @@ export class IdempotencyStore {
     if (row === undefined) throw new Error('idempotency claim left no row');
     if (row.token === claim.token && row.state === 'running') return undefined;
     if (row.state === 'running') return { state: 'running', fingerprint: row.fingerprint };
-    const headers = JSON.parse(row.headers ?? '{}') as Record<string, string>;
-    return { state: 'done', fingerprint: row.fingerprint, answer: { status: row.status ?? 200, headers, body: row.body ?? '' } };
+    const done: KeyDone = { status: row.status ?? 200, headers: JSON.parse(row.headers ?? '{}') as Record<string, string> };
+    if (row.body !== null) done.body = row.body;
+    if (row.write_id !== null) done.writeId = row.write_id;
+    if (row.shape !== null) done.shape = row.shape;
+    return { state: 'done', fingerprint: row.fingerprint, done };
   }
 
   /**
@@ -94,16 +107,27 @@ export class IdempotencyStore {
     );
   }
 
-  /** Removes answers older than KEY_TTL_MS and abandoned claims; returns how many. */
-  async prune(now: number): Promise<number> {
-    const result = await retrying(() =>
-      this.meter.d1(() =>
-        this.db
-          .prepare(`DELETE FROM idempotency_keys WHERE created_at < ? AND (state = 'done' OR lease_until < ?)`)
-          .bind(now - KEY_TTL_MS, now)
-          .run(),
-      ),
-    );
-    return result.meta.changes;
+  /**
+   * Removes answers older than KEY_TTL_MS and abandoned claims, at most 1,000 rows a statement,
+   * at most `rounds` statements a run (the next run goes on); returns how many.
+   */
+  async prune(now: number, rounds = 50): Promise<number> {
+    let removed = 0;
+    for (let round = 0; round < rounds; round++) {
+      const result = await retrying(() =>
+        this.meter.d1(() =>
+          this.db
+            .prepare(
+              `DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys
+                 WHERE created_at < ?1 AND (state = 'done' OR lease_until < ?2) LIMIT 1000)`,
+            )
+            .bind(now - KEY_TTL_MS, now)
+            .run(),
+        ),
+      );
+      removed += result.meta.changes;
+      if (result.meta.changes < 1000) break;
+    }
+    return removed;
   }
 }

@@ -1,12 +1,13 @@
 import type { ListFilter } from '../domain/list-query.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
+import { writeIdTime } from '../core/ledger.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import type { Caller } from '../domain/access.ts';
 import { callerOf, callerStatement, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 
-/** How long the change feed keeps a change (CONTRACT §12: at least 7 days). */
+/** How long the change feed keeps a change: at least 7 days. */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
@@ -25,17 +26,20 @@ const LIST = `SELECT ${RECORD_COLUMNS} FROM record_workspaces rw JOIN records r 
         AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value' ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
   ORDER BY rw.record_id LIMIT ?7`;
 
-const FEED = `SELECT c.seq, c.type, c.at, c.by, c.record FROM changes c
+const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data FROM changes c
   WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
   ORDER BY c.seq LIMIT ?3`;
 const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
 
+/** A change as the feed reads it: `data` is the created record's JSON, or a diff (domain/change.ts). */
 export interface Change {
   seq: number;
+  recordId: number;
+  version: number;
   type: ChangeType;
   at: number;
   by: number;
-  record: RecordOut;
+  data: string;
 }
 
 /**
@@ -61,10 +65,9 @@ export class Lists {
   /** Up to `limit` changes of the workspace's records after `afterSeq`, the prune horizon, and the caller. */
   async changes(keyHash: string, workspaceId: number, afterSeq: number, limit: number): Promise<{ caller: Caller | undefined; changes: Change[]; horizon: number }> {
     const [caller, rows, horizon] = await this.read([callerStatement(this.db, keyHash), this.db.prepare(FEED).bind(workspaceId, afterSeq, limit), this.db.prepare(HORIZON)]);
-    const changes = ((rows?.results ?? []) as { seq: number; type: ChangeType; at: number; by: number; record: string }[]).map((row) => ({
-      ...row,
-      record: JSON.parse(row.record) as RecordOut,
-    }));
+    const changes = ((rows?.results ?? []) as { seq: number; record_id: number; version: number; type: ChangeType; at: number; by: number; data: string }[]).map(
+      ({ record_id, ...row }) => ({ ...row, recordId: record_id }),
+    );
     return { caller: callerOf(caller), changes, horizon: (horizon?.results[0] as { seq: number } | undefined)?.seq ?? 0 };
   }
 
@@ -73,30 +76,47 @@ export class Lists {
   }
 
   /**
-   * Removes the oldest changes, up to the first one younger than FEED_RETENTION_MS (so nothing
-   * younger goes, even if clocks put an older time after it), and moves the horizon with them,
-   * in one transaction. Two round trips; returns how many went.
+   * Removes changes older than FEED_RETENTION_MS, oldest first, at most 1,000 a statement and
+   * `rounds` statements a run (the next run goes on), never past the first one younger (so
+   * nothing younger goes, even if clocks put an older time after it). Each round moves the
+   * horizon with what it removes, in one transaction. Returns how many went.
    */
-  async pruneChanges(now: number): Promise<number> {
+  async pruneChanges(now: number, rounds = 50): Promise<number> {
     const cutoff = now - FEED_RETENTION_MS;
-    const bounds = await retrying(() =>
-      this.meter.d1(() =>
-        this.db
-          .prepare('SELECT (SELECT min(seq) FROM changes WHERE at >= ?) AS keep, (SELECT max(seq) FROM changes) AS last')
-          .bind(cutoff)
-          .first<{ keep: number | null; last: number | null }>(),
-      ),
-    );
-    if (bounds?.last === null || bounds?.last === undefined) return 0;
-    const upTo = bounds.keep === null ? bounds.last : bounds.keep - 1;
-    const [, deleted] = await retrying(() =>
-      this.meter.d1(() =>
-        this.db.batch([
-          this.db.prepare('INSERT INTO feed_horizon (id, seq) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)').bind(upTo),
-          this.db.prepare('DELETE FROM changes WHERE seq <= ?').bind(upTo),
-        ]),
-      ),
-    );
-    return deleted?.meta.changes ?? 0;
+    let removed = 0;
+    for (let round = 0; round < rounds; round++) {
+      // The last of the next (at most) 1,000 changes such that none up to it is young.
+      const upTo = `(SELECT max(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) AS head
+        WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) WHERE at >= ?1), 9223372036854775807))`;
+      const [, deleted] = await retrying(() =>
+        this.meter.d1(() =>
+          this.db.batch([
+            this.db
+              .prepare(`INSERT INTO feed_horizon (id, seq) SELECT 1, ${upTo} WHERE ${upTo} IS NOT NULL ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)`)
+              .bind(cutoff),
+            this.db.prepare(`DELETE FROM changes WHERE seq <= coalesce(${upTo}, -1)`).bind(cutoff),
+          ]),
+        ),
+      );
+      const changes = deleted?.meta.changes ?? 0;
+      removed += changes;
+      if (changes < 1000) break;
+    }
+    return removed;
+  }
+
+  /** Removes ledger rows older than `ttlMs` (write ids start with their time), 1,000 a statement. */
+  async pruneWrites(now: number, ttlMs: number, rounds = 50): Promise<number> {
+    let removed = 0;
+    for (let round = 0; round < rounds; round++) {
+      const result = await retrying(() =>
+        this.meter.d1(() =>
+          this.db.prepare('DELETE FROM writes WHERE id IN (SELECT id FROM writes WHERE id < ?1 ORDER BY id LIMIT 1000)').bind(writeIdTime(now - ttlMs)).run(),
+        ),
+      );
+      removed += result.meta.changes;
+      if (result.meta.changes < 1000) break;
+    }
+    return removed;
   }
 }

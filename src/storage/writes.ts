@@ -1,18 +1,24 @@
+import { systemClock, type Clock } from '../core/clock.ts';
+import type { LedgerOutcome } from '../core/ledger.ts';
+import type { InputProblem } from '../core/problem.ts';
+import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { KeyClaim, StoredAnswer } from './idempotency.ts';
+import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
-import { isTransient, retrying, sleep } from './retry.ts';
+import { isTransient } from './retry.ts';
+import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 
 /**
- * Every write of records, exactly once (CONTRACT §8). A write is one D1 batch that starts with
- * the change rows it commits (the outbox of the change feed), each under a write id that is
- * unique in the `changes` table. So a write can always be sent again: if an earlier attempt
- * committed (its reply was lost), the repeat fails on that index before it changes anything,
- * and the whole batch rolls back. The records' version guards come next: a write computed on
- * a state that moved on aborts with `version_conflict`. Idempotency answers come last.
+ * Every write of the service, exactly once. A write is one D1 batch that starts with its
+ * ledger rows (`writes`, one per write id it finishes), so sending a batch again can never apply
+ * it twice: if an earlier attempt committed (its reply was lost, an object restarted, a twin
+ * ran it), the repeat fails on the ledger's primary key before it changes anything, and the
+ * sender reads what the ledger holds for its ids instead. The records' version guards come next
+ * (a write computed on a state that moved on aborts with `version_conflict`), then the change
+ * rows (diffs), then the answers of Idempotency-Keys.
  */
 
 /** A write lost to a concurrent one: nothing was written; recompute on the stored state. */
@@ -20,14 +26,6 @@ export class VersionConflict extends Error {
   constructor() {
     super('version_conflict');
     this.name = 'VersionConflict';
-  }
-}
-
-/** The first attempt of a write found its change rows already there: an earlier sender committed it. */
-export class AlreadyCommitted extends Error {
-  constructor() {
-    super('already_committed');
-    this.name = 'AlreadyCommitted';
   }
 }
 
@@ -39,6 +37,15 @@ export class OutcomeUnknown extends Error {
   }
 }
 
+/** How a commit ended: this attempt committed, or some ids were already finished (by whom, read from the ledger). */
+export type Committed<T> = { committed: D1Result<T>[] } | { finished: Map<string, LedgerOutcome> };
+
+const LEDGER = 'INSERT INTO writes (id, outcome) SELECT value ->> 0, value ->> 1 FROM json_each(?1)';
+// A create's ids are max + 1 onwards (rows are never deleted), known in SQL before its inserts run.
+const LEDGER_CREATE = `INSERT INTO writes (id, outcome)
+  SELECT ?1, json_object('c', json_array(coalesce(max(id), 0) + 1, ?2)) FROM records`;
+const OUTCOMES = 'SELECT id, outcome FROM writes WHERE id IN (SELECT value FROM json_each(?1))';
+
 // See migrations 0002 and 0003: a stale expected version yields NULL, which the trigger refuses;
 // a guard keeps the version and changes nothing else, which the trigger allows.
 const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
@@ -46,13 +53,12 @@ const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
   WHERE id = ?1`;
 const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version END WHERE id = ?1';
 
-const CHANGE = `INSERT INTO changes (record_id, version, type, at, by, write_id, record) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-
+const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data) VALUES (?, ?, ?, ?, ?, ?)';
 // A batch's rows travel as one JSON array of tuples per statement instead of one statement per
-// record (issue 10: 40 statements cost a 20-record batch more than its round trip). Strings in
-// the tuples (a record's JSON, its field values) come back out of `->>` exactly as they went in.
-const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, write_id, record)
-  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6
+// record (40 statements cost a 20-record batch more than its round trip). Strings in the
+// tuples (a diff, a record's field values) come back out of `->>` exactly as they went in.
+const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data)
+  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
   FROM json_each(?1) ORDER BY key`;
 // A tuple of two is a guard (as GUARD: every column kept), of eight a new state (as UPDATE).
 const UPDATES = `UPDATE records SET
@@ -67,9 +73,9 @@ const UPDATES = `UPDATE records SET
     FROM json_each(?1)) AS u
   WHERE records.id = u.id`;
 /**
- * Characters of tuples per statement: D1 refuses a value over 2 MB, and a UTF-16 character is
- * at most 3 bytes of UTF-8. A longer tuple (a record near its 1 MiB bound) gets its own
- * one-record statement, as any other write does.
+ * Characters of tuples per statement: D1 refuses a value over 2,000,000 bytes, and a UTF-16
+ * unit is at most 3 bytes of UTF-8. A longer tuple (a record near its 1 MiB bound) gets its
+ * own one-record statement, as any other write does.
  */
 const MAX_TUPLE_CHARS = 600_000;
 
@@ -83,17 +89,32 @@ const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_
 const SHARE_LAST = `INSERT INTO record_workspaces (record_id, workspace_id)
   SELECT (SELECT max(id) FROM records), value FROM json_each(?)`;
 // The created record's JSON is assembled around its id exactly as createdRecord() serializes it.
-const CHANGE_OF_LAST = `INSERT INTO changes (record_id, version, type, at, by, write_id, record)
-  SELECT id, 1, 'created', ?1, ?2, ?3, '{"id":' || id || ?4 || coalesce(?5, ?6 || id || '"') || ?7
+const CHANGE_OF_LAST = `INSERT INTO changes (record_id, version, type, at, by, data)
+  SELECT id, 1, 'created', ?1, ?2, '{"id":' || id || ?3 || coalesce(?4, ?5 || id || '"') || ?6
   FROM (SELECT max(id) AS id FROM records)`;
-const CHANGES_OF_WRITE = `SELECT record FROM changes WHERE write_id > ?1 || '/' AND write_id < ?1 || '0' ORDER BY seq`;
+const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2 AND version = 1 AND type = 'created' ORDER BY record_id`;
 
-const ANSWER = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, status, headers, body, created_at, lease_until)
-  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, BODY, ?10, ?10)
-  ON CONFLICT (user_id, key, method, path) DO UPDATE SET state = 'done', status = excluded.status,
-    headers = excluded.headers, body = excluded.body,
-    token = CASE WHEN idempotency_keys.token = excluded.token THEN excluded.token END`;
+const STATES = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value ->> 0 FROM json_each(?1))`;
+const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data
+  FROM json_each(?1) AS j JOIN changes c ON c.record_id = j.value ->> 0 AND c.version > j.value ->> 1
+  ORDER BY c.record_id, c.version DESC`;
+
 // `token` is NOT NULL: a write whose claim was taken over (its lease ran out) aborts here.
+const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, status, headers, write_id, shape, created_at, lease_until)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, ?9, ?10, ?11, ?11)
+  ON CONFLICT (user_id, key, method, path) DO UPDATE SET state = 'done', status = excluded.status,
+    headers = excluded.headers, write_id = excluded.write_id, shape = excluded.shape, body = NULL,
+    token = CASE WHEN idempotency_keys.token = excluded.token THEN excluded.token END`;
+
+/** How a completed key's body is rebuilt from its write: one record, batch items, or an answer as stored. */
+export type AnswerShape = 'record' | 'items' | 'answer';
+
+/** What a completed Idempotency-Key stores beside its write id. */
+export interface KeyAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  shape: AnswerShape;
+}
 
 /** Items of a batch answer around each record's JSON: `[{"status":"Succeeded","record":…},…]`. */
 export function batchAnswer(recordJsons: readonly string[]): string {
@@ -126,17 +147,35 @@ export function packTuples(tuples: readonly string[], max: number): (string | nu
   return packed;
 }
 
+/** One change of a record to store: the state before it and the state after. */
+export interface ChangeOf {
+  type: Exclude<ChangeType, 'created'>;
+  prev: RecordOut;
+  next: RecordOut;
+}
+
+const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => [next.id, next.version, type, next.updatedAt, next.updatedBy, JSON.stringify(diffOf(prev, next))];
+
 export class RecordWrites {
   constructor(
     private readonly db: D1Database,
     private readonly meter: Meter,
+    private readonly clock: Clock = systemClock,
   ) {}
 
-  /** One change row: `record` is the state right after the change, as the write answers it. */
-  change(type: ChangeType, record: RecordOut, writeId: string): D1PreparedStatement {
-    return this.db
-      .prepare(CHANGE)
-      .bind(record.id, record.version, type, record.updatedAt, record.updatedBy, writeId, JSON.stringify(record));
+  /** The ledger rows of the write ids this batch finishes, one statement: always first. */
+  ledger(entries: readonly { id: string; outcome: LedgerOutcome }[]): D1PreparedStatement {
+    return this.db.prepare(LEDGER).bind(JSON.stringify(entries.map(({ id, outcome }) => [id, JSON.stringify(outcome)])));
+  }
+
+  /** A create's ledger row: its records' ids are known only in SQL. */
+  ledgerOfCreate(id: string, count: number): D1PreparedStatement {
+    return this.db.prepare(LEDGER_CREATE).bind(id, count);
+  }
+
+  /** One change row: the diff from `prev` to `next`. */
+  change(change: ChangeOf): D1PreparedStatement {
+    return this.db.prepare(CHANGE).bind(...changeTuple(change));
   }
 
   /** The new state of a record, guarded by the version it was computed from. */
@@ -146,98 +185,147 @@ export class RecordWrites {
       .bind(record.id, expectedVersion, record.version, record.name, JSON.stringify(record.fieldValues), record.deleted ? 1 : 0, record.updatedAt, record.updatedBy);
   }
 
-  /**
-   * A batch's change rows (in this order) and its records' new states or guards, in a few
-   * statements rather than two per record; the same rows as change(), update() and guard().
-   */
-  batchWrites(changes: readonly { type: ChangeType; record: RecordOut; writeId: string }[], states: readonly { base: RecordOut; record?: RecordOut }[]): D1PreparedStatement[] {
-    const changeTuples = changes.map(({ type, record, writeId }) => JSON.stringify([record.id, record.version, type, record.updatedAt, record.updatedBy, writeId, JSON.stringify(record)]));
-    const stateTuples = states.map(({ base, record: r }) =>
-      JSON.stringify(r === undefined ? [base.id, base.version] : [r.id, base.version, r.version, r.name, JSON.stringify(r.fieldValues), r.deleted ? 1 : 0, r.updatedAt, r.updatedBy]),
-    );
-    const state = ({ base, record }: { base: RecordOut; record?: RecordOut }): D1PreparedStatement =>
-      record === undefined ? this.guard(base.id, base.version) : this.update(record, base.version);
-    return [
-      ...packTuples(changeTuples, MAX_TUPLE_CHARS).map((p) => {
-        if (typeof p === 'string') return this.db.prepare(CHANGES).bind(p);
-        const { type, record, writeId } = changes[p] as (typeof changes)[number];
-        return this.change(type, record, writeId);
-      }),
-      ...packTuples(stateTuples, MAX_TUPLE_CHARS).map((p) => (typeof p === 'string' ? this.db.prepare(UPDATES).bind(p) : state(states[p] as (typeof states)[number]))),
-    ];
-  }
-
   /** Fails the write unless the record is still at `version` (an element answered unchanged). */
   guard(id: number, version: number): D1PreparedStatement {
     return this.db.prepare(GUARD).bind(id, version);
   }
 
-  /** Stores the answer of a claimed Idempotency-Key with the write (CONTRACT §11). */
-  answer(claim: KeyClaim, stored: StoredAnswer, now: number): D1PreparedStatement {
-    return this.answerStatement(claim, stored.status, stored.headers, now, '?9', stored.body);
+  /**
+   * A batch's records' new states or guards and its change rows, in a few statements rather
+   * than two per record; the same rows as update(), guard() and change().
+   */
+  batchWrites(states: readonly { base: RecordOut; record?: RecordOut }[], changes: readonly ChangeOf[]): D1PreparedStatement[] {
+    const stateTuples = states.map(({ base, record: r }) =>
+      JSON.stringify(r === undefined ? [base.id, base.version] : [r.id, base.version, r.version, r.name, JSON.stringify(r.fieldValues), r.deleted ? 1 : 0, r.updatedAt, r.updatedBy]),
+    );
+    const state = ({ base, record }: { base: RecordOut; record?: RecordOut }): D1PreparedStatement =>
+      record === undefined ? this.guard(base.id, base.version) : this.update(record, base.version);
+    const changeTuples = changes.map((change) => JSON.stringify(changeTuple(change)));
+    return [
+      ...packTuples(stateTuples, MAX_TUPLE_CHARS).map((p) => (typeof p === 'string' ? this.db.prepare(UPDATES).bind(p) : state(states[p] as (typeof states)[number]))),
+      ...packTuples(changeTuples, MAX_TUPLE_CHARS).map((p) => (typeof p === 'string' ? this.db.prepare(CHANGES).bind(p) : this.change(changes[p] as ChangeOf))),
+    ];
   }
 
-  /** Inserts new records, their sharing and their change rows, under `writeId/<index>`. */
-  inserts(records: readonly NewRecord[], writeId: string): D1PreparedStatement[] {
-    return records.flatMap((r, index) => {
+  /** Inserts new records, their sharing and their `created` change rows. */
+  inserts(records: readonly NewRecord[]): D1PreparedStatement[] {
+    return records.flatMap((r) => {
       const t = createdRecordTemplate(r);
       return [
         this.db
           .prepare(INSERT)
           .bind(r.objectId, r.objectVersion, r.name ?? null, r.objectName, JSON.stringify(r.fieldValues), r.creationType, r.userId, r.now, r.isTemplate ? 1 : 0),
         this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
-        this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, `${writeId}/${index}`, t.afterId, t.nameJson, t.namePrefix, t.afterName),
+        this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName),
       ];
     });
   }
 
-  /** The answer of a create, assembled in SQL from the change rows the same batch inserts. */
-  answerOfCreate(claim: KeyClaim, writeId: string, headers: Readonly<Record<string, string>>, now: number): D1PreparedStatement {
-    const body = `(SELECT '[' || group_concat('{"status":"Succeeded","record":' || record || '}', ',') || ']' FROM (${CHANGES_OF_WRITE.replaceAll('?1', '?9')}))`;
-    return this.answerStatement(claim, 201, headers, now, body, writeId);
-  }
-
-  private answerStatement(claim: KeyClaim, status: number, headers: Readonly<Record<string, string>>, now: number, body: string, param: string): D1PreparedStatement {
+  /** Completes a claimed Idempotency-Key with its write: the answer is rebuilt from the ledger when replayed. */
+  keyDone(claim: KeyClaim, writeId: string, answer: KeyAnswer, now: number): D1PreparedStatement {
     return this.db
-      .prepare(ANSWER.replace('BODY', body))
-      .bind(claim.userId, claim.method, claim.path, claim.key, claim.fingerprint, claim.token, status, JSON.stringify(headers), param, now);
-  }
-
-  /** The records a create committed, as it answered them: after its reply was lost. */
-  async createdBy(writeId: string): Promise<string[]> {
-    const { results } = await retrying(() => this.meter.d1(() => this.db.prepare(CHANGES_OF_WRITE).bind(writeId).all<{ record: string }>()));
-    return results.map((row) => row.record);
-  }
-
-  /** The state a patch call committed, if it did (a call sent again after its object restarted). */
-  async committedCall(callId: string): Promise<RecordOut | undefined> {
-    const row = await retrying(() => this.meter.d1(() => this.db.prepare('SELECT record FROM changes WHERE write_id = ?').bind(callId).first<{ record: string }>()));
-    return row === null ? undefined : (JSON.parse(row.record) as RecordOut);
+      .prepare(KEY_DONE)
+      .bind(claim.userId, claim.method, claim.path, claim.key, claim.fingerprint, claim.token, answer.status, JSON.stringify(answer.headers), writeId, answer.shape, now);
   }
 
   /**
    * Commits one write, sending it again after a transient failure until `deadline`: safe,
-   * because a repeat of a committed write fails on its change rows and changes nothing.
-   * Returns the D1 results of the attempt that committed, or undefined when an earlier attempt
-   * did (its reply was lost). Throws VersionConflict, AlreadyCommitted (the first attempt
-   * found its change rows: another sender committed this very write), OutcomeUnknown, or
-   * storage's own refusal.
+   * because a repeat of a committed write fails on its ledger rows and changes nothing. When
+   * any of `ids` is already finished (by this write's earlier attempt or by anyone else), reads
+   * what the ledger holds for each of them. Throws VersionConflict, OutcomeUnknown, or storage's
+   * own refusal.
    */
-  async commit<T = unknown>(statements: D1PreparedStatement[], deadline: number): Promise<D1Result<T>[] | undefined> {
+  async commit<T = unknown>(statements: D1PreparedStatement[], ids: readonly string[], deadline: number): Promise<Committed<T>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.meter.d1(() => this.db.batch<T>(statements));
+        return { committed: await this.meter.d1(() => this.db.batch<T>(statements)) };
       } catch (error) {
         const message = error instanceof Error ? error.message : '';
         if (message.includes('version_conflict')) throw new VersionConflict();
-        if (/UNIQUE constraint failed: changes\.write_id/.test(message)) {
-          if (attempt > 1) return undefined;
-          throw new AlreadyCommitted();
+        if (/UNIQUE constraint failed: writes\.id/.test(message)) {
+          const finished = await this.outcomes(ids, deadline);
+          if (finished.size > 0) return { finished };
+          // Finished and pruned within the same breath cannot be: storage contradicts itself.
+          throw error;
         }
         if (!isTransient(error)) throw error;
-        if (Date.now() >= deadline) throw new OutcomeUnknown();
-        await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
+        if (this.clock.now() >= deadline) throw new OutcomeUnknown();
+        await this.clock.sleep(this.clock.random() * Math.min(200, 10 * 2 ** attempt));
       }
     }
   }
+
+  /**
+   * Finishes `id` as a failure answered with `status`, or, when it was finished already (it
+   * committed), returns that outcome. Nothing is answered as failed that committed.
+   */
+  async fence(id: string, status: number, deadline: number, problem?: InputProblem): Promise<LedgerOutcome | undefined> {
+    const outcome: LedgerOutcome = problem === undefined ? { f: status } : { f: status, p: problem };
+    const result = await this.commit([this.ledger([{ id, outcome }])], [id], deadline);
+    return 'finished' in result ? result.finished.get(id) : undefined;
+  }
+
+  /** What the ledger holds for `ids` (those finished). Retried until `deadline`, then OutcomeUnknown. */
+  async outcomes(ids: readonly string[], deadline: number): Promise<Map<string, LedgerOutcome>> {
+    const rows = await this.untilDeadline(deadline, () => this.db.prepare(OUTCOMES).bind(JSON.stringify(ids)).all<{ id: string; outcome: string }>());
+    return new Map(rows.results.map((row) => [row.id, JSON.parse(row.outcome) as LedgerOutcome]));
+  }
+
+  /** The stored state of records (a write lost to another recomputes on it). Retried until `deadline`. */
+  async current(ids: readonly number[], deadline: number): Promise<Map<number, RecordOut>> {
+    const at = JSON.stringify(ids.map((id) => [id]));
+    const rows = await this.untilDeadline(deadline, () => this.db.prepare(STATES).bind(at).all<RecordReadRow>());
+    return new Map(recordsOf(rows.results).map((record) => [record.id, record]));
+  }
+
+  /**
+   * The records a finished write answered, as it answered them, in its order: the current
+   * state with every later change undone. One round trip. Undefined for a failure.
+   */
+  async answered(outcome: LedgerOutcome, deadline: number): Promise<RecordOut[] | undefined> {
+    if ('c' in outcome) {
+      const [first, count] = outcome.c;
+      const rows = await this.untilDeadline(deadline, () => this.db.prepare(CREATED).bind(first, first + count - 1).all<{ data: string }>());
+      return rows.results.map((row) => JSON.parse(row.data) as RecordOut);
+    }
+    if (!('r' in outcome)) return undefined;
+    const at = JSON.stringify(outcome.r);
+    const [records, changes] = await this.untilDeadline(deadline, () =>
+      this.db.batch<unknown>([this.db.prepare(STATES).bind(at), this.db.prepare(UNDONE).bind(at)]),
+    );
+    const current = new Map(recordsOf((records?.results ?? []) as RecordReadRow[]).map((record) => [record.id, record]));
+    const later = new Map<number, UndoneRow[]>();
+    for (const row of (changes?.results ?? []) as UndoneRow[]) later.set(row.record_id, [...(later.get(row.record_id) ?? []), row]);
+    return outcome.r.map(([id, version]) => {
+      let state = current.get(id);
+      if (state === undefined) throw new Error(`record ${id} of a finished write is missing`);
+      for (const row of later.get(id) ?? []) {
+        if (row.version <= version) break;
+        state = undo(state, { type: row.type, version: row.version, at: row.at, by: row.by, diff: JSON.parse(row.data) as Diff });
+      }
+      if (state.version !== version) throw new Error(`record ${id} cannot be rebuilt at version ${version}`);
+      return state;
+    });
+  }
+
+  private async untilDeadline<T>(deadline: number, call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.meter.d1(call);
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        if (this.clock.now() >= deadline) throw new OutcomeUnknown();
+        await this.clock.sleep(this.clock.random() * Math.min(200, 10 * 2 ** attempt));
+      }
+    }
+  }
+}
+
+interface UndoneRow {
+  record_id: number;
+  version: number;
+  type: Exclude<ChangeType, 'created'>;
+  at: number;
+  by: number;
+  data: string;
 }

@@ -1,10 +1,10 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import type { PatchAnswer, PatchCall, TurnAnswer } from '../../src/record-object.ts';
+import type { PatchAnswer, PatchCall, TurnAnswer } from '../../src/writing/record-queue.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { RecordWrites, VersionConflict } from '../../src/storage/writes.ts';
 import { admin, call, createOne, expectProblem, world } from './helpers.ts';
-import { TURN_TIMEOUT_MS } from '../../src/turns.ts';
+import { TURN_TIMEOUT_MS } from '../../src/writing/deadlines.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
@@ -14,7 +14,7 @@ const objectOf = (id: number) => {
   const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
   return {
     patch: async (call: PatchCall) => (await stub.patch(call)) as PatchAnswer,
-    turn: async (version: number) => (await stub.turn(version)) as TurnAnswer,
+    turn: async (version: number) => (await stub.turn(id, version)) as TurnAnswer,
   };
 };
 
@@ -48,17 +48,17 @@ describe('faults', () => {
     const [a, b] = list;
     const writes = new RecordWrites(env.DB, new Meter());
     const soon = Date.now() + 1000;
-    await expect(writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, 0)], soon)).rejects.toBeInstanceOf(VersionConflict);
+    await expect(writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, 0)], [], soon)).rejects.toBeInstanceOf(VersionConflict);
     await expect(
-      writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1), writes.update({ ...b, version: 3, name: 'stale' }, 2)], soon),
+      writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1), writes.update({ ...b, version: 3, name: 'stale' }, 2)], [], soon),
     ).rejects.toBeInstanceOf(VersionConflict);
     // A guard of an unchanged record passes only at its version, and changes nothing.
-    await expect(writes.commit([writes.guard(a.id, 2)], soon)).rejects.toBeInstanceOf(VersionConflict);
-    await writes.commit([writes.guard(a.id, 1)], soon);
+    await expect(writes.commit([writes.guard(a.id, 2)], [], soon)).rejects.toBeInstanceOf(VersionConflict);
+    await writes.commit([writes.guard(a.id, 1)], [], soon);
     // An update that does not raise the version is refused too.
     await expect(env.DB.prepare('UPDATE records SET name = ? WHERE id = ?').bind('sneaky', a.id).run()).rejects.toThrow(/version_conflict/);
     expect((await versions([a.id, b.id])).map((r: any) => r.version)).toEqual([1, 1]);
-    await writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1)], soon);
+    await writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1)], [], soon);
     expect((await versions([a.id]))[0]).toMatchObject({ version: 2 });
   });
 

@@ -6,7 +6,7 @@ const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const stored = async (id: number) => env.DB.prepare('SELECT version, deleted FROM records WHERE id = ?').bind(id).first<{ version: number; deleted: number }>();
 /** The change rows of the whole database, in commit order. */
 const changes = async () =>
-  (await env.DB.prepare('SELECT seq, record_id, version, type, by, record FROM changes ORDER BY seq').all<{ seq: number; record_id: number; version: number; type: string; by: number; record: string }>()).results;
+  (await env.DB.prepare('SELECT seq, record_id, version, type, by, data FROM changes ORDER BY seq').all<{ seq: number; record_id: number; version: number; type: string; by: number; data: string }>()).results;
 
 describe('delete and restore (CONTRACT §12)', () => {
   it('delete is soft: version + 1, deleted, ETag; reads show it; a second delete changes nothing; restore brings it back', async () => {
@@ -92,9 +92,11 @@ describe('the outbox: one change row per committed change, in the same transacti
     expected.push({ type: 'restored', record: restored.body });
     const rows = await changes();
     const mine = rows.filter((row) => row.record_id === a || row.record_id === b);
-    expect(mine.map((row) => ({ type: row.type, record: JSON.parse(row.record) }))).toEqual(expected);
-    // The stored text is the answer's JSON byte for byte, and each row names its version and author.
-    expect(mine[2]?.record).toBe(JSON.stringify(single.body));
+    expect(mine.map((row) => row.type)).toEqual(expected.map((e) => e.type));
+    // A created row holds the answer's JSON byte for byte; an update only what changed, and
+    // what it changed from; each row names its version and author.
+    expect(mine[0]?.data).toBe(JSON.stringify(created.body[0].record));
+    expect(JSON.parse(mine[2]?.data ?? '')).toEqual({ set: [fv('age', 1)], was: [fv('age', null)], prevAt: created.body[0].record.updatedAt, prevBy: editor.id });
     expect(mine.map((row) => [row.version, row.by])).toEqual(expected.map((e: any) => [e.record.version, editor.id]));
   });
 });

@@ -3,7 +3,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index.ts';
 import { FEED_RETENTION_MS } from '../../src/storage/lists.ts';
-import { admin, call, createOne, expectProblem, newObject, newWorkspace, world } from './helpers.ts';
+import { admin, call, createOne, expectProblem, newObject, newWorkspace, world, byName, foldFeed } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -143,8 +143,12 @@ describe('GET /workspaces/{id}/changes (CONTRACT §12)', () => {
 
     const feed = await call('GET', `/workspaces/${workspaceId}/changes`, { key: viewer.key });
     expect(feed.status).toBe(200);
-    expect(feed.body.items.map((item: any) => ({ type: item.type, record: item.record }))).toEqual(answers);
-    expect(feed.body.items.every((item: any) => item.by === editor.id && item.at === item.record.updatedAt)).toBe(true);
+    // Folding the items rebuilds every answered state; an update carries only what changed.
+    expect(feed.body.items.map((item: any) => item.type)).toEqual(answers.map((a) => a.type));
+    expect(foldFeed(feed.body.items)).toEqual(answers.map((a) => byName(a.record)));
+    expect(feed.body.items[2]).toMatchObject({ type: 'updated', recordId: a.id, version: 2, fieldValues: [fv('age', 1)] });
+    expect(feed.body.items[2].record).toBeUndefined();
+    expect(feed.body.items.every((item: any) => item.by === editor.id)).toBe(true);
     expect(feed.body.nextCursor).toBe(feed.body.items.at(-1).cursor);
     for (let i = 0; i < answers.length; i++) {
       const rest = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(feed.body.items[i].cursor)}`, { key: viewer.key });
@@ -165,7 +169,7 @@ describe('GET /workspaces/{id}/changes (CONTRACT §12)', () => {
     expectProblem(await call('GET', `/workspaces/${workspaceId}/changes?after=abc`, { key: viewer.key }), 400, 'invalid_request');
     // A cursor of another workspace's feed is not one of this feed's.
     const theirs = await call('GET', `/workspaces/${elsewhere}/changes`, { key: editor.key });
-    expect(theirs.body.items.map((item: any) => item.record.name)).toEqual(['Z']);
+    expect(theirs.body.items.map((item: any) => item.record?.name)).toEqual(['Z']);
     expectProblem(await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(theirs.body.nextCursor)}`, { key: editor.key }), 400, 'invalid_request');
   });
 
@@ -176,7 +180,7 @@ describe('GET /workspaces/{id}/changes (CONTRACT §12)', () => {
     const before = start.body.items.at(-1).cursor;
     const patched = await call('PATCH', `/workspaces/${workspaceId}/records/${old.id}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
     const seen = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(before)}`, { key: editor.key });
-    expect(seen.body.items.map((item: any) => item.record)).toEqual([patched.body]);
+    expect(seen.body.items.map((item: any) => [item.recordId, item.version, item.fieldValues])).toEqual([[old.id, patched.body.version, [fv('age', 1)]]]);
     // Age every change so far past retention, then add a fresh one.
     await env.DB.prepare('UPDATE changes SET at = at - ?').bind(FEED_RETENTION_MS + 60_000).run();
     const fresh = await call('PATCH', `/workspaces/${workspaceId}/records/${old.id}`, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
@@ -184,7 +188,7 @@ describe('GET /workspaces/{id}/changes (CONTRACT §12)', () => {
     worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, { waitUntil: (p: Promise<unknown>) => pending.push(p), passThroughOnException() {}, props: {} } as unknown as ExecutionContext);
     await Promise.all(pending);
     const kept = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
-    expect(kept.body.items.map((item: any) => item.record)).toEqual([fresh.body]);
+    expect(kept.body.items.map((item: any) => [item.recordId, item.version, item.at, item.fieldValues])).toEqual([[old.id, fresh.body.version, fresh.body.updatedAt, [fv('age', 2)]]]);
     const gone = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(before)}`, { key: editor.key });
     expectProblem(gone, 410, 'gone');
     expect(gone.body.errors[0]).toMatchObject({ query: 'after' });

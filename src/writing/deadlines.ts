@@ -1,5 +1,5 @@
 /**
- * How long a write may wait for its turn before it is answered 503 (CONTRACT §8), counted from
+ * How long a write may wait for its turn before it is answered 503, counted from
  * its own arrival. The record objects and the batches of the Worker both keep to it.
  */
 export const TURN_TIMEOUT_MS = 10_000;

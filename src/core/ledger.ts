@@ -1,0 +1,38 @@
+/**
+ * The write ledger's vocabulary, below every layer that writes. Every write has an id and ends
+ * in exactly one ledger row, inserted first in the D1 batch that finishes it: what it committed,
+ * or the failure it was answered. A second attempt to finish the same id fails on that row
+ * before it changes anything, and the attempt learns the outcome by reading it.
+ */
+
+import type { InputProblem } from './problem.ts';
+
+/** What a finished write left in the ledger. */
+export type LedgerOutcome =
+  /** Record writes: each record it answered, at the version it answered. */
+  | { r: [recordId: number, version: number][] }
+  /** A create: `count` records with consecutive ids from `first`, each at version 1. */
+  | { c: [first: number, count: number] }
+  /** Any other write (the admin API): its answer. */
+  | { a: { status: number; body: string } }
+  /** A write answered with this failure status (and problem): nothing else was written. */
+  | { f: number; p?: InputProblem };
+
+/** Characters of the time prefix of a write id: milliseconds in base 36, fixed width. */
+const TIME_WIDTH = 9;
+
+/** The prefix every write id made at `time` starts with; ids sort by it. */
+export function writeIdTime(time: number): string {
+  return Math.max(0, Math.floor(time)).toString(36).padStart(TIME_WIDTH, '0');
+}
+
+/** A new write id: time first (so old ids can be pruned by range), then randomness. */
+export function newWriteId(now: number = Date.now()): string {
+  return `${writeIdTime(now)}-${crypto.randomUUID()}`;
+}
+
+/** The failure a finished write was answered, or undefined when it committed. */
+export function failureOf(outcome: LedgerOutcome): { status: number; problem?: InputProblem } | undefined {
+  if (!('f' in outcome)) return undefined;
+  return outcome.p === undefined ? { status: outcome.f } : { status: outcome.f, problem: outcome.p };
+}

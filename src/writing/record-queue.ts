@@ -1,0 +1,264 @@
+import type { Clock } from '../core/clock.ts';
+import { failureOf, type LedgerOutcome } from '../core/ledger.ts';
+import type { InputProblem } from '../core/problem.ts';
+import { applySequence, newer, type Outcome, type QueuedPatch } from '../domain/patch.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import { recordAnswer, type KeyClaim } from '../storage/idempotency.ts';
+import { Meter, type Work } from '../storage/meter.ts';
+import { isTransient } from '../storage/retry.ts';
+import { OutcomeUnknown, VersionConflict, type ChangeOf, type RecordWrites } from '../storage/writes.ts';
+import { TURN_TIMEOUT_MS } from './deadlines.ts';
+
+/** Patches merged into one D1 write at most. */
+const MAX_GROUP = 64;
+
+export interface PatchCall extends QueuedPatch {
+  recordId: number;
+  /** The write's id: unique per request, the key of its ledger row. */
+  callId: string;
+  /** The record as the caller read it for this patch, if it did; the queue may know a newer state. */
+  snapshot?: RecordOut;
+  /** The request's Idempotency-Key claim: completed in the same D1 batch as the write. */
+  claim?: KeyClaim;
+}
+
+/** Flat rather than a union: RPC stubs type unions of results poorly. */
+export interface PatchAnswer {
+  status: 200 | 409 | 412 | 422 | 503;
+  record?: RecordOut;
+  problem?: InputProblem;
+  work: Work;
+}
+
+/** A batch's turn, once every patch queued before it is written. */
+export interface TurnAnswer {
+  /** False when the turn did not come within TURN_TIMEOUT_MS. */
+  granted: boolean;
+  /** The record as this queue last wrote it, when that is newer than the batch's version. */
+  newer?: RecordOut;
+  work: Work;
+}
+
+type PatchEntry = { kind: 'patch'; call: PatchCall; deadline: number; answer: (a: PatchAnswer) => void };
+type TurnEntry = { kind: 'turn'; version: number; answer: (a: TurnAnswer) => void };
+type Entry = PatchEntry | TurnEntry;
+
+const NO_WORK: Work = { d1Trips: 0, d1Ms: 0 };
+const OUTCOME_UNKNOWN: InputProblem = { pointer: '', code: 'outcome_unknown', message: 'storage did not confirm the write in time' };
+
+/**
+ * The write protocol of one record, as plain code: its patches (and the turns of batches that
+ * include it) wait in one FIFO queue and are applied one group at a time. Time, chance and
+ * storage are injected, so the simulator runs this very class.
+ *
+ * One rule settles everything that can go wrong: a group's D1 batch starts with a ledger row
+ * for each of its calls, the committed outcome or the failure it will answer. If any call's id
+ * is already in the ledger (an earlier life of this object, a twin, or this group's own lost
+ * attempt finished it), the batch changes nothing; the queue reads the ledger, answers those
+ * calls what it says, and recomputes only the others on the stored state. A call is therefore
+ * never applied twice, and never answered as failed (412, 409, 422, 503) when it committed.
+ */
+export class RecordQueue {
+  /** The newest state of the record this queue has seen committed. */
+  private known: RecordOut | undefined;
+  private readonly queue: Entry[] = [];
+  private running = false;
+
+  constructor(
+    private readonly recordId: number,
+    private readonly clock: Clock,
+    /** Storage for one group, with the group's own meter. */
+    private readonly storage: (meter: Meter) => RecordWrites,
+  ) {}
+
+  /** Applies one patch in turn, possibly grouped with others into one write. */
+  patch(call: PatchCall): Promise<PatchAnswer> {
+    return new Promise((answer) => {
+      const entry: PatchEntry = { kind: 'patch', call, answer, deadline: this.clock.now() + TURN_TIMEOUT_MS };
+      this.enqueue(entry, () => void this.late(entry, new Meter()));
+    });
+  }
+
+  /**
+   * A batch's turn in this record's order, answered once everything queued before it is written.
+   * `version` is the one the batch read; only a newer state crosses back, so the common answer is tiny.
+   */
+  turn(version: number): Promise<TurnAnswer> {
+    return new Promise((answer) => {
+      this.enqueue({ kind: 'turn', version, answer }, () => answer({ granted: false, work: NO_WORK }));
+    });
+  }
+
+  /** Queues an entry; one still waiting when its time is up leaves the queue through `onExpiry`. */
+  private enqueue(entry: Entry, onExpiry: () => void): void {
+    this.queue.push(entry);
+    void this.clock.sleep(TURN_TIMEOUT_MS).then(() => {
+      const index = this.queue.indexOf(entry);
+      if (index === -1) return;
+      this.queue.splice(index, 1);
+      onExpiry();
+    });
+    void this.run();
+  }
+
+  private async run(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const head = this.queue.shift() as Entry;
+        if (head.kind === 'turn') {
+          const known = this.known;
+          head.answer(known !== undefined && known.version > head.version ? { granted: true, newer: known, work: NO_WORK } : { granted: true, work: NO_WORK });
+          // The batch will most likely write this record: a state remembered now would be stale.
+          this.known = undefined;
+          continue;
+        }
+        const group: PatchEntry[] = [head];
+        while (group.length < MAX_GROUP && this.queue[0]?.kind === 'patch') group.push(this.queue.shift() as PatchEntry);
+        await this.applyGroup(group);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /**
+   * Applies queued patches in order and commits the result once, guarded by the base version,
+   * with every call's ledger row. Lost to another writer: recompute on the stored state. Some
+   * calls already finished: answer them from the ledger, recompute the rest. Each patch keeps
+   * its own deadline. A group that storage refuses is split, so one bad patch never fails the
+   * others.
+   */
+  private async applyGroup(group: PatchEntry[]): Promise<void> {
+    const meter = new Meter();
+    const writes = this.storage(meter);
+    let entries = group;
+    let base = entries.reduce((best, { call }) => (call.snapshot === undefined ? best : newer(best, call.snapshot)), this.known);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const now = this.clock.now();
+        const late = entries.filter((entry) => entry.deadline <= now);
+        entries = entries.filter((entry) => entry.deadline > now);
+        await Promise.all(late.map((entry) => this.late(entry, meter)));
+        if (entries.length === 0) return;
+        const deadline = Math.max(...entries.map((entry) => entry.deadline));
+        base ??= await this.load(writes, deadline);
+        const { final, outcomes } = applySequence(base, entries.map((entry) => entry.call), now);
+        const result = await this.commit(writes, base, final, entries, outcomes, now, deadline).catch((error: unknown) => {
+          if (error instanceof VersionConflict) return 'conflict' as const;
+          throw error;
+        });
+        if (result === 'conflict' || result.size > 0) {
+          if (result !== 'conflict') entries = await this.settle(entries, result, writes, meter, deadline);
+          // A writer that keeps winning (a twin, a stream of batches) is not raced in a tight loop.
+          if (attempt > 1) await this.clock.sleep(this.clock.random() * Math.min(100, 5 * 2 ** attempt));
+          this.known = undefined;
+          base = undefined;
+          continue;
+        }
+        this.known = final;
+        entries.forEach((entry, i) => entry.answer({ ...toAnswer(outcomes[i] as Outcome), work: meter.work() }));
+        return;
+      }
+    } catch (error) {
+      this.known = undefined;
+      if (error instanceof OutcomeUnknown || isTransient(error)) {
+        // The write may have committed: say so; a retry with the same Idempotency-Key tells.
+        for (const entry of entries) entry.answer({ status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() });
+      } else if (entries.length > 1) {
+        for (const entry of entries) await this.applyGroup([entry]);
+      } else {
+        const entry = entries[0] as PatchEntry;
+        console.error(JSON.stringify({ recordId: this.recordId, callId: entry.call.callId, refused: error instanceof Error ? error.message : String(error) }));
+        entry.answer({ status: 422, problem: { pointer: '', code: 'storage_refused', message: 'storage refused this change; nothing was written' }, work: meter.work() });
+      }
+    }
+  }
+
+  private async load(writes: RecordWrites, deadline: number): Promise<RecordOut> {
+    const stored = (await writes.current([this.recordId], deadline)).get(this.recordId);
+    if (stored === undefined) throw new Error('record vanished');
+    return stored;
+  }
+
+  /**
+   * The group's D1 batch: every call's ledger row (its outcome: the version it answers, or its
+   * failure), the record's new state guarded by `base` (or only the guard, when nothing
+   * changed), a change row per call that changed something, then claimed keys. Returns the
+   * calls already finished, by id (empty when this attempt committed).
+   */
+  private async commit(
+    writes: RecordWrites,
+    base: RecordOut,
+    final: RecordOut,
+    entries: readonly PatchEntry[],
+    outcomes: readonly Outcome[],
+    now: number,
+    deadline: number,
+  ): Promise<Map<string, LedgerOutcome>> {
+    const ledger = entries.map(({ call }, i) => {
+      const outcome = outcomes[i] as Outcome;
+      return { id: call.callId, outcome: outcome.ok ? { r: [[this.recordId, outcome.record.version]] } : failed(outcome.status, outcome.problem) } as { id: string; outcome: LedgerOutcome };
+    });
+    const changes: ChangeOf[] = [];
+    const keys: D1PreparedStatement[] = [];
+    let prev = base;
+    entries.forEach(({ call }, i) => {
+      const outcome = outcomes[i] as Outcome;
+      if (!outcome.ok) return;
+      if (outcome.change !== undefined && outcome.change !== 'created') changes.push({ type: outcome.change, prev, next: outcome.record });
+      prev = outcome.record;
+      if (call.claim !== undefined) keys.push(writes.keyDone(call.claim, call.callId, answerOf(recordAnswer(outcome.record)), now));
+    });
+    const state = final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base.version);
+    const statements = [writes.ledger(ledger), state, ...(changes.length === 0 ? [] : writes.batchWrites([], changes)), ...keys];
+    const result = await writes.commit(statements, ledger.map(({ id }) => id), deadline);
+    return 'finished' in result ? result.finished : new Map();
+  }
+
+  /** Answers the calls the ledger says are finished; returns the others. */
+  private async settle(entries: PatchEntry[], finished: Map<string, LedgerOutcome>, writes: RecordWrites, meter: Meter, deadline: number): Promise<PatchEntry[]> {
+    await Promise.all(
+      entries.filter((entry) => finished.has(entry.call.callId)).map(async (entry) => entry.answer(await this.answerOf(finished.get(entry.call.callId) as LedgerOutcome, writes, meter, deadline))),
+    );
+    return entries.filter((entry) => !finished.has(entry.call.callId));
+  }
+
+  /** A call answered 503 "busy" only once the ledger holds that failure: else it committed, and that is its answer. */
+  private async late(entry: PatchEntry, meter: Meter): Promise<void> {
+    const writes = this.storage(meter);
+    const deadline = this.clock.now() + TURN_TIMEOUT_MS;
+    try {
+      const committed = await writes.fence(entry.call.callId, 503, deadline);
+      entry.answer(committed === undefined ? { status: 503, work: meter.work() } : await this.answerOf(committed, writes, meter, deadline));
+    } catch {
+      entry.answer({ status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() });
+    }
+  }
+
+  private async answerOf(outcome: LedgerOutcome, writes: RecordWrites, meter: Meter, deadline: number): Promise<PatchAnswer> {
+    const failure = failureOf(outcome);
+    if (failure !== undefined) return { ...(failure as Omit<PatchAnswer, 'work'>), work: meter.work() };
+    try {
+      const [record] = (await writes.answered(outcome, deadline)) ?? [];
+      return record === undefined ? { status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() } : { status: 200, record, work: meter.work() };
+    } catch {
+      return { status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() };
+    }
+  }
+}
+
+function failed(status: number, problem: InputProblem | undefined): LedgerOutcome {
+  return problem === undefined ? { f: status } : { f: status, p: problem };
+}
+
+function toAnswer(outcome: Outcome): Omit<PatchAnswer, 'work'> {
+  if (outcome.ok) return { status: 200, record: outcome.record };
+  return outcome.problem === undefined ? { status: outcome.status } : { status: outcome.status, problem: outcome.problem };
+}
+
+/** A stored record answer, as the key keeps it: its status and headers; the body is rebuilt from the ledger. */
+function answerOf(stored: { status: number; headers: Readonly<Record<string, string>> }): { status: number; headers: Readonly<Record<string, string>>; shape: 'record' } {
+  return { status: stored.status, headers: stored.headers, shape: 'record' };
+}
