@@ -118,8 +118,8 @@ export class IdempotencyStore {
         this.meter.d1(() =>
           this.db
             .prepare(
-              `DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys
-                 WHERE created_at < ?1 AND (state = 'done' OR lease_until < ?2) LIMIT 1000)`,
+              `DELETE FROM idempotency_keys WHERE (user_id, key, method, path) IN (SELECT user_id, key, method, path
+                 FROM idempotency_keys WHERE created_at < ?1 AND (state = 'done' OR lease_until < ?2) LIMIT 1000)`,
             )
             .bind(now - KEY_TTL_MS, now)
             .run(),

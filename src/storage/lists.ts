@@ -85,9 +85,11 @@ export class Lists {
     const cutoff = now - FEED_RETENTION_MS;
     let removed = 0;
     for (let round = 0; round < rounds; round++) {
-      // The last of the next (at most) 1,000 changes such that none up to it is young.
+      // The last of the next (at most) 1,000 changes such that none up to it is young, and never
+      // the newest change: `seq` is a rowid, max + 1, so the newest keeps numbers from coming back.
       const upTo = `(SELECT max(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) AS head
-        WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) WHERE at >= ?1), 9223372036854775807))`;
+        WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) WHERE at >= ?1), 9223372036854775807)
+          AND seq < (SELECT max(seq) FROM changes))`;
       const [, deleted] = await retrying(() =>
         this.meter.d1(() =>
           this.db.batch([

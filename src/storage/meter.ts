@@ -1,10 +1,13 @@
 /**
- * Counts the round trips a request makes, for `Server-Timing` (issue 4): every D1 call
- * (a `batch()` is one) and every Durable Object call, with their durations.
+ * Counts the round trips a request makes, for `Server-Timing`: every D1 call (a `batch()` is
+ * one) and every Durable Object call, with their durations, and D1's own count of the rows
+ * they wrote and read (the objects' work included: it comes back with their answers).
  */
 export interface Work {
   d1Trips: number;
   d1Ms: number;
+  rowsWritten?: number;
+  rowsRead?: number;
   /** Object calls made by the callee itself (a coordinator's turns and patches). */
   doCalls?: number;
 }
@@ -12,6 +15,8 @@ export interface Work {
 export class Meter implements Work {
   d1Trips = 0;
   d1Ms = 0;
+  rowsWritten = 0;
+  rowsRead = 0;
   doCalls = 0;
   doMs = 0;
   /** Most object calls in flight at once: 20 for a batch of 20 taken in parallel, 1 if in sequence. */
@@ -21,7 +26,12 @@ export class Meter implements Work {
   async d1<T>(call: () => Promise<T>): Promise<T> {
     const start = performance.now();
     try {
-      return await call();
+      const result = await call();
+      for (const { meta } of (Array.isArray(result) ? result : [result]) as { meta?: { rows_written?: number; rows_read?: number } }[]) {
+        this.rowsWritten += meta?.rows_written ?? 0;
+        this.rowsRead += meta?.rows_read ?? 0;
+      }
+      return result;
     } finally {
       this.d1Trips++;
       this.d1Ms += performance.now() - start;
@@ -36,6 +46,8 @@ export class Meter implements Work {
       const answer = await call();
       this.d1Trips += answer.work.d1Trips;
       this.d1Ms += answer.work.d1Ms;
+      this.rowsWritten += answer.work.rowsWritten ?? 0;
+      this.rowsRead += answer.work.rowsRead ?? 0;
       this.doCalls += answer.work.doCalls ?? 0;
       return answer;
     } finally {
@@ -46,14 +58,18 @@ export class Meter implements Work {
   }
 
   work(): Work {
-    return this.doCalls === 0 ? { d1Trips: this.d1Trips, d1Ms: this.d1Ms } : { d1Trips: this.d1Trips, d1Ms: this.d1Ms, doCalls: this.doCalls };
+    const work: Work = { d1Trips: this.d1Trips, d1Ms: this.d1Ms };
+    if (this.rowsWritten > 0 || this.rowsRead > 0) [work.rowsWritten, work.rowsRead] = [this.rowsWritten, this.rowsRead];
+    if (this.doCalls > 0) work.doCalls = this.doCalls;
+    return work;
   }
 
   header(): string {
     const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
     return (
       `d1;dur=${this.d1Ms.toFixed(1)};desc="${plural(this.d1Trips, 'round trip', 'round trips')}", ` +
-      `do;dur=${this.doMs.toFixed(1)};desc="${plural(this.doCalls, 'call', 'calls')}"`
+      `do;dur=${this.doMs.toFixed(1)};desc="${plural(this.doCalls, 'call', 'calls')}", ` +
+      `rows;desc="${this.rowsWritten} written, ${this.rowsRead} read"`
     );
   }
 }

@@ -6,7 +6,7 @@ import { patchBatch } from '../../src/patching/patch-batch.ts';
 import { call, createOne, letMemoryExpire, world, type Answer } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-const SERVER_TIMING = /^d1;dur=(\d+\.\d);desc="(\d+) round trips?", do;dur=(\d+\.\d);desc="(\d+) calls?"$/;
+const SERVER_TIMING = /^d1;dur=(\d+\.\d);desc="(\d+) round trips?", do;dur=(\d+\.\d);desc="(\d+) calls?", rows;desc="(\d+) written, (\d+) read"$/;
 
 function work(answer: Answer): { d1: number; calls: number } {
   const match = SERVER_TIMING.exec(answer.headers.get('Server-Timing') ?? '');
