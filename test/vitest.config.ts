@@ -31,7 +31,7 @@ export default defineConfig({
         test: { name: 'core', root: root(''), include: ['test/unit/**/*.test.ts'], benchmark: { include: ['test/unit/**/*.bench.ts'] } },
       },
       // Storage, routes and the Durable Object inside the Workers runtime against real D1.
-      workersProject('workers', 'wrangler.toml', 'test/integration/**/*.test.ts'),
+      workersProject('workers', 'test/integration/wrangler.toml', 'test/integration/**/*.test.ts'),
       // The same, against the chaos build: real D1 and objects behind bindings that inject faults.
       workersProject('chaos', 'test/chaos/wrangler.toml', 'test/chaos/**/*.test.ts'),
       {

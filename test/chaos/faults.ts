@@ -1,4 +1,5 @@
 import type { Env } from '../../src/env.ts';
+import { withProductionLimits } from '../limits.ts';
 
 /**
  * Fault injection for the chaos build: wraps the D1 binding and the record objects' namespace so
@@ -107,7 +108,7 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(env: E & Chao
   const latency = roundTrip(env, from);
   return {
     ...env,
-    DB: wrapD1(env.DB, decide, from, latency),
+    DB: wrapD1(withProductionLimits(env.DB), decide, from, latency),
     ...(env.RECORDS === undefined ? {} : { RECORDS: wrapObjects(env.RECORDS, decide, from, latency) }),
   };
 }

@@ -18,7 +18,7 @@ async function databaseBytes(): Promise<number> {
 }
 
 describe('what a write costs: storage grows with what it changed, and rows written stay within budget', () => {
-  it('200 one-field patches of a 20 KB record add at most 1 KB each to the database', async () => {
+  it('200 one-field patches of a 20 KB record add at most 1 KB each to the database', { timeout: 60_000 }, async () => {
     const { editor, workspaceId } = await world();
     const object = await newObject([workspaceId], { nameTemplate: '{title}', fields: [{ name: 'title', type: 'text' }, { name: 'body', type: 'text' }, { name: 'n', type: 'integer' }] });
     const record = await createOne(editor.key, object.id, [fv('title', 'big'), fv('body', 'x'.repeat(20_000)), fv('n', 0)]);

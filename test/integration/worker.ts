@@ -1,0 +1,21 @@
+import worker from '../../src/index.ts';
+import { RecordObject as Production } from '../../src/record-object.ts';
+import type { Env } from '../../src/env.ts';
+import { withProductionLimits } from '../limits.ts';
+
+/**
+ * The test build: the production Worker and record object, with a D1 binding that refuses what
+ * production D1 refuses (test/limits.ts). Everything else is the production entry as it is.
+ */
+const limited = (env: Env): Env => ({ ...env, DB: withProductionLimits(env.DB) });
+
+export class RecordObject extends Production {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, limited(env));
+  }
+}
+
+export default {
+  fetch: (request: Request, env: Env, ctx: ExecutionContext): Promise<Response> => worker.fetch(request, limited(env), ctx),
+  scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext): void => worker.scheduled(controller, limited(env), ctx),
+} satisfies ExportedHandler<Env>;
