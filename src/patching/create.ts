@@ -31,7 +31,7 @@ export async function createRecords(context: Context, input: CreateInput, writeI
   const caller = known.caller;
   if (caller === undefined) throw unauthorized();
   const items = wellShaped(input.body, parsed, input.idempotency);
-  const held = await claimKey(context, input.idempotency, caller.userId, items);
+  const held = await claimKey(context, input.idempotency, caller.userId, items, writeId);
   if ('replay' in held) return held;
 
   return holding(context, held.claim, async () => {

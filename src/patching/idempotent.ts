@@ -56,12 +56,17 @@ export function wellShaped<T>(body: Settled<unknown>, parsed: Parsed<T> | undefi
 /** The outcome of a write: its value, or the answer a completed key replays. */
 export type Written<T> = { replay: Response } | { value: T };
 
-/** Claims the key of `request` for `userId`; a completed, running or reused key answers instead. */
+/**
+ * Claims the key of `request` for `userId` on behalf of write `writeId`; a completed, running or
+ * reused key answers instead. The claim's token is the write id, so a re-run of the same write
+ * (its coordinator restarted) finds the claim its own and goes on, instead of waiting out the lease.
+ */
 export async function claimKey(
   context: Context,
   request: KeyRequest,
   userId: number,
   body: unknown,
+  writeId: string,
 ): Promise<{ replay: Response } | { claim: KeyClaim | undefined }> {
   if (request.key === undefined) return { claim: undefined };
   const claim: KeyClaim = {
@@ -70,7 +75,7 @@ export async function claimKey(
     path: request.path,
     key: request.key,
     fingerprint: await sha256Hex(canonicalJson(body ?? null)),
-    token: crypto.randomUUID(),
+    token: writeId,
   };
   let holder;
   try {

@@ -42,7 +42,7 @@ export async function patchBatch(context: Context, input: PatchBatchInput, write
   const { caller, records, objects } = await recall.recordContext(input.keyHash, ids);
   if (caller === undefined) throw unauthorized();
   const items = wellShaped(input.body, parsed, input.idempotency);
-  const held = await claimKey(context, input.idempotency, caller.userId, items);
+  const held = await claimKey(context, input.idempotency, caller.userId, items, writeId);
   if ('replay' in held) return held;
 
   return holding(context, held.claim, async () => {

@@ -46,7 +46,7 @@ export async function patchOne(context: Context, input: PatchOneInput, callId: s
   let decided = await context.recall.patchContext(input.keyHash, input.recordId);
   if (decided.caller === undefined) throw unauthorized();
   const patch = wellShaped(input.body, parsed, input.idempotency);
-  const held = await claimKey(context, input.idempotency, decided.caller.userId, patch);
+  const held = await claimKey(context, input.idempotency, decided.caller.userId, patch, callId);
   if ('replay' in held) return held;
 
   return holding(context, held.claim, async () => {

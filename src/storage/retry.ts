@@ -9,6 +9,9 @@ const TRANSIENT = [
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if ((error as { overloaded?: boolean }).overloaded === true || /overloaded/i.test(error.message)) return false;
+  // An object that was reset (a restart, an abort) dropped the call: sending it again is safe,
+  // since every call carries its write id and the ledger finishes each id once.
+  if ((error as { durableObjectReset?: boolean }).durableObjectReset === true) return true;
   return (error as { retryable?: boolean }).retryable === true || TRANSIENT.some((pattern) => pattern.test(error.message));
 }
 

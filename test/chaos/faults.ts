@@ -55,6 +55,8 @@ function decider(env: ChaosVars, counted?: (fault: Fault) => void): (call: Outgo
 export interface ChaosVars {
   CHAOS_LOST_REPLY?: string;
   CHAOS_FAIL?: string;
+  /** Probability (0 to 1) that a record object resets itself after one of its D1 writes commits, before it answers. */
+  CHAOS_RESTART?: string;
   /** Geo simulation: one-way milliseconds between the Worker and D1's region (where objects stand too). */
   GEO_FAR_MS?: string;
   /** Geo simulation: one-way milliseconds within D1's region (an object to D1). */
@@ -87,11 +89,12 @@ function travel(ms: number): Promise<void> {
   return wait;
 }
 
-async function inject<T>(fault: Fault, run: () => Promise<T>, latency = 0): Promise<T> {
+async function inject<T>(fault: Fault, run: () => Promise<T>, latency = 0, committed?: () => void): Promise<T> {
   if (latency > 0) await travel(latency);
   if (fault === 'fail') throw lostConnection();
   if (fault === 'delay') await sleep(chaos.delayMs);
   const result = await run();
+  committed?.();
   if (fault === 'lose') {
     await chaos.onLost?.();
     throw lostConnection();
@@ -103,17 +106,27 @@ async function inject<T>(fault: Fault, run: () => Promise<T>, latency = 0): Prom
  * `env` with its D1 binding and record objects wrapped, as seen by `from`. `counted` hears of
  * every fault injected into a call made through this env.
  */
-export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(env: E & ChaosVars, from: 'worker' | 'object', counted?: (fault: Fault) => void): E {
+export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
+  env: E & ChaosVars,
+  from: 'worker' | 'object',
+  counted?: (fault: Fault) => void,
+  restart?: () => void,
+): E {
   const decide = decider(env, counted);
   const latency = roundTrip(env, from);
+  const chance = Number(env.CHAOS_RESTART ?? 0);
+  // The restart nemesis: after a write of records commits, before anyone hears of it.
+  const committed = restart === undefined || chance <= 0 ? undefined : (sql: readonly string[]) => {
+    if (sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)) && Math.random() < chance) restart();
+  };
   return {
     ...env,
-    DB: wrapD1(withProductionLimits(env.DB), decide, from, latency),
+    DB: wrapD1(withProductionLimits(env.DB), decide, from, latency, committed),
     ...(env.RECORDS === undefined ? {} : { RECORDS: wrapObjects(env.RECORDS, decide, from, latency) }),
   };
 }
 
-function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object', latency: number): D1Database {
+function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object', latency: number, committed?: (sql: readonly string[]) => void): D1Database {
   // Statements keep their SQL beside them; the real batch() is handed the real statements.
   const real = new WeakMap<object, D1PreparedStatement>();
   const sqlOf = new WeakMap<D1PreparedStatement, string>();
@@ -140,7 +153,7 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
         return (statements: D1PreparedStatement[]) => {
           const unwrapped = statements.map((s) => real.get(s) ?? s);
           const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
-          return inject(decide({ target: 'd1', method: 'batch', sql, from }), () => target.batch(unwrapped), latency);
+          return inject(decide({ target: 'd1', method: 'batch', sql, from }), () => target.batch(unwrapped), latency, committed && (() => committed(sql)));
         };
       }
       const value = Reflect.get(target, property, target) as unknown;

@@ -9,7 +9,9 @@ import { chaosEnv, type ChaosVars } from './faults.ts';
  */
 export class RecordObject extends Production {
   constructor(ctx: DurableObjectState, env: Env & ChaosVars) {
-    super(ctx, chaosEnv(env, 'object'));
+    // CHAOS_RESTART: the object resets itself (losing its memory and every call in flight)
+    // after a write commits and before it answers.
+    super(ctx, chaosEnv(env, 'object', undefined, () => ctx.abort('chaos: restart after commit')));
   }
 }
 

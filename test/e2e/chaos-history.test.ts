@@ -18,7 +18,7 @@ let worker: LocalWorker;
 beforeAll(async () => {
   worker = await startLocalWorker({
     config: fileURLToPath(new URL('../chaos/wrangler.toml', import.meta.url)),
-    vars: { ADMIN_TOKEN: ADMIN, CHAOS_LOST_REPLY: '0.2', CHAOS_FAIL: '0.05' },
+    vars: { ADMIN_TOKEN: ADMIN, CHAOS_LOST_REPLY: '0.2', CHAOS_FAIL: '0.05', CHAOS_RESTART: '0.1' },
   });
 });
 
