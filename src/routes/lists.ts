@@ -8,6 +8,7 @@ import { bearerToken, sha256Hex } from '../http/auth.ts';
 import { cursorSecret, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
+import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 
 /**
@@ -35,8 +36,10 @@ async function refuse(context: Context, keyHash: string, workspaceId: number, pr
 export async function listRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const query = parseListQuery(new URL(request.url).searchParams);
-  if (!query.ok) return refuse(context, keyHash, workspaceId, query.problems, invalidQuery(query.problems));
+  const sent = queryOf(request.url);
+  const query = parseListQuery(sent.params);
+  const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
+  if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
   const { filter, limit, cursor } = query.value;
   const secret = cursorSecret(context.env);
   const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
@@ -54,8 +57,10 @@ export async function listRecords(request: IRequest, context: Context): Promise<
 export async function listChanges(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const query = parseFeedQuery(new URL(request.url).searchParams);
-  if (!query.ok) return refuse(context, keyHash, workspaceId, query.problems, invalidQuery(query.problems));
+  const given = queryOf(request.url);
+  const query = parseFeedQuery(given.params);
+  const problems = [...given.problems, ...(query.ok ? [] : query.problems)];
+  if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
   const secret = cursorSecret(context.env);
   const scope = `changes/${workspaceId}`;
   const sent = query.value.after;
