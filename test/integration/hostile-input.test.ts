@@ -144,3 +144,26 @@ describe('charsets and query encodings', () => {
     expect(found.body.items.map((r: any) => r.fieldValues[0].value)).toEqual(['\ufffd']);
   });
 });
+
+describe('lengths count Unicode code points, in validation and in /openapi.json alike', () => {
+  it('an admin name of 150 emoji (300 UTF-16 units) is taken as the document allows; 201 emoji are refused', async () => {
+    const emoji = '😀';
+    const doc = (await call('GET', '/openapi.json')).body;
+    expect(doc.components.schemas.NamedInput?.properties.name.maxLength ?? doc.paths['/admin/users'].post.requestBody.content['application/json'].schema.properties.name.maxLength).toBe(200);
+    const user = await admin('POST', '/admin/users', { name: emoji.repeat(150) });
+    expect(user.status).toBe(201);
+    expect(user.body.name).toBe(emoji.repeat(150));
+    expect((await env.DB.prepare('SELECT name FROM users WHERE id = ?').bind(user.body.id).first<{ name: string }>())?.name).toBe(emoji.repeat(150));
+    const long = await admin('POST', '/admin/workspaces', { name: emoji.repeat(201) });
+    expectProblem(long, 400, 'invalid_request');
+    expect(long.body.errors).toEqual([{ pointer: '/name', code: 'invalid_length', message: 'expected length <=200' }]);
+  });
+
+  it('a record name is cut at 10000 code points, never inside a character', async () => {
+    const { editor, workspaceId } = await world();
+    const object = await newObject([workspaceId], { nameTemplate: '{t}', fields: [{ name: 't', type: 'text' }] });
+    const record = await createOne(editor.key, object.id, [fv('t', '😀'.repeat(10_001))]);
+    expect(record.name).toBe('😀'.repeat(10_000));
+    expect((await row(record.id))?.name).toBe('😀'.repeat(10_000));
+  });
+});
