@@ -2,6 +2,7 @@ import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from '@valibot/
 import type * as v from 'valibot';
 import type { Operation, Tag } from './routes/table.ts';
 import { ApiKeyInfo, FieldDefinition, Membership, Named, NewApiKey, ObjectDefinition, ObjectDefinitionInput } from './schemas/admin.ts';
+import { maxCharsAsJsonSchema } from './schemas/max-chars.ts';
 import { Health, InputProblem, Problem } from './schemas/problem.ts';
 import { ChangeItem, ChangePage, Me, RecordPage } from './schemas/lists.ts';
 import { BatchItemSchema, CreateItem, FieldValue, PatchBody, PatchItem, RecordSchema } from './schemas/record.ts';
@@ -40,6 +41,7 @@ const CONVERSION: ConversionConfig = {
   errorMode: 'ignore',
   definitions: COMPONENTS,
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+  overrideAction: (context) => maxCharsAsJsonSchema(context) as ReturnType<NonNullable<ConversionConfig['overrideAction']>>,
 };
 
 const schema = (s: v.GenericSchema): unknown => {

@@ -3,18 +3,20 @@ import { Router } from 'itty-router/Router';
 import type { Context } from './context.ts';
 import { bearerToken, sha256Hex } from './http/auth.ts';
 import { allowedOrigin, corsHeaders, corsPolicy, preflightHeaders } from './http/cors.ts';
+import { refuseDotSegments } from './http/dot-segments.ts';
 import { HttpError, notFound } from './http/errors.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
- * Routes every operation of the table; a known path with another method answers 405 with
+ * Refuses a path with dot segments before routing. Routes every operation of the table; a known path with another method answers 405 with
  * `Allow`, an unknown path 404. Errors of every stage become problem+json in one place, and
  * every answer (errors too) gets its request id, cost and, for an allowed origin, CORS headers.
  */
 export function buildRouter() {
   const router = Router<IRequest, [Context]>({
+    before: [refuseDotSegments],
     catch: (error: unknown, _request: IRequest, context: Context) => problemResponse(error, context.requestId),
     finally: [
       (response: Response, request: IRequest, context: Context) => {

@@ -6,6 +6,9 @@ declare global {
     interface Env extends ServiceEnv {
       TEST_MIGRATIONS: D1Migration[];
       TEST_TIGHT_LIMITER: RateLimit;
+      /** The fuzz suite's seed and number of requests, when set (else its fixed defaults). */
+      FUZZ_SEED: string;
+      FUZZ_RUNS: string;
     }
     interface GlobalProps {
       mainModule: typeof import('../src/index.ts');

@@ -13,7 +13,13 @@ function workersProject(name: string, config: string, include: string) {
       cloudflareTest(async () => ({
         wrangler: { configPath: root(config) },
         miniflare: {
-          bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, TEST_MIGRATIONS: await readD1Migrations(root('migrations')) },
+          bindings: {
+            ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+            TEST_MIGRATIONS: await readD1Migrations(root('migrations')),
+            // Replays a fuzz run: FUZZ_SEED=<seed printed by fuzz.test.ts> npm test.
+            FUZZ_SEED: process.env.FUZZ_SEED ?? '',
+            FUZZ_RUNS: process.env.FUZZ_RUNS ?? '',
+          },
           // A limiter a test can swap in for RATE_LIMITER to reach its limit in a few calls.
           ratelimits: { TEST_TIGHT_LIMITER: { namespace_id: '9001', simple: { limit: 3, period: 60 } } },
         },

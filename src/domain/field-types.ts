@@ -1,3 +1,4 @@
+import { characters } from '../core/characters.ts';
 import { nesting } from '../core/json.ts';
 import type { FieldDef } from './definition.ts';
 
@@ -50,20 +51,6 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
   }
 }
 
-/** Length in Unicode code points, as SQLite's length() and JSON Schema count. */
-export function characters(text: string): number {
-  let count = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-    }
-    count++;
-  }
-  return count;
-}
-
 function checkMultiSelect(options: readonly string[], value: unknown): ValueProblem | undefined {
   if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) return wrongType('array of strings');
   if (!value.every((item) => options.includes(item))) return wrongValue('expected only strings of the options');
@@ -93,14 +80,14 @@ export function isDateTime(text: string): boolean {
   return m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59);
 }
 
-const EMAIL = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)*$/;
+const EMAIL = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)*$/u;
 
 export function isEmail(text: string): boolean {
-  return text.length <= MAX_EMAIL && EMAIL.test(text);
+  return characters(text) <= MAX_EMAIL && EMAIL.test(text);
 }
 
 export function isHttpUrl(text: string): boolean {
-  if (text.length > MAX_URL || !/^https?:\/\//i.test(text)) return false;
+  if (characters(text) > MAX_URL || !/^https?:\/\//i.test(text)) return false;
   try {
     const url = new URL(text);
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';

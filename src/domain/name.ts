@@ -1,6 +1,6 @@
 import type { FieldValueOut } from '../schemas/record.ts';
 import type { ObjectDef } from './definition.ts';
-import { characters } from './field-types.ts';
+import { characters } from '../core/characters.ts';
 
 export const MAX_NAME = 10_000;
 export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9_]{0,99})\}/g;

@@ -1,20 +1,40 @@
 import { HttpError, invalidBody } from './errors.ts';
 import { unstorableJson } from '../core/json.ts';
+import { scanJson } from '../core/json-scan.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = (): HttpError =>
   new HttpError(413, 'payload_too_large', 'Request body is too large', `The limit is ${MAX_BODY_BYTES} bytes.`);
 
+const unsupported = (): HttpError =>
+  new HttpError(415, 'unsupported_media_type', 'Unsupported media type', 'Send Content-Type: application/json (UTF-8).');
+
+const malformed = (): HttpError => new HttpError(400, 'invalid_request', 'Malformed JSON', 'The request body is not valid JSON.');
+
 /**
- * Reads a JSON body: 415 unless Content-Type is application/json, 413 past 1 MiB, 400 when it is
- * not UTF-8, not JSON, or holds what could not be stored as sent (CONTRACT §1).
+ * Whether a Content-Type names JSON in UTF-8: `application/json`, with any parameters, but a
+ * `charset` only if it is utf-8 (any case, quoted or not).
+ */
+export function isJsonUtf8(type: string): boolean {
+  const [media, ...params] = type.split(';');
+  if (media?.trim().toLowerCase() !== 'application/json') return false;
+  return params.every((param) => {
+    const at = param.indexOf('=');
+    if (param.slice(0, at < 0 ? undefined : at).trim().toLowerCase() !== 'charset') return true;
+    const value = param.slice(at + 1).trim().replace(/^"(.*)"$/, '$1');
+    return at >= 0 && value.toLowerCase() === 'utf-8';
+  });
+}
+
+/**
+ * Reads a JSON body: 415 unless Content-Type is application/json in UTF-8, 413 past 1 MiB, 400
+ * when it is not UTF-8, not JSON, nested deeper than 100 levels, or holds what could not be
+ * stored as sent: a repeated member name, a number no double holds as written, a lone surrogate.
+ * The depth is checked on the text, before any code walks the value.
  */
 export async function readJson(request: Request): Promise<unknown> {
-  const type = request.headers.get('Content-Type') ?? '';
-  if (type.split(';')[0]?.trim().toLowerCase() !== 'application/json') {
-    throw new HttpError(415, 'unsupported_media_type', 'Unsupported media type', 'Send Content-Type: application/json.');
-  }
+  if (!isJsonUtf8(request.headers.get('Content-Type') ?? '')) throw unsupported();
   const declared = Number(request.headers.get('Content-Length') ?? '0');
   if (declared > MAX_BODY_BYTES) throw tooLarge();
   let text: string;
@@ -25,12 +45,15 @@ export async function readJson(request: Request): Promise<unknown> {
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, 'invalid_request', 'Malformed body', 'The request body is not valid UTF-8.');
   }
+  const scan = scanJson(text);
+  if (!scan.ok) throw malformed();
+  if (scan.problems.length > 0) throw invalidBody(scan.problems);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     // The parser's message quotes the input: never echo it.
-    throw new HttpError(400, 'invalid_request', 'Malformed JSON', 'The request body is not valid JSON.');
+    throw malformed();
   }
   const problems = unstorableJson(value);
   if (problems.length > 0) throw invalidBody(problems);

@@ -41,15 +41,15 @@ export async function listKeys(request: IRequest, { env, keys }: Context): Promi
 }
 
 /**
- * Revokes a key: 401 at once in this isolate (its memory forgets the key), within the memory's
- * 30 s in every other isolate.
+ * Revokes a key: 401 at once in this isolate (its memory forgets the key, and a read of it still
+ * in flight cannot put it back), within the memory's 30 s in every other isolate.
  */
 export async function revokeKey(request: IRequest, { env, keys }: Context): Promise<Response> {
   await requireAdmin(request, env.ADMIN_TOKEN);
   const { keyId } = pathIds(request.params, 'keyId');
   const keyHash = await keys.revoke(keyId);
   if (keyHash === undefined) throw notFound('Key');
-  isolateCache.callers.delete(keyHash);
+  isolateCache.revokeKey(keyHash);
   return new Response(null, { status: 204 });
 }
 
@@ -64,6 +64,8 @@ export async function putMember(request: IRequest, { env, store }: Context): Pro
   const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
   const { role } = valid(parseObject(MembershipInput, await readJson(request)));
   if (!(await store.putMember(workspaceId, userId, role))) throw notFound('Workspace or user');
+  // A changed role may take rights away: this isolate reads the user's rights afresh.
+  isolateCache.revokeUser(userId);
   return json({ workspaceId, userId, role });
 }
 
@@ -71,6 +73,8 @@ export async function deleteMember(request: IRequest, { env, store }: Context): 
   await requireAdmin(request, env.ADMIN_TOKEN);
   const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
   if (!(await store.deleteMember(workspaceId, userId))) throw notFound('Workspace or user');
+  // Removed at once in this isolate; a read still in flight cannot put the membership back.
+  isolateCache.revokeUser(userId);
   return new Response(null, { status: 204 });
 }
 

@@ -5,16 +5,18 @@ import { settle } from '../core/settle.ts';
 import type { Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery } from '../domain/list-query.ts';
 import { bearerToken, sha256Hex } from '../http/auth.ts';
-import { cursorSecret, readCursor, signCursor } from '../http/cursor.ts';
+import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
+import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import type { Diff } from '../domain/change.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Change } from '../storage/lists.ts';
+import { storedCursorKey } from '../storage/cursor-key.ts';
 
 /**
- * CONTRACT §12: a workspace's records, its change feed, and the caller. Reads always ask D1 (the
+ * A workspace's records, its change feed, and the caller. Reads always ask D1 (the
  * caller too), never the isolate's memory: the caller and the page in one round trip, the page
  * shown only once the caller proves a member. Order of checks: 401, a bad path id or query 400,
  * not a member 404, a forged cursor 400, a pruned feed position 410.
@@ -34,14 +36,21 @@ async function refuse(context: Context, keyHash: string, workspaceId: number, pr
   throw error;
 }
 
+/** The key of cursors: CURSOR_SECRET, else a random key the service keeps in D1. */
+function secretOf({ env, meter }: Context): Promise<string> {
+  return cursorKey(env.CURSOR_SECRET, () => storedCursorKey(env.DB, meter));
+}
+
 /** GET /workspaces/{workspaceId}/records: keyset pages by id, so a walk sees each record once. */
 export async function listRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const query = parseListQuery(new URL(request.url).searchParams);
-  if (!query.ok) return refuse(context, keyHash, workspaceId, query.problems, invalidQuery(query.problems));
+  const sent = queryOf(request.url);
+  const query = parseListQuery(sent.params);
+  const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
+  if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
   const { filter, limit, cursor } = query.value;
-  const secret = cursorSecret(context.env);
+  const secret = await secretOf(context);
   const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
   const after = await settle(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
@@ -57,9 +66,11 @@ export async function listRecords(request: IRequest, context: Context): Promise<
 export async function listChanges(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const query = parseFeedQuery(new URL(request.url).searchParams);
-  if (!query.ok) return refuse(context, keyHash, workspaceId, query.problems, invalidQuery(query.problems));
-  const secret = cursorSecret(context.env);
+  const given = queryOf(request.url);
+  const query = parseFeedQuery(given.params);
+  const problems = [...given.problems, ...(query.ok ? [] : query.problems)];
+  if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
+  const secret = await secretOf(context);
   const scope = `changes/${workspaceId}`;
   const sent = query.value.after;
   const after = await settle(async () => (sent === undefined ? 0 : readCursor(secret, sent, scope, 'after')));

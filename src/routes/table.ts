@@ -120,8 +120,8 @@ export const operations: Operation[] = [
   {
     method: 'DELETE', path: '/workspaces/:workspaceId/records/:recordId', handler: deleteRecord, operationId: 'deleteRecord', tag: 'Records',
     summary: 'Delete a record (soft)',
-    description: 'Sets `deleted: true` and raises the version by 1, in the record\'s turn like a patch; deleting a deleted record changes nothing. Honours `If-Match`. Takes no body (or `{}`).',
-    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 412],
+    description: 'Sets `deleted: true` and raises the version by 1, in the record\'s turn like a patch; deleting a deleted record changes nothing. Honours `If-Match`. Takes no body, or `{}`.',
+    auth: 'key', body: EmptyBody, bodyOptional: true, ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 412],
   },
   {
     method: 'POST', path: '/workspaces/:workspaceId/records/:recordId/restore', handler: restoreRecord, operationId: 'restoreRecord', tag: 'Records',

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { EntityName, FieldName, Id } from './common.ts';
+import { maxChars } from './max-chars.ts';
 
 export const FIELD_TYPES = [
   'text', 'number', 'integer', 'boolean', 'date', 'datetime', 'select', 'multiSelect', 'email', 'url', 'json',
@@ -31,14 +32,14 @@ export const FieldDefinition = v.strictObject({
   name: FieldName,
   type: v.picklist(FIELD_TYPES),
   required: v.exactOptional(v.boolean()),
-  options: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(200))), v.maxLength(1000))),
+  options: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), maxChars(200))), v.maxLength(1000))),
 });
 export type FieldDefinitionIn = v.InferOutput<typeof FieldDefinition>;
 
 export const ObjectDefinitionInput = v.strictObject({
   name: EntityName,
   workspaceIds: v.pipe(v.array(Id), v.minLength(1), v.maxLength(100)),
-  nameTemplate: v.exactOptional(v.pipe(v.string(), v.maxLength(10000))),
+  nameTemplate: v.exactOptional(v.pipe(v.string(), maxChars(10000))),
   fields: v.pipe(v.array(FieldDefinition), v.maxLength(200)),
 });
 export type ObjectDefinitionIn = v.InferOutput<typeof ObjectDefinitionInput>;

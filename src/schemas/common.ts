@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { maxChars } from './max-chars.ts';
 
 /** CONTRACT §1: JSON integers only, >= 0, within the safe range. */
 export const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
@@ -11,6 +12,6 @@ export const FieldName = v.pipe(v.string(), v.regex(FIELD_NAME));
  * A display name of an admin entity (user, workspace, object). Control characters are refused:
  * a label never needs them, and SQLite's length() stops at U+0000, so storage would refuse one.
  */
-export const EntityName = v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^[^\u0000-\u001f]*$/));
+export const EntityName = v.pipe(v.string(), v.minLength(1), maxChars(200), v.regex(/^[^\u0000-\u001f]*$/));
 
 export const MAX_BATCH = 20;

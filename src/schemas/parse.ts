@@ -39,6 +39,9 @@ function describe(issue: v.BaseIssue<unknown>): [string, string] {
     case 'min_length':
     case 'max_length':
       return ['invalid_length', `expected length ${issue.expected}`];
+    case 'check':
+      // The one check of the schemas is maxChars, whose message says the bound.
+      return ['invalid_length', issue.message];
     case 'regex':
       return ['invalid_format', `expected to match ${issue.expected}`];
     default:

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { FieldName, Id } from './common.ts';
+import { maxChars } from './max-chars.ts';
 
 /** SPEC 2.2. `value: null` in a request means "no value" (CONTRACT §6). */
 export const FieldValue = v.strictObject({
@@ -12,7 +13,7 @@ export const RecordSchema = v.strictObject({
   id: Id,
   objectId: Id,
   objectVersion: Id,
-  name: v.pipe(v.string(), v.minLength(1), v.maxLength(10000)),
+  name: v.pipe(v.string(), v.minLength(1), maxChars(10000)),
   fieldValues: v.array(FieldValue),
   creationType: v.picklist(['System', 'User']),
   version: Id,

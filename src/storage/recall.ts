@@ -2,7 +2,7 @@ import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import type { RecordFacts } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { IsolateCache } from './isolate-cache.ts';
+import type { IsolateCache, Issued } from './isolate-cache.ts';
 import type { RecordContext, Store } from './store.ts';
 
 /** Whether an answer came from the isolate's memory rather than from D1 just now. */
@@ -53,9 +53,9 @@ export class Recall {
     const caller = fresh ? undefined : this.cache.callers.get(keyHash);
     const objects = caller === undefined ? undefined : this.remembered(objectIds);
     if (caller !== undefined && objects?.size === objectIds.length) return { caller, objects, remembered: true };
-    const issuedAt = this.cache.now();
+    const issued = this.cache.issue();
     const read = await this.store.createContext(keyHash, objectIds);
-    this.remember(issuedAt, keyHash, read.caller, read.objects);
+    this.remember(issued, keyHash, read.caller, read.objects);
     return { ...read, remembered: false };
   }
 
@@ -71,12 +71,12 @@ export class Recall {
 
   /** Always read from D1 (reads and batches need the records' state), and remembered. */
   async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
-    const issuedAt = this.cache.now();
+    const issued = this.cache.issue();
     const read = await this.store.recordContext(keyHash, recordIds);
-    this.remember(issuedAt, keyHash, read.caller, read.objects);
+    this.remember(issued, keyHash, read.caller, read.objects);
     // Records in use (read or patched) earn a place; new ones do not, lest a burst of creates
     // push out the records being worked on.
-    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record), issuedAt);
+    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record), issued);
     return read;
   }
 
@@ -87,9 +87,9 @@ export class Recall {
     }));
   }
 
-  private remember(issuedAt: number, keyHash: string, caller: Caller | undefined, objects: ReadonlyMap<number, ObjectDef>): void {
-    if (caller !== undefined) this.cache.callers.set(keyHash, caller, issuedAt);
-    for (const def of objects.values()) this.cache.objects.set(def.id, def, issuedAt);
+  private remember(issued: Issued, keyHash: string, caller: Caller | undefined, objects: ReadonlyMap<number, ObjectDef>): void {
+    if (caller !== undefined) this.cache.rememberCaller(keyHash, caller, issued);
+    for (const def of objects.values()) this.cache.objects.set(def.id, def, issued);
   }
 }
 

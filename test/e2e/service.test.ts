@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenApiCheck } from './openapi-check.ts';
@@ -23,6 +24,22 @@ async function http(method: string, path: string, key?: string, body?: unknown, 
   const json = text === '' ? undefined : JSON.parse(text);
   check.check(method, path, res.status, res.headers.get('Content-Type'), json);
   return { status: res.status, headers: res.headers, body: json };
+}
+
+/** One request with its target sent byte for byte, as no fetch() would send it (fetch resolves dot segments). */
+function rawRequest(method: string, target: string, headers: Record<string, string> = {}, body = ''): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(worker.url);
+  const head = Object.entries({ Host: hostname, Connection: 'close', 'Content-Length': String(Buffer.byteLength(body)), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(`${method} ${target} HTTP/1.1\r\n${head}\r\n${body}`));
+    let data = '';
+    socket.on('data', (chunk) => (data += chunk));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      const [status, text] = [Number(data.split(' ')[1]), data.slice(data.indexOf('\r\n\r\n') + 4)];
+      resolve({ status, body: text === '' ? undefined : JSON.parse(text.replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, '')) });
+    });
+  });
 }
 
 beforeAll(async () => {
@@ -269,6 +286,15 @@ describe('end to end over HTTP against wrangler dev', () => {
     writing = false;
     await consumer;
     for (const id of ids) expect(mirror.get(id)).toEqual((await http('GET', `/records/${id}`, key)).body);
+  });
+
+  it('workerd resolves dot segments (plain, %2e, \\) before the Worker sees the URL: /x/%2e%2e/health is answered as /health', async () => {
+    for (const target of ['/x/%2e%2e/health', '/x/%2E%2E/health', '/x/.%2e/health', '/x/../health', '/x\\..\\health']) {
+      expect(await rawRequest('GET', target), target).toEqual({ status: 200, body: { status: 'ok' } });
+    }
+    // So a path never reaches an admin operation without the admin token, however it is spelt.
+    const sneaked = await rawRequest('POST', '/workspaces/%2e%2e/admin/users', { 'Content-Type': 'application/json' }, '{"name":"x"}');
+    expect([sneaked.status, sneaked.body.code]).toEqual([401, 'unauthorized']);
   });
 
   it('never answered anything /openapi.json does not document', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PROBLEM_CODES } from '../../src/http/errors.ts';
 import { operations } from '../../src/routes/table.ts';
-import { call } from './helpers.ts';
+import { call, createOne, expectProblem, world } from './helpers.ts';
 
 describe('GET /openapi.json (CONTRACT §10)', () => {
   it('documents every routed operation with its statuses, without a key', async () => {
@@ -79,5 +79,20 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
       expect(takesKey, op.operationId).toBe(op.idempotencyKey === true);
     }
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual(['createRecords', 'patchRecords', 'patchWorkspaceRecords', 'patchRecord', 'deleteRecord', 'restoreRecord']);
+  });
+
+  it('lists 413 and 415 for every operation that reads a body, DELETE included, and answers them as documented', async () => {
+    const doc = (await call('GET', '/openapi.json')).body;
+    const del = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].delete;
+    expect(Object.keys(del.responses)).toEqual(expect.arrayContaining(['400', '413', '415']));
+    expect(del.requestBody).toEqual({ required: false, content: { 'application/json': { schema: { type: 'object', properties: {}, required: [], additionalProperties: false } } } });
+    const { editor, workspaceId, object } = await world();
+    const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'A' }]);
+    const path = `/workspaces/${workspaceId}/records/${record.id}`;
+    const latin1 = await call('DELETE', path, { key: editor.key, raw: '{}', headers: { 'Content-Type': 'application/json; charset=latin1' } });
+    expectProblem(latin1, 415, 'unsupported_media_type');
+    const huge = await call('DELETE', path, { key: editor.key, raw: `{"x":"${'a'.repeat(1024 * 1024)}"}` });
+    expectProblem(huge, 413, 'payload_too_large');
+    expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toMatchObject({ version: 1, deleted: false });
   });
 });

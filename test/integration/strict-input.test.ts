@@ -85,8 +85,12 @@ describe('nothing is stored other than as sent (CONTRACT §1)', () => {
     expect(patch.body.errors[0]).toMatchObject({ pointer: '/fieldValues/0/value', code: 'invalid_value' });
     const batch = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id: record.id, fieldValues: deep }] });
     expectProblem(batch, 422, 'unprocessable');
-    const create = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('doc', nest(999))] }] });
+    const create = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('doc', nest(90))] }] });
     expectProblem(create, 422, 'unprocessable');
+    // Past the body's own bound (100 levels in all) it is a malformed body: 400.
+    const deeper = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('doc', nest(999))] }] });
+    expectProblem(deeper, 400, 'invalid_request');
+    expect(deeper.body.errors[0]).toMatchObject({ code: 'too_deep' });
     expect((await row(record.id))?.version).toBe(1);
   });
 

@@ -81,10 +81,10 @@ describe('isolate memory is bounded from when a read was issued', () => {
   it('an entry expires ttl after its read was issued, and an older read never replaces a newer one', () => {
     let now = 1000;
     const memory = new Expiring<string, string>(30_000, 10, () => now);
-    memory.set('k', 'newer', 1000);
-    memory.set('k', 'older', 500); // a read issued earlier that came back later
+    memory.set('k', 'newer', { at: 1000, seq: 2 });
+    memory.set('k', 'older', { at: 500, seq: 1 }); // a read issued earlier that came back later
     expect(memory.get('k')).toBe('newer');
-    memory.set('j', 'slow', 100); // issued at 100, stored at 1000
+    memory.set('j', 'slow', { at: 100, seq: 0 }); // issued at 100, stored at 1000
     now = 30_100;
     expect(memory.get('j')).toBeUndefined();
     expect(memory.get('k')).toBe('newer');

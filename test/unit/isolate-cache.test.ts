@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CACHE_TTL_MS, Expiring } from '../../src/storage/isolate-cache.ts';
+import { CACHE_TTL_MS, Expiring, IsolateCache } from '../../src/storage/isolate-cache.ts';
 
 describe('Expiring: what an isolate remembers', () => {
   it('keeps the stated bound: the 60 s that issue 4 allows at most', () => {
@@ -44,5 +44,58 @@ describe('Expiring: what an isolate remembers', () => {
     expect(cache.get('a')).toBe(1);
     now = 100;
     expect(cache.get('a')).toBeUndefined();
+  });
+});
+
+describe('a revocation is never undone by a read that was in flight', () => {
+  it('a fill issued before a revocation is ignored; one issued after it is remembered', () => {
+    let now = 0;
+    const cache = new Expiring<string, number>(100, 10, () => now);
+    const before = cache.issue();
+    cache.revoke('a');
+    cache.set('a', 1, before); // D1 answered before the revocation, the reply came after
+    expect(cache.get('a')).toBeUndefined();
+    const after = cache.issue();
+    cache.set('a', 2, after);
+    expect(cache.get('a')).toBe(2);
+  });
+
+  it('holds even when the clock did not move between the read and the revocation', () => {
+    const cache = new Expiring<string, number>(100, 10, () => 5);
+    const before = cache.issue();
+    cache.revoke('a');
+    cache.set('a', 1, before);
+    expect(cache.get('a')).toBeUndefined();
+  });
+
+  it('forgets a revocation once every read issued before it has expired anyway', () => {
+    let now = 0;
+    const cache = new Expiring<string, number>(100, 10, () => now);
+    const before = cache.issue();
+    cache.revoke('a');
+    now = 100;
+    cache.set('a', 1, before); // expired on arrival
+    expect(cache.get('a')).toBeUndefined();
+    cache.set('a', 2);
+    expect(cache.get('a')).toBe(2);
+  });
+
+  it('IsolateCache: a removed member\'s callers, remembered or in flight, are read afresh; other users are untouched', () => {
+    const cache = new IsolateCache();
+    const caller = (userId: number) => ({ userId, roles: new Map([[1, 'editor' as const]]) });
+    cache.rememberCaller('k1', caller(7), cache.issue());
+    cache.rememberCaller('k9', caller(9), cache.issue());
+    const inFlight = cache.issue();
+    cache.revokeUser(7);
+    expect(cache.callers.get('k1')).toBeUndefined();
+    cache.rememberCaller('k2', caller(7), inFlight); // another key of the same user, read before
+    expect(cache.callers.get('k2')).toBeUndefined();
+    expect(cache.callers.get('k9')).toEqual(caller(9));
+    cache.rememberCaller('k1', caller(7), cache.issue());
+    expect(cache.callers.get('k1')).toEqual(caller(7));
+    const late = cache.issue();
+    cache.revokeKey('k1');
+    cache.rememberCaller('k1', caller(7), late);
+    expect(cache.callers.get('k1')).toBeUndefined();
   });
 });
