@@ -158,7 +158,7 @@ export function openApiDocument(operations: readonly Operation[]): unknown {
         'Records of user-defined objects, shared with workspaces. Batches are all or nothing; concurrent patches of a record are ' +
         'applied one at a time, never lost; every error is RFC 9457 problem details with every problem found.',
       contact: { name: 'Record service maintainers' },
-      license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [
       { url: '/', description: 'The deployment serving this document' },
