@@ -1,7 +1,20 @@
 import type { IRequest } from 'itty-router';
 import * as v from 'valibot';
 import type { Context } from '../context.ts';
-import { ApiKeyInfo, MembershipInput, NewApiKey, Membership, Named, NamedInput, ObjectDefinition, ObjectDefinitionInput } from '../schemas/admin.ts';
+import {
+  ApiKeyInfo,
+  Membership,
+  MembershipInput,
+  MembershipPage,
+  Named,
+  NamedInput,
+  NewApiKey,
+  ObjectDefinition,
+  ObjectDefinitionInput,
+  ObjectDefinitionPage,
+  UserPage,
+  WorkspacePage,
+} from '../schemas/admin.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import { Health } from '../schemas/problem.ts';
 import { BatchItemSchema, CreateItem, PatchBody, PatchItem, RecordSchema } from '../schemas/record.ts';
@@ -19,6 +32,9 @@ export interface QueryParameter {
   name: string;
   description: string;
   schema: Record<string, unknown>;
+  /** An object whose properties are sent as query parameters of their own (`field.stage=lead`). */
+  style?: 'form';
+  explode?: true;
 }
 
 const LIST_QUERY: QueryParameter[] = [
@@ -27,6 +43,26 @@ const LIST_QUERY: QueryParameter[] = [
   { name: 'objectId', description: 'Only records of this object definition.', schema: { type: 'integer', minimum: 0 } },
   { name: 'deleted', description: 'Deleted records: `exclude` (default), `include` or `only`.', schema: { type: 'string', enum: ['exclude', 'include', 'only'] } },
   { name: 'updatedAfter', description: 'Only records updated after this time (epoch ms).', schema: { type: 'integer', minimum: 0 } },
+  {
+    name: 'fieldFilters',
+    description:
+      'Any number of `field.<fieldName>=<value>` parameters: only records whose field holds that value, compared with the ' +
+      "value's JSON text (`field.age=42`, `field.done=true`) or, for a string, the string itself (`field.stage=lead`). " +
+      'Several are ANDed; each field at most once.',
+    schema: {
+      type: 'object',
+      propertyNames: { pattern: '^field\\.[A-Za-z][A-Za-z0-9_]{0,99}$' },
+      additionalProperties: { type: 'string' },
+    },
+    style: 'form',
+    explode: true,
+  },
+];
+
+/** The admin API's lists: keyset pages by id. */
+const PAGE_QUERY: QueryParameter[] = [
+  { name: 'limit', description: 'Items per page, 1 to 100 (default 50).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+  { name: 'cursor', description: 'The `nextCursor` of the previous page, unchanged (an edited or foreign cursor is 400).', schema: { type: 'string' } },
 ];
 
 const FEED_QUERY: QueryParameter[] = [
@@ -120,8 +156,8 @@ export const operations: Operation[] = [
   {
     method: 'DELETE', path: '/workspaces/:workspaceId/records/:recordId', handler: deleteRecord, operationId: 'deleteRecord', tag: 'Records',
     summary: 'Delete a record (soft)',
-    description: 'Sets `deleted: true` and raises the version by 1, in the record\'s turn like a patch; deleting a deleted record changes nothing. Honours `If-Match`. Takes no body (or `{}`).',
-    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 412],
+    description: 'Sets `deleted: true` and raises the version by 1, in the record\'s turn like a patch; deleting a deleted record changes nothing. Honours `If-Match`. Takes no body (or `{}`: another body is 400, 413 or 415).',
+    auth: 'key', ok: { status: 200, schema: RecordSchema, etag: true }, ifMatch: true, idempotencyKey: true, errors: [403, 412, 413, 415],
   },
   {
     method: 'POST', path: '/workspaces/:workspaceId/records/:recordId/restore', handler: restoreRecord, operationId: 'restoreRecord', tag: 'Records',
@@ -145,6 +181,15 @@ export const operations: Operation[] = [
     description: 'Users own API keys and are members of workspaces.', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [],
   },
   {
+    method: 'GET', path: '/admin/users', handler: admin.listUsers, operationId: 'listUsers', tag: 'Admin', summary: 'List users',
+    description: 'Ascending by id, one keyset page at a time.', auth: 'admin', ok: { status: 200, schema: UserPage }, query: PAGE_QUERY, errors: [],
+  },
+  {
+    method: 'DELETE', path: '/admin/users/:userId', handler: admin.deleteUser, operationId: 'deleteUser', tag: 'Admin', summary: 'Delete a user with their keys and memberships',
+    description: "Revokes the user's keys and removes their memberships in one transaction: their keys answer 401 at once in the isolate that deleted them and within 30 s everywhere. Records keep the user's id in `createdBy`, `updatedBy` and `ownedBy`.",
+    auth: 'admin', ok: { status: 204 }, errors: [],
+  },
+  {
     method: 'POST', path: '/admin/users/:userId/keys', handler: admin.createKey, operationId: 'createKey', tag: 'Admin', summary: 'Issue an API key for a user (shown once)',
     description: 'The answer is the only time the key is shown; only its SHA-256 and its first characters (`prefix`) are stored.',
     auth: 'admin', ok: { status: 201, schema: NewApiKey }, errors: [],
@@ -163,6 +208,19 @@ export const operations: Operation[] = [
     description: 'Records are shared with workspaces; users see records through their memberships.', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [],
   },
   {
+    method: 'GET', path: '/admin/workspaces', handler: admin.listWorkspaces, operationId: 'listWorkspaces', tag: 'Admin', summary: 'List workspaces',
+    description: 'Ascending by id, one keyset page at a time.', auth: 'admin', ok: { status: 200, schema: WorkspacePage }, query: PAGE_QUERY, errors: [],
+  },
+  {
+    method: 'DELETE', path: '/admin/workspaces/:workspaceId', handler: admin.deleteWorkspace, operationId: 'deleteWorkspace', tag: 'Admin', summary: 'Delete a workspace and its memberships',
+    description: 'Refused with 409 (`workspace_in_use`, naming what keeps it) while the current version of an object definition lists the workspace or any record is shared with it.',
+    auth: 'admin', ok: { status: 204 }, errors: [409],
+  },
+  {
+    method: 'GET', path: '/admin/workspaces/:workspaceId/members', handler: admin.listMembers, operationId: 'listMembers', tag: 'Admin', summary: "List a workspace's members",
+    description: 'Ascending by user id, one keyset page at a time; 404 for an unknown workspace.', auth: 'admin', ok: { status: 200, schema: MembershipPage }, query: PAGE_QUERY, errors: [],
+  },
+  {
     method: 'PUT', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.putMember, operationId: 'putMember', tag: 'Admin',
     summary: 'Add a member or change their role', description: 'Roles: `editor` (may change records) or `viewer` (may read them).',
     auth: 'admin', body: MembershipInput, ok: { status: 200, schema: Membership }, errors: [],
@@ -175,6 +233,10 @@ export const operations: Operation[] = [
     method: 'POST', path: '/admin/objects', handler: admin.createObject, operationId: 'createObject', tag: 'Admin', summary: 'Create an object definition (version 1)',
     description: 'Every `{field}` of `nameTemplate` must name a field; every workspace must exist (else 422).',
     auth: 'admin', body: ObjectDefinitionInput, ok: { status: 201, schema: ObjectDefinition }, errors: [422],
+  },
+  {
+    method: 'GET', path: '/admin/objects', handler: admin.listObjects, operationId: 'listObjects', tag: 'Admin', summary: 'List object definitions',
+    description: 'The current version of each, ascending by id, one keyset page at a time.', auth: 'admin', ok: { status: 200, schema: ObjectDefinitionPage }, query: PAGE_QUERY, errors: [],
   },
   {
     method: 'PUT', path: '/admin/objects/:objectId', handler: admin.updateObject, operationId: 'updateObject', tag: 'Admin', summary: 'Replace an object definition (next version)',

@@ -57,6 +57,13 @@ describe('clients of /openapi.json', () => {
     expect(result.stale).toMatchObject({ status: 412, problem: { status: 412, code: 'precondition_failed' } });
     expect(result.invalid.status).toBe(422);
     expect(result.invalid.problem.errors?.map((e: any) => [e.pointer, e.code])).toEqual([['/0/fieldValues/0/value', 'invalid_value'], ['/0/fieldValues', 'required']]);
+    expect(result.admin.users).toContain('Ada');
+    expect(result.admin.workspaces).toContain('Sales');
+    expect(result.admin.members).toEqual([{ userId: result.created[0].createdBy, role: 'editor' }]);
+    expect(result.admin.objects).toContainEqual({ name: 'Contact', version: 1 });
+    expect(result.admin.workspaceInUse).toMatchObject({ status: 409, problem: { code: 'conflict', errors: [{ parameter: 'workspaceId', code: 'workspace_in_use' }, { parameter: 'workspaceId', code: 'workspace_in_use' }] } });
+    expect(result.admin.userDeleted).toBe(204);
+    expect(result.admin.keyAfterDelete).toBe(401);
   });
 });
 
