@@ -1,6 +1,6 @@
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import type { Operation, Tag } from './routes/table.ts';
+import type { Operation, Tag } from './routes/operation.ts';
 import {
   ApiKeyInfo,
   FieldDefinition,

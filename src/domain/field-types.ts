@@ -1,5 +1,5 @@
 import { nesting } from '../core/json.ts';
-import type { FieldDef } from './definition.ts';
+import type { FieldDef } from './object-def.ts';
 
 export const MAX_TEXT = 100_000;
 /** Levels of arrays and objects a `json` value may hold (CONTRACT §1). */

@@ -1,6 +1,4 @@
-import type { IRequest } from 'itty-router';
 import * as v from 'valibot';
-import type { Context } from '../context.ts';
 import {
   ApiKeyInfo,
   Membership,
@@ -27,15 +25,9 @@ import { ChangePage, Me, RecordPage } from '../schemas/lists.ts';
 import { listChanges, listRecords, me } from './lists.ts';
 import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
 import { readRecord } from './records-read.ts';
+import type { Operation, QueryParameter } from './operation.ts';
 
-export interface QueryParameter {
-  name: string;
-  description: string;
-  schema: Record<string, unknown>;
-  /** An object whose properties are sent as query parameters of their own (`field.stage=lead`). */
-  style?: 'form';
-  explode?: true;
-}
+export type { Handler, Method, Operation, QueryParameter, Tag } from './operation.ts';
 
 const LIST_QUERY: QueryParameter[] = [
   { name: 'limit', description: 'Records per page, 1 to 100 (default 50).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
@@ -69,37 +61,6 @@ const FEED_QUERY: QueryParameter[] = [
   { name: 'after', description: 'A cursor of the feed: the changes after it. Without it, the oldest kept change comes first.', schema: { type: 'string' } },
   { name: 'limit', description: 'Changes per page, 1 to 1000 (default 100).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
 ];
-
-export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type Tag = 'Records' | 'Admin' | 'Service';
-
-/** One operation: how it is routed and how /openapi.json documents it. */
-export interface Operation {
-  method: Method;
-  /** itty-router path; `:name` parameters are ids (digits only). */
-  path: string;
-  handler: Handler;
-  /** Unique, camelCase: the name a generated client gives the operation. */
-  operationId: string;
-  tag: Tag;
-  summary: string;
-  /** What a client needs to know beyond the summary (CommonMark). */
-  description: string;
-  auth: 'key' | 'admin' | 'none';
-  body?: v.GenericSchema;
-  /** The body may be left out altogether. */
-  bodyOptional?: true;
-  ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
-  /** Honours an `If-Match` request header. */
-  ifMatch?: boolean;
-  /** This write accepts the `Idempotency-Key` request header. */
-  idempotencyKey?: true;
-  /** Query parameters, as /openapi.json documents them. */
-  query?: QueryParameter[];
-  /** Statuses beyond those every operation of its kind can answer (see openapi.ts). */
-  errors: number[];
-}
 
 const batchOf = <S extends v.GenericSchema>(item: S) => v.pipe(v.array(item), v.minLength(1), v.maxLength(MAX_BATCH));
 const items = v.array(BatchItemSchema);

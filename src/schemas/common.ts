@@ -11,6 +11,7 @@ export const FieldName = v.pipe(v.string(), v.regex(FIELD_NAME));
  * A display name of an admin entity (user, workspace, object). Control characters are refused:
  * a label never needs them, and SQLite's length() stops at U+0000, so storage would refuse one.
  */
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point.
 export const EntityName = v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^[^\u0000-\u001f]*$/));
 
 export const MAX_BATCH = 20;
