@@ -10,7 +10,7 @@ export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9_]{0,99})\}/g;
 const EDGES = /^[\s\u0000]+|[\s\u0000]+$/g;
 
 /**
- * The name from the object's template (CONTRACT §5), trimmed of white space and U+0000 and cut to
+ * The name from the object's template, trimmed of white space and U+0000 and cut to
  * 10000 characters; undefined when there is no template or it renders empty, so the caller uses
  * `fallbackName`.
  */

@@ -11,7 +11,7 @@ import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 
 /**
- * CONTRACT §12: a workspace's records, its change feed, and the caller. Reads always ask D1 (the
+ * A workspace's records, its change feed, and the caller. Reads always ask D1 (the
  * caller too), never the isolate's memory: the caller and the page in one round trip, the page
  * shown only once the caller proves a member. Order of checks: 401, a bad path id or query 400,
  * not a member 404, a forged cursor 400, a pruned feed position 410.

@@ -1,5 +1,5 @@
 /**
- * Counts the round trips a request makes, for `Server-Timing` (issue 4): every D1 call
+ * Counts the round trips a request makes, for `Server-Timing`: every D1 call
  * (a `batch()` is one) and every Durable Object call, with their durations.
  */
 export interface Work {
