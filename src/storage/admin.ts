@@ -97,8 +97,10 @@ export class AdminStore {
 
   /**
    * Deletes a workspace and its memberships when nothing keeps it (no current object definition
-   * lists it, no record is shared with it). The check and the deletes run in one D1
-   * transaction, so a definition or record that arrives meanwhile is either seen or blocked.
+   * lists it, no record is shared with it), checked in the same D1 transaction as the deletes.
+   * A record cannot be shared with it afterwards (its sharing rows reference the workspace); a
+   * definition saved at the same moment may still name it, since saving one checks its
+   * workspaces in a read of its own.
    */
   async deleteWorkspace(workspaceId: number): Promise<WorkspaceDeletion> {
     const [, deleted, exists, objects, records] = await this.batch<unknown>(
