@@ -1,15 +1,28 @@
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import type { Operation, Tag } from './routes/table.ts';
-import { ApiKeyInfo, FieldDefinition, Membership, Named, NewApiKey, ObjectDefinition, ObjectDefinitionInput } from './schemas/admin.ts';
+import type { Operation, Tag } from './routes/operation.ts';
+import {
+  ApiKeyInfo,
+  FieldDefinition,
+  Membership,
+  MembershipPage,
+  Named,
+  NewApiKey,
+  ObjectDefinition,
+  ObjectDefinitionInput,
+  ObjectDefinitionPage,
+  UserPage,
+  WorkspacePage,
+} from './schemas/admin.ts';
+import { EXAMPLES, problemExample } from './openapi-examples.ts';
 import { maxCharsAsJsonSchema } from './schemas/max-chars.ts';
 import { Health, InputProblem, Problem } from './schemas/problem.ts';
 import { ChangeItem, ChangePage, Me, RecordPage } from './schemas/lists.ts';
 import { BatchItemSchema, CreateItem, FieldValue, PatchBody, PatchItem, RecordSchema } from './schemas/record.ts';
 
 /**
- * CONTRACT §10: OpenAPI 3.1, generated from the operation table and the same Valibot schemas
- * that validate requests, so the document cannot drift from the code. Each schema named here
+ * OpenAPI 3.1, generated from the operation table and the same Valibot schemas that validate
+ * requests, so the document cannot drift from the code. Each schema named here
  * becomes a component that every other use refers to by `$ref` (a generated client gets a
  * `Record` type, not six anonymous copies).
  */
@@ -28,7 +41,11 @@ const COMPONENTS = {
   ObjectDefinitionInput,
   FieldDefinition,
   Named,
+  UserPage,
+  WorkspacePage,
   Membership,
+  MembershipPage,
+  ObjectDefinitionPage,
   NewApiKey,
   ApiKeyInfo,
   Health,
@@ -107,7 +124,8 @@ function problemHeaders(status: number, op: Operation): Record<string, unknown> 
 const IF_MATCH = {
   name: 'If-Match', in: 'header', required: false,
   description: '`*`, or a comma-separated list of strong tags `"<version>"`. No tag equal to the current version (a weak tag never is; an unparsable header matches nothing): 412, nothing written.',
-  schema: { type: 'string', pattern: '^\\s*(\\*|(W/)?"[\\x21\\x23-\\x7e]*"(\\s*,\\s*(W/)?"[\\x21\\x23-\\x7e]*")*)\\s*$' },
+  // Only spaces and tabs may surround the tags (RFC 9110's optional white space).
+  schema: { type: 'string', pattern: '^[ \\t]*(\\*|(W/)?"[\\x21\\x23-\\x7e]*"([ \\t]*,[ \\t]*(W/)?"[\\x21\\x23-\\x7e]*")*)[ \\t]*$' },
 };
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key', in: 'header', required: false,
@@ -121,19 +139,20 @@ function operationObject(op: Operation): Record<string, unknown> {
   }));
   if (op.ifMatch === true) parameters.push(IF_MATCH);
   if (op.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY);
-  for (const q of op.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
+  for (const q of op.query ?? []) parameters.push({ in: 'query', required: false, ...q });
   const okHeaders: Record<string, unknown> = { ...COMMON_HEADERS };
   if (op.ok.etag === true) okHeaders.ETag = ref('ETag');
   if (op.idempotencyKey === true) okHeaders['Idempotent-Replayed'] = ref('IdempotentReplayed');
-  const okContent = op.ok.schema !== undefined
-    ? { content: { 'application/json': { schema: schema(op.ok.schema) } } }
-    : op.path === '/openapi.json' ? { content: { 'application/json': { schema: { type: 'object' } } } } : {};
+  const examples = EXAMPLES[op.operationId] ?? {};
+  const example = (value: unknown) => (value === undefined ? {} : { example: value });
+  const okSchema = op.ok.schema !== undefined ? schema(op.ok.schema) : op.path === '/openapi.json' ? { type: 'object' } : undefined;
+  const okContent = okSchema === undefined ? {} : { content: { 'application/json': { schema: okSchema, ...example(examples.response) } } };
   const responses: Record<string, unknown> = { [op.ok.status]: { description: 'Success', headers: okHeaders, ...okContent } };
   for (const status of errorStatuses(op)) {
     responses[status] = {
       description: TITLES[status] ?? 'Error',
       headers: problemHeaders(status, op),
-      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' }, example: problemExample(status) } },
     };
   }
   return {
@@ -143,7 +162,7 @@ function operationObject(op: Operation): Record<string, unknown> {
     description: op.description,
     ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(op.body === undefined ? {} : { requestBody: { required: op.bodyOptional !== true, content: { 'application/json': { schema: schema(op.body) } } } }),
+    ...(op.body === undefined ? {} : { requestBody: { required: op.bodyOptional !== true, content: { 'application/json': { schema: schema(op.body), ...example(examples.request) } } } }),
     responses,
   };
 }
@@ -160,7 +179,7 @@ export function openApiDocument(operations: readonly Operation[]): unknown {
         'Records of user-defined objects, shared with workspaces. Batches are all or nothing; concurrent patches of a record are ' +
         'applied one at a time, never lost; every error is RFC 9457 problem details with every problem found.',
       contact: { name: 'Record service maintainers' },
-      license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [
       { url: '/', description: 'The deployment serving this document' },

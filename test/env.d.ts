@@ -1,5 +1,6 @@
 import type { D1Migration } from 'cloudflare:test';
 import type { Env as ServiceEnv } from '../src/env.ts';
+import type * as ServiceModule from '../src/index.ts';
 
 declare global {
   namespace Cloudflare {
@@ -11,7 +12,7 @@ declare global {
       FUZZ_RUNS: string;
     }
     interface GlobalProps {
-      mainModule: typeof import('../src/index.ts');
+      mainModule: typeof ServiceModule;
       durableNamespaces: 'RecordObject';
     }
   }

@@ -8,7 +8,7 @@ export interface Caller {
   roles: ReadonlyMap<number, Role>;
 }
 
-/** Creating needs role editor in at least one workspace of the object (CONTRACT §3). */
+/** Creating needs role editor in at least one workspace of the object. */
 export function canCreate(caller: Caller, def: ObjectDef): boolean {
   return def.workspaceIds.some((id) => caller.roles.get(id) === 'editor');
 }
@@ -17,7 +17,7 @@ export type Access = 'none' | 'read' | 'write';
 
 /**
  * What the caller may do with a record shared with `shared`. Under a workspace path only that
- * workspace counts, and only if the record is shared with it (CONTRACT §3).
+ * workspace counts, and only if the record is shared with it.
  */
 export function recordAccess(caller: Caller, shared: readonly number[], workspaceId?: number): Access {
   const workspaces = workspaceId === undefined ? shared : shared.includes(workspaceId) ? [workspaceId] : [];

@@ -23,7 +23,7 @@ export interface NewRecord {
 export type Plan<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
 
 /**
- * Checks a well-shaped create batch against the object definitions (CONTRACT §5) and builds
+ * Checks a well-shaped create batch against the object definitions and builds
  * the records to insert, or lists every problem of every element.
  */
 export function planCreate(

@@ -1,19 +1,9 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
-import type { FieldDefinitionIn, ObjectDefinitionIn } from '../schemas/admin.ts';
+import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import { templateFields } from './name.ts';
+import type { ObjectDef } from './object-def.ts';
 
-export type FieldType = FieldDefinitionIn['type'];
-export type FieldDef = FieldDefinitionIn;
-
-/** One version of an object definition, as the domain functions need it. */
-export interface ObjectDef {
-  id: number;
-  version: number;
-  name: string;
-  nameTemplate?: string;
-  workspaceIds: number[];
-  fields: FieldDef[];
-}
+export type { FieldDef, FieldType, ObjectDef } from './object-def.ts';
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {

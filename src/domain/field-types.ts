@@ -1,9 +1,9 @@
 import { characters } from '../core/characters.ts';
 import { nesting } from '../core/json.ts';
-import type { FieldDef } from './definition.ts';
+import type { FieldDef } from './object-def.ts';
 
 export const MAX_TEXT = 100_000;
-/** Levels of arrays and objects a `json` value may hold (CONTRACT §1). */
+/** Levels of arrays and objects a `json` value may hold; deeper is 422. */
 export const MAX_NESTING = 64;
 const MAX_URL = 8192;
 const MAX_EMAIL = 254;
@@ -17,7 +17,7 @@ export interface ValueProblem {
 const wrongType = (expected: string): ValueProblem => ({ code: 'invalid_type', message: `expected ${expected}` });
 const wrongValue = (message: string): ValueProblem => ({ code: 'invalid_value', message });
 
-/** Checks one non-null value against its field's type (CONTRACT §4); undefined when it fits. */
+/** Checks one non-null value against its field's type; undefined when it fits. */
 export function checkValue(field: FieldDef, value: unknown): ValueProblem | undefined {
   switch (field.type) {
     case 'text':

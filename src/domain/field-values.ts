@@ -3,7 +3,7 @@ import type { FieldValueOut } from '../schemas/record.ts';
 import type { ObjectDef } from './definition.ts';
 import { checkValue } from './field-types.ts';
 
-/** A record's field values serialize to at most this many bytes (CONTRACT §1; D1 rows hold 2 MB). */
+/** A record's field values serialize to at most this many bytes (1 MiB; D1 rows hold 2 MB); more is 422. */
 export const MAX_RECORD_BYTES = 1024 * 1024;
 
 export interface FieldValuesResult {
@@ -13,7 +13,7 @@ export interface FieldValuesResult {
 }
 
 /**
- * Applies `changes` on top of `current` (CONTRACT §5, §6): a listed field takes its new value,
+ * Applies `changes` on top of `current`: a listed field takes its new value,
  * an omitted one keeps its value, `null` removes it. On create (`current` empty) every required
  * field must end with a value; on patch only an explicit `null` can empty a required field.
  * `prefix` is the pointer of the element (`/3` in a batch, `` for a single body).
@@ -65,7 +65,7 @@ export function serializedBytes(values: readonly FieldValueOut[]): number {
   return text.length * 3 <= MAX_RECORD_BYTES ? text.length : new TextEncoder().encode(text).byteLength;
 }
 
-/** Whether two lists hold the same value for every field, whatever their order (CONTRACT §6). */
+/** Whether two lists hold the same value for every field, whatever their order: such a patch changes nothing. */
 export function sameValues(a: readonly FieldValueOut[], b: readonly FieldValueOut[]): boolean {
   if (a.length !== b.length) return false;
   const before = new Map(a.map((entry) => [entry.fieldName, JSON.stringify(entry.value)]));

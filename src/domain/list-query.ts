@@ -1,7 +1,7 @@
 import type { InputProblem } from '../core/problem.ts';
 import { FIELD_NAME } from '../schemas/common.ts';
 
-/** What `GET /workspaces/{id}/records` may filter on (CONTRACT §12). */
+/** What `GET /workspaces/{id}/records` may filter on. */
 export interface ListFilter {
   objectId?: number;
   deleted: 'exclude' | 'include' | 'only';
@@ -12,6 +12,12 @@ export interface ListFilter {
 
 export interface ListQuery {
   filter: ListFilter;
+  limit: number;
+  cursor?: string;
+}
+
+/** A page of one of the admin API's lists. */
+export interface PageQuery {
   limit: number;
   cursor?: string;
 }
@@ -91,3 +97,18 @@ export function parseFeedQuery(params: URLSearchParams): Parsed<FeedQuery> {
   return { ok: true, value: { limit, ...(after === undefined ? {} : { after }) } };
 }
 
+
+/** Parses the query of an admin list: `limit` 1–100 (default 50) and `cursor`. */
+export function parsePageQuery(params: URLSearchParams): Parsed<PageQuery> {
+  const { values, problems } = single(params, (name) => name === 'limit' || name === 'cursor');
+  let limit = 50;
+  const raw = values.get('limit');
+  if (raw !== undefined) {
+    const n = integer(raw, 1, 100);
+    if (n === undefined) problems.push(bad('limit', 'out_of_range', 'expected an integer from 1 to 100'));
+    else limit = n;
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  const cursor = values.get('cursor');
+  return { ok: true, value: { limit, ...(cursor === undefined ? {} : { cursor }) } };
+}

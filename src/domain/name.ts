@@ -1,15 +1,16 @@
 import type { FieldValueOut } from '../schemas/record.ts';
-import type { ObjectDef } from './definition.ts';
+import type { ObjectDef } from './object-def.ts';
 import { characters } from '../core/characters.ts';
 
 export const MAX_NAME = 10_000;
 export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9_]{0,99})\}/g;
 
 /** White space and U+0000 at either end (SQLite's length() stops at U+0000: a leading one reads as empty). */
+// eslint-disable-next-line no-control-regex -- U+0000 is the character to trim here.
 const EDGES = /^[\s\u0000]+|[\s\u0000]+$/g;
 
 /**
- * The name from the object's template (CONTRACT §5), trimmed of white space and U+0000 and cut to
+ * The name from the object's template, trimmed of white space and U+0000 and cut to
  * 10000 characters; undefined when there is no template or it renders empty, so the caller uses
  * `fallbackName`.
  */

@@ -16,7 +16,7 @@ const at = (prefix: string, status: number, code: string, message: string, ...ke
 });
 
 /**
- * Everything that can be known about a patch before it takes its turn (CONTRACT §3, §6):
+ * Everything that can be known about a patch before it takes its turn:
  * 404 for a record the caller cannot see, 403 for one they cannot change, 409 for a deleted one,
  * 422 for a changed `ownedBy` and values that do not fit the current definition.
  */
@@ -89,7 +89,7 @@ export function ifMatchAllows(header: string | undefined, version: number): bool
 /** What a committed write did to a record, as the change feed names it. */
 export type ChangeType = 'created' | 'updated' | 'deleted' | 'restored';
 
-/** One write waiting for its turn in a record's object: a patch, or a delete or restore (CONTRACT §12). */
+/** One write waiting for its turn in a record's object: a patch, or a delete or restore. */
 export interface QueuedPatch {
   def: ObjectDef;
   patch: PatchIn;

@@ -4,7 +4,7 @@ import { fallbackName } from './name.ts';
 
 /**
  * The record a create makes, once storage gave it its id, with its properties in the one order
- * every answer uses (CONTRACT §1: the same record serializes identically wherever it appears).
+ * every answer uses (the same record serializes identically wherever it appears).
  */
 export function createdRecord(r: NewRecord, id: number): RecordOut {
   return {

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §14: CORS from the `CORS_ORIGINS` var. Pure functions; the router applies them.
+ * CORS from the `CORS_ORIGINS` var. Pure functions; the router applies them.
  * Written here rather than taken from itty-router's `cors()`, whose `corsify` rebuilds every
  * response with status 200 (a 404 or 412 would reach a browser as a success).
  */

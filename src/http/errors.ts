@@ -1,7 +1,7 @@
 /** The one error vocabulary of the service: thrown anywhere, turned into problem+json in one place. */
 
 /**
- * The closed set of a problem's top-level `code` (CONTRACT §2), documented as an enum in
+ * The closed set of a problem's top-level `code`, documented as an enum in
  * /openapi.json. The generic code of each status, then more specific codes that replace the
  * generic one for their status. (`errors[].code` is a separate, open vocabulary.)
  */
@@ -74,7 +74,7 @@ export const forbidden = (detail: string): HttpError => new HttpError(403, 'forb
 
 /**
  * Problems found while checking a well-shaped body against definitions and stored records.
- * The status is that of the first problem in request order (CONTRACT §7).
+ * The status is that of the first problem in request order.
  */
 export function rejected(problems: readonly InputProblem[]): HttpError {
   const first = problems[0]?.status ?? 422;

@@ -3,7 +3,7 @@ import { invalidPath, notFound, type InputProblem } from './errors.ts';
 const DIGITS = /^[0-9]+$/;
 
 /**
- * Path ids (CONTRACT §1): digits only (leading zeros allowed), else 400 naming every bad
+ * Path ids: digits only (leading zeros allowed), else 400 naming every bad
  * parameter; digits beyond the safe integer range cannot name anything: 404.
  */
 export function pathIds<K extends string>(params: Readonly<Record<string, string>>, ...names: K[]): Record<K, number> {

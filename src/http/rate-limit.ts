@@ -1,7 +1,7 @@
 import { HttpError } from './errors.ts';
 
 /**
- * CONTRACT §14: requests per API key through Cloudflare's Rate Limiting binding. The binding
+ * Requests per API key through Cloudflare's Rate Limiting binding. The binding
  * only says yes or no, not when the window ends, so `Retry-After` is the window's length
  * (`period` of `[[ratelimits]]` in wrangler.toml, mirrored by the RATE_LIMIT_PERIOD var).
  */

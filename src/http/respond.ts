@@ -6,7 +6,7 @@ export function json(data: unknown, status = 200, headers: Record<string, string
   });
 }
 
-/** An answer that carries one record: with its version as a strong ETag (CONTRACT §6). */
+/** An answer that carries one record: with its version as a strong ETag, `"<version>"`. */
 export function recordResponse(record: { version: number }): Response {
   return json(record, 200, { ETag: `"${record.version}"` });
 }

@@ -3,7 +3,7 @@ import type { Context } from '../context.ts';
 import { HttpError } from '../http/errors.ts';
 import { json } from '../http/respond.ts';
 
-/** CONTRACT §10: 200 when D1 answers; 503 otherwise. No key needed. */
+/** GET /health: 200 when D1 answers; 503 otherwise. No key needed. */
 export async function health(_request: IRequest, { store }: Context): Promise<Response> {
   try {
     if (await store.ping()) return json({ status: 'ok' });

@@ -7,7 +7,7 @@ import { json } from '../http/respond.ts';
 import { keyRequest } from '../patching/idempotent.ts';
 import { placedCreate } from '../patching/near.ts';
 
-/** SPEC 4.1: POST /records/batch. */
+/** POST /records/batch: create 1 to 20 records, all or nothing. */
 export async function createRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const body = await settle(() => readJson(request));

@@ -22,7 +22,7 @@ async function emptyBody(request: Request): Promise<Record<string, never>> {
 }
 
 /**
- * CONTRACT §12: DELETE /workspaces/{workspaceId}/records/{recordId} (soft) and
+ * DELETE /workspaces/{workspaceId}/records/{recordId} (soft) and
  * POST …/{recordId}/restore. Both take the record's turn in its object like a patch.
  */
 function lifecycle(action: 'delete' | 'restore') {

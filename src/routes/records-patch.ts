@@ -8,7 +8,7 @@ import { json, recordResponse } from '../http/respond.ts';
 import { keyRequest } from '../patching/idempotent.ts';
 import { placedPatchBatch, placedPatchOne } from '../patching/near.ts';
 
-/** SPEC 4.2: PATCH /workspaces/{workspaceId}/records/{recordId}. */
+/** PATCH /workspaces/{workspaceId}/records/{recordId}: patch one record, honouring If-Match. */
 export async function patchRecord(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
@@ -18,7 +18,7 @@ export async function patchRecord(request: IRequest, context: Context): Promise<
   return 'replay' in written ? written.replay : recordResponse(written.value);
 }
 
-/** SPEC 4.3 (with a workspace) and 4.4 (without): PATCH .../records/batch. */
+/** PATCH .../records/batch, with a workspace in the path or without: patch 1 to 20 records, all or nothing. */
 export async function patchRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const workspaceId = request.params.workspaceId === undefined ? undefined : pathIds(request.params, 'workspaceId').workspaceId;

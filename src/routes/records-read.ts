@@ -6,7 +6,7 @@ import { notFound, unauthorized } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { recordResponse } from '../http/respond.ts';
 
-/** CONTRACT §9: GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}. */
+/** GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}: viewers may read. */
 export async function readRecord(request: IRequest, { recall }: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
   const inWorkspace = request.params.workspaceId !== undefined;

@@ -1,7 +1,18 @@
-import type { IRequest } from 'itty-router';
 import * as v from 'valibot';
-import type { Context } from '../context.ts';
-import { ApiKeyInfo, MembershipInput, NewApiKey, Membership, Named, NamedInput, ObjectDefinition, ObjectDefinitionInput } from '../schemas/admin.ts';
+import {
+  ApiKeyInfo,
+  Membership,
+  MembershipInput,
+  MembershipPage,
+  Named,
+  NamedInput,
+  NewApiKey,
+  ObjectDefinition,
+  ObjectDefinitionInput,
+  ObjectDefinitionPage,
+  UserPage,
+  WorkspacePage,
+} from '../schemas/admin.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import { Health } from '../schemas/problem.ts';
 import { BatchItemSchema, CreateItem, PatchBody, PatchItem, RecordSchema } from '../schemas/record.ts';
@@ -14,12 +25,9 @@ import { ChangePage, Me, RecordPage } from '../schemas/lists.ts';
 import { listChanges, listRecords, me } from './lists.ts';
 import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
 import { readRecord } from './records-read.ts';
+import type { Operation, QueryParameter } from './operation.ts';
 
-export interface QueryParameter {
-  name: string;
-  description: string;
-  schema: Record<string, unknown>;
-}
+export type { Handler, Method, Operation, QueryParameter, Tag } from './operation.ts';
 
 const LIST_QUERY: QueryParameter[] = [
   { name: 'limit', description: 'Records per page, 1 to 100 (default 50).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
@@ -27,43 +35,32 @@ const LIST_QUERY: QueryParameter[] = [
   { name: 'objectId', description: 'Only records of this object definition.', schema: { type: 'integer', minimum: 0 } },
   { name: 'deleted', description: 'Deleted records: `exclude` (default), `include` or `only`.', schema: { type: 'string', enum: ['exclude', 'include', 'only'] } },
   { name: 'updatedAfter', description: 'Only records updated after this time (epoch ms).', schema: { type: 'integer', minimum: 0 } },
+  {
+    name: 'fieldFilters',
+    description:
+      'Any number of `field.<fieldName>=<value>` parameters: only records whose field holds that value, compared with the ' +
+      "value's JSON text (`field.age=42`, `field.done=true`) or, for a string, the string itself (`field.stage=lead`). " +
+      'Several are ANDed; each field at most once.',
+    schema: {
+      type: 'object',
+      propertyNames: { pattern: '^field\\.[A-Za-z][A-Za-z0-9_]{0,99}$' },
+      additionalProperties: { type: 'string' },
+    },
+    style: 'form',
+    explode: true,
+  },
+];
+
+/** The admin API's lists: keyset pages by id. */
+const PAGE_QUERY: QueryParameter[] = [
+  { name: 'limit', description: 'Items per page, 1 to 100 (default 50).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+  { name: 'cursor', description: 'The `nextCursor` of the previous page, unchanged (an edited or foreign cursor is 400).', schema: { type: 'string' } },
 ];
 
 const FEED_QUERY: QueryParameter[] = [
   { name: 'after', description: 'A cursor of the feed: the changes after it. Without it, the oldest kept change comes first.', schema: { type: 'string' } },
   { name: 'limit', description: 'Changes per page, 1 to 1000 (default 100).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
 ];
-
-export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type Tag = 'Records' | 'Admin' | 'Service';
-
-/** One operation: how it is routed and how /openapi.json documents it. */
-export interface Operation {
-  method: Method;
-  /** itty-router path; `:name` parameters are ids (digits only). */
-  path: string;
-  handler: Handler;
-  /** Unique, camelCase: the name a generated client gives the operation. */
-  operationId: string;
-  tag: Tag;
-  summary: string;
-  /** What a client needs to know beyond the summary (CommonMark). */
-  description: string;
-  auth: 'key' | 'admin' | 'none';
-  body?: v.GenericSchema;
-  /** The body may be left out altogether. */
-  bodyOptional?: true;
-  ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
-  /** Honours an `If-Match` request header. */
-  ifMatch?: boolean;
-  /** This write accepts the `Idempotency-Key` request header. */
-  idempotencyKey?: true;
-  /** Query parameters, as /openapi.json documents them. */
-  query?: QueryParameter[];
-  /** Statuses beyond those every operation of its kind can answer (see openapi.ts). */
-  errors: number[];
-}
 
 const batchOf = <S extends v.GenericSchema>(item: S) => v.pipe(v.array(item), v.minLength(1), v.maxLength(MAX_BATCH));
 const items = v.array(BatchItemSchema);
@@ -145,6 +142,15 @@ export const operations: Operation[] = [
     description: 'Users own API keys and are members of workspaces.', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [],
   },
   {
+    method: 'GET', path: '/admin/users', handler: admin.listUsers, operationId: 'listUsers', tag: 'Admin', summary: 'List users',
+    description: 'Ascending by id, one keyset page at a time.', auth: 'admin', ok: { status: 200, schema: UserPage }, query: PAGE_QUERY, errors: [],
+  },
+  {
+    method: 'DELETE', path: '/admin/users/:userId', handler: admin.deleteUser, operationId: 'deleteUser', tag: 'Admin', summary: 'Delete a user with their keys and memberships',
+    description: "Revokes the user's keys and removes their memberships in one transaction: their keys answer 401 at once in the isolate that deleted them and within 30 s everywhere. Records keep the user's id in `createdBy`, `updatedBy` and `ownedBy`.",
+    auth: 'admin', ok: { status: 204 }, errors: [],
+  },
+  {
     method: 'POST', path: '/admin/users/:userId/keys', handler: admin.createKey, operationId: 'createKey', tag: 'Admin', summary: 'Issue an API key for a user (shown once)',
     description: 'The answer is the only time the key is shown; only its SHA-256 and its first characters (`prefix`) are stored.',
     auth: 'admin', ok: { status: 201, schema: NewApiKey }, errors: [],
@@ -163,6 +169,19 @@ export const operations: Operation[] = [
     description: 'Records are shared with workspaces; users see records through their memberships.', auth: 'admin', body: NamedInput, ok: { status: 201, schema: Named }, errors: [],
   },
   {
+    method: 'GET', path: '/admin/workspaces', handler: admin.listWorkspaces, operationId: 'listWorkspaces', tag: 'Admin', summary: 'List workspaces',
+    description: 'Ascending by id, one keyset page at a time.', auth: 'admin', ok: { status: 200, schema: WorkspacePage }, query: PAGE_QUERY, errors: [],
+  },
+  {
+    method: 'DELETE', path: '/admin/workspaces/:workspaceId', handler: admin.deleteWorkspace, operationId: 'deleteWorkspace', tag: 'Admin', summary: 'Delete a workspace and its memberships',
+    description: 'Refused with 409 (`workspace_in_use`, naming what keeps it) while the current version of an object definition lists the workspace or any record is shared with it.',
+    auth: 'admin', ok: { status: 204 }, errors: [409],
+  },
+  {
+    method: 'GET', path: '/admin/workspaces/:workspaceId/members', handler: admin.listMembers, operationId: 'listMembers', tag: 'Admin', summary: "List a workspace's members",
+    description: 'Ascending by user id, one keyset page at a time; 404 for an unknown workspace.', auth: 'admin', ok: { status: 200, schema: MembershipPage }, query: PAGE_QUERY, errors: [],
+  },
+  {
     method: 'PUT', path: '/admin/workspaces/:workspaceId/members/:userId', handler: admin.putMember, operationId: 'putMember', tag: 'Admin',
     summary: 'Add a member or change their role', description: 'Roles: `editor` (may change records) or `viewer` (may read them).',
     auth: 'admin', body: MembershipInput, ok: { status: 200, schema: Membership }, errors: [],
@@ -175,6 +194,10 @@ export const operations: Operation[] = [
     method: 'POST', path: '/admin/objects', handler: admin.createObject, operationId: 'createObject', tag: 'Admin', summary: 'Create an object definition (version 1)',
     description: 'Every `{field}` of `nameTemplate` must name a field; every workspace must exist (else 422).',
     auth: 'admin', body: ObjectDefinitionInput, ok: { status: 201, schema: ObjectDefinition }, errors: [422],
+  },
+  {
+    method: 'GET', path: '/admin/objects', handler: admin.listObjects, operationId: 'listObjects', tag: 'Admin', summary: 'List object definitions',
+    description: 'The current version of each, ascending by id, one keyset page at a time.', auth: 'admin', ok: { status: 200, schema: ObjectDefinitionPage }, query: PAGE_QUERY, errors: [],
   },
   {
     method: 'PUT', path: '/admin/objects/:objectId', handler: admin.updateObject, operationId: 'updateObject', tag: 'Admin', summary: 'Replace an object definition (next version)',

@@ -9,7 +9,7 @@ export const FIELD_TYPES = [
 export const NamedInput = v.strictObject({ name: EntityName });
 export const Named = v.strictObject({ id: Id, name: EntityName });
 
-/** CONTRACT §13: a key as listed (never the key itself). */
+/** A key as listed (never the key itself). */
 export const ApiKeyInfo = v.strictObject({
   id: v.pipe(Id, v.minValue(1)),
   prefix: v.pipe(v.string(), v.description('The first characters of the key, to recognise it; `rk_` for keys issued before keys had ids.')),
@@ -49,3 +49,11 @@ export const ObjectDefinition = v.strictObject({
   version: v.pipe(Id, v.minValue(1)),
   ...ObjectDefinitionInput.entries,
 });
+
+/** A keyset page of the admin API's lists: `nextCursor` continues after the last item, null on the last page. */
+const pageOf = <S extends v.GenericSchema>(item: S) => v.strictObject({ items: v.array(item), nextCursor: v.nullable(v.string()) });
+
+export const UserPage = pageOf(Named);
+export const WorkspacePage = pageOf(Named);
+export const MembershipPage = pageOf(Membership);
+export const ObjectDefinitionPage = pageOf(ObjectDefinition);

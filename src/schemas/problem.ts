@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { PROBLEM_CODES } from '../http/errors.ts';
 
-/** RFC 9457 problem details as CONTRACT §2 shapes them (documentation only: we never parse one). */
+/** RFC 9457 problem details as the service answers them (documentation only: we never parse one). */
 export const InputProblem = v.pipe(
   v.object({
     pointer: v.exactOptional(v.pipe(v.string(), v.description('RFC 6901 JSON Pointer into the request body.'))),

@@ -3,7 +3,7 @@ import type { ObjectDef } from '../domain/definition.ts';
 import type { RecordFacts } from '../domain/patch.ts';
 
 /**
- * How long an isolate may answer from memory what it read from D1 (issue 4 allows 60 s): a
+ * How long an isolate may answer from memory what it read from D1 (at most 60 s is allowed): a
  * revoked key, a removed membership or a new object version takes effect within this time.
  */
 export const CACHE_TTL_MS = 30_000;

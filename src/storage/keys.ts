@@ -1,7 +1,7 @@
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 
-/** The SQL of API keys (CONTRACT §13). Every method is one D1 round trip. */
+/** The SQL of API keys: only a key's hash and prefix are stored. Every method is one D1 round trip. */
 
 export interface KeyInfo {
   id: number;

@@ -1,4 +1,4 @@
-/** D1 and Durable Object errors worth another try (PLATFORM.md); "overloaded" is never one. */
+/** D1 and Durable Object errors worth another try, as Cloudflare documents them; "overloaded" is never one. */
 const TRANSIENT = [
   /Network connection lost/i,
   /reset because its code was updated/i,

@@ -1,11 +1,13 @@
 import type { Caller, Role } from '../domain/access.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
-import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 
-/** All SQL of the service. Every method is one D1 round trip unless it says otherwise. */
+/**
+ * The SQL of records as requests read them (the caller, records, definitions); the admin API's
+ * is in admin.ts. Every method is one D1 round trip unless it says otherwise.
+ */
 
 export interface RecordRow {
   id: number;
@@ -24,7 +26,8 @@ export interface RecordRow {
   is_template: number;
 }
 
-interface ObjectRow {
+/** An object definition's row, as every query of definitions reads it. */
+export interface ObjectRow {
   id: number;
   version: number;
   name: string;
@@ -54,7 +57,8 @@ const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
 export const callerStatement = (db: D1Database, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
 export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
 
-const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+/** The current definitions of the objects whose ids are in the JSON array bound to `?`. */
+export const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
   WHERE o.id IN (SELECT value FROM json_each(?))`;
 
@@ -117,114 +121,6 @@ export class Store {
     const rows = await this.all<{ ok: number }>(this.db.prepare('SELECT 1 AS ok'));
     return rows[0]?.ok === 1;
   }
-
-  // ---- admin -------------------------------------------------------------------------------
-
-  async createUser(name: string, now: number): Promise<{ id: number; name: string }> {
-    const rows = await this.all<{ id: number; name: string }>(
-      this.db.prepare('INSERT INTO users (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
-      false,
-    );
-    return single(rows);
-  }
-
-  async createWorkspace(name: string, now: number): Promise<{ id: number; name: string }> {
-    const rows = await this.all<{ id: number; name: string }>(
-      this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
-      false,
-    );
-    return single(rows);
-  }
-
-  /** Sets a role; false when the workspace or the user does not exist. */
-  async putMember(workspaceId: number, userId: number, role: Role): Promise<boolean> {
-    const rows = await this.all(
-      this.db
-        .prepare(
-          `INSERT INTO memberships (workspace_id, user_id, role)
-           SELECT w.id, u.id, ?3 FROM workspaces w, users u WHERE w.id = ?1 AND u.id = ?2
-           ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role RETURNING role`,
-        )
-        .bind(workspaceId, userId, role),
-    );
-    return rows.length === 1;
-  }
-
-  /** Removes a membership (if any); false when the workspace or the user does not exist. */
-  async deleteMember(workspaceId: number, userId: number): Promise<boolean> {
-    const [, exists] = await this.batch<{ found: number }>([
-      this.db.prepare('DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?').bind(workspaceId, userId),
-      this.db
-        .prepare('SELECT (SELECT count(*) FROM workspaces WHERE id = ?) + (SELECT count(*) FROM users WHERE id = ?) AS found')
-        .bind(workspaceId, userId),
-    ]);
-    return exists?.results[0]?.found === 2;
-  }
-
-  /** Which of `ids` are existing workspaces. */
-  async existingWorkspaces(ids: readonly number[]): Promise<Set<number>> {
-    const rows = await this.all<{ id: number }>(
-      this.db.prepare('SELECT id FROM workspaces WHERE id IN (SELECT value FROM json_each(?))').bind(JSON.stringify(ids)),
-    );
-    return new Set(rows.map((row) => row.id));
-  }
-
-  /** Creates an object with its version 1. */
-  async createObject(input: ObjectDefinitionIn, now: number): Promise<ObjectDef> {
-    const [, inserted] = await this.batch<ObjectRow>([
-      this.db.prepare('INSERT INTO objects (current_version) VALUES (1)'),
-      this.insertVersion('(SELECT max(id) FROM objects)', input, now),
-    ], false);
-    return toObjectDef(single(inserted?.results ?? []));
-  }
-
-  /** Adds the next version of an existing object; undefined when it does not exist. */
-  async updateObject(id: number, input: ObjectDefinitionIn, now: number): Promise<ObjectDef | undefined> {
-    const [, inserted] = await this.batch<ObjectRow>([
-      this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
-      this.insertVersion('?', input, now, id),
-    ], false);
-    const row = inserted?.results[0];
-    return row === undefined ? undefined : toObjectDef(row);
-  }
-
-  private insertVersion(objectId: string, input: ObjectDefinitionIn, now: number, ...idParam: number[]): D1PreparedStatement {
-    return this.db
-      .prepare(
-        `INSERT INTO object_versions (object_id, version, name, name_template, fields, workspace_ids, created_at)
-         SELECT id, current_version, ?, ?, ?, ?, ? FROM objects WHERE id = ${objectId}
-         RETURNING object_id AS id, version, name, name_template, fields, workspace_ids`,
-      )
-      .bind(
-        input.name,
-        input.nameTemplate ?? null,
-        JSON.stringify(input.fields),
-        JSON.stringify([...new Set(input.workspaceIds)].sort((a, b) => a - b)),
-        now,
-        ...idParam,
-      );
-  }
-
-  async getObject(id: number): Promise<ObjectDef | undefined> {
-    const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS).bind(JSON.stringify([id])));
-    return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
-  }
-
-  /** One kept version of an object definition (CONTRACT §13). */
-  async getObjectVersion(id: number, version: number): Promise<ObjectDef | undefined> {
-    const rows = await this.all<ObjectRow>(
-      this.db
-        .prepare('SELECT object_id AS id, version, name, name_template, fields, workspace_ids FROM object_versions WHERE object_id = ? AND version = ?')
-        .bind(id, version),
-    );
-    return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
-  }
-}
-
-function single<T>(rows: readonly T[]): T {
-  const row = rows[0];
-  if (row === undefined) throw new Error('expected one row');
-  return row;
 }
 
 function rowsOf<T>(result: D1Result<unknown> | undefined): T[] {
@@ -252,7 +148,7 @@ function toCaller(rows: readonly CallerRow[]): Caller | undefined {
   return { userId: first.user_id, roles };
 }
 
-function toObjectDef(row: ObjectRow): ObjectDef {
+export function toObjectDef(row: ObjectRow): ObjectDef {
   const def: ObjectDef = {
     id: row.id,
     version: row.version,
@@ -264,7 +160,7 @@ function toObjectDef(row: ObjectRow): ObjectDef {
   return def;
 }
 
-/** The one serialization of a record (CONTRACT §1: identical wherever it appears). */
+/** The one serialization of a record: it is identical wherever it appears. */
 function toRecord(row: RecordRow, sharedWorkspaceIds: number[]): RecordOut {
   return {
     id: row.id,

@@ -9,7 +9,7 @@ import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { startLocalWorker, type LocalWorker } from '../e2e/server.ts';
+import { startLocalWorker } from '../e2e/server.ts';
 import { ADMIN, baselineTarget, freshRecords, json, serviceTarget, warmUp, type Target } from './targets.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);

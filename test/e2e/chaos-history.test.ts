@@ -41,7 +41,7 @@ interface Final {
  * with the same key, as the contract tells clients to.
  */
 async function send(method: string, path: string, key: string, body: unknown, idempotencyKey?: string): Promise<Final> {
-  let last = '';
+  let last: string | undefined;
   let faults = 0;
   for (let tries = 1; ; tries++) {
     try {

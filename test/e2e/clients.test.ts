@@ -57,17 +57,31 @@ describe('clients of /openapi.json', () => {
     expect(result.stale).toMatchObject({ status: 412, problem: { status: 412, code: 'precondition_failed' } });
     expect(result.invalid.status).toBe(422);
     expect(result.invalid.problem.errors?.map((e: any) => [e.pointer, e.code])).toEqual([['/0/fieldValues/0/value', 'invalid_value'], ['/0/fieldValues', 'required']]);
+    expect(result.admin.users).toContain('Ada');
+    expect(result.admin.workspaces).toContain('Sales');
+    expect(result.admin.members).toEqual([{ userId: result.created[0].createdBy, role: 'editor' }]);
+    expect(result.admin.objects).toContainEqual({ name: 'Contact', version: 1 });
+    expect(result.admin.workspaceInUse).toMatchObject({ status: 409, problem: { code: 'conflict', errors: [{ parameter: 'workspaceId', code: 'workspace_in_use' }, { parameter: 'workspaceId', code: 'workspace_in_use' }] } });
+    expect(result.admin.userDeleted).toBe(204);
+    expect(result.admin.keyAfterDelete).toBe(401);
   });
 });
 
 const chromium = ['chromium', 'chromium-browser', 'google-chrome'].find((name) => spawnSync(name, ['--version']).status === 0);
 
-/** The page's log after it ran in headless Chromium (asynchronously: this process serves the page). */
-async function runPage(url: string): Promise<string> {
+/** The DOM of `url` once headless Chromium ran its scripts (asynchronously: this process may serve the page). */
+function dumpDom(url: string): Promise<string> {
   const args = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--virtual-time-budget=20000', '--dump-dom', url];
-  const stdout = await new Promise<string>((resolve, reject) =>
-    execFile(chromium ?? 'chromium', args, { encoding: 'utf8', timeout: 60_000 }, (error, out, err) => (error ? reject(new Error(`${error.message} ${err}`)) : resolve(out))),
+  return new Promise<string>((resolve, reject) =>
+    execFile(chromium ?? 'chromium', args, { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, out, err) =>
+      error ? reject(new Error(`${error.message} ${err}`)) : resolve(out),
+    ),
   );
+}
+
+/** The page's log after it ran in headless Chromium. */
+async function runPage(url: string): Promise<string> {
+  const stdout = await dumpDom(url);
   const log = /<pre id="log">([\s\S]*?)<\/pre>/.exec(stdout)?.[1];
   if (log === undefined) throw new Error(`no log in the page: ${stdout}`);
   return log;
@@ -96,5 +110,29 @@ describe('the browser page (test/e2e/browser.html) in headless Chromium', () => 
 
     expect(await runPage(`${unlistedPage}/?${query}`)).toMatch(/^read: 0 TypeError: Failed to fetch\n$/);
     expect((await call('GET', `/records/${record.id}`, undefined, key)).version).toBe(2);
+  });
+});
+
+describe('/docs, the API reference', () => {
+  it('is served without a key, with the renderer beside it (nothing from elsewhere)', async () => {
+    const page = await fetch(`${worker.url}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('Content-Type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    expect(html).toContain('<redoc spec-url="/openapi.json"');
+    // Every script and style the page loads is its own: it works offline.
+    expect([...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])).toEqual(['/docs/redoc.standalone.js']);
+    const script = await fetch(`${worker.url}/docs/redoc.standalone.js`);
+    expect(script.status).toBe(200);
+    expect((await script.text()).length).toBeGreaterThan(100_000);
+  });
+
+  it.skipIf(chromium === undefined)('renders every operation of /openapi.json in headless Chromium', async () => {
+    const dom = await dumpDom(`${worker.url}/docs`);
+    const summaries: string[] = Object.values<any>(doc.paths).flatMap((methods) => Object.values<any>(methods).map((op) => op.summary));
+    const escaped = (text: string) => text.replaceAll('&', '&amp;').replaceAll("'", '&#x27;').replaceAll('"', '&quot;').replaceAll('<', '&lt;');
+    const missing = summaries.filter((summary) => !dom.includes(summary) && !dom.includes(escaped(summary)));
+    expect(missing).toEqual([]);
+    expect(dom).toContain('Record service');
   });
 });

@@ -4,12 +4,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { copyDocs } from '../tools/copy-docs.ts';
 
 /** Runs the project's Worker under `wrangler dev` with fresh local state, for e2e tests and benchmarks. */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
-// Nothing may wait on Cloudflare's servers (PLATFORM.md).
+// Nothing may wait on Cloudflare's servers: these turn off telemetry, `request.cf` data and the update check.
 const QUIET = { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_HIDE_BANNER: 'true', NO_COLOR: '1' };
 
 export interface LocalWorker {
@@ -33,6 +34,8 @@ export async function freePort(): Promise<number> {
 /** Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first. */
 export async function startLocalWorker(options: { config?: string; vars?: Record<string, string>; migrate?: boolean } = {}): Promise<LocalWorker> {
   const config = options.config ?? join(ROOT, 'wrangler.toml');
+  // /docs serves Redoc's bundle from the static assets: a fresh clone has not copied it yet.
+  copyDocs();
   const state = mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
   if (options.migrate !== false) {

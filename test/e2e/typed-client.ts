@@ -11,6 +11,15 @@ export interface WalkThrough {
   patched: Record;
   stale: { status: number; problem: Problem };
   invalid: { status: number; problem: Problem };
+  admin: {
+    users: string[];
+    workspaces: string[];
+    members: { userId: number; role: string }[];
+    objects: { name: string; version: number }[];
+    workspaceInUse: { status: number; problem: Problem };
+    userDeleted: number;
+    keyAfterDelete: number;
+  };
 }
 
 /**
@@ -59,7 +68,25 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
     body: { fieldValues: [] },
   });
   const invalid = await client.POST('/records/batch', { body: [{ objectId: object.id, fieldValues: [{ fieldName: 'stage', value: 'won' }] }] });
+
+  // The admin API's lists and deletes, typed the same way.
+  const users = need(await admin.GET('/admin/users', { params: { query: { limit: 100 } } }));
+  const workspaces = need(await admin.GET('/admin/workspaces', { params: { query: { limit: 100 } } }));
+  const members = need(await admin.GET('/admin/workspaces/{workspaceId}/members', { params: { path: { workspaceId: String(workspace.id) } } }));
+  const objects = need(await admin.GET('/admin/objects', { params: { query: {} } }));
+  const workspaceInUse = await admin.DELETE('/admin/workspaces/{workspaceId}', { params: { path: { workspaceId: String(workspace.id) } } });
+  const userDeleted = await admin.DELETE('/admin/users/{userId}', { params: { path: { userId: String(user.id) } } });
+  const keyAfterDelete = await client.GET('/me');
   return {
+    admin: {
+      users: users.items.map((u) => u.name),
+      workspaces: workspaces.items.map((w) => w.name),
+      members: members.items.map((m) => ({ userId: m.userId, role: m.role })),
+      objects: objects.items.map((o) => ({ name: o.name, version: o.version })),
+      workspaceInUse: { status: workspaceInUse.response.status, problem: problem(workspaceInUse.error) },
+      userDeleted: userDeleted.response.status,
+      keyAfterDelete: keyAfterDelete.response.status,
+    },
     created,
     read: { record: need(read), etag: read.response.headers.get('ETag') },
     patched,

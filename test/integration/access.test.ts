@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { admin, call, createOne, expectProblem, newObject, newWorkspace, world } from './helpers.ts';
 
-describe('identity and reads (CONTRACT §3, §9)', () => {
+describe('identity and reads', () => {
   it('refuses missing and unknown keys with 401 and WWW-Authenticate', async () => {
     for (const key of [undefined, 'rk_nope']) {
       const res = await call('GET', '/records/1', key === undefined ? {} : { key });

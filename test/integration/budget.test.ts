@@ -14,7 +14,7 @@ function work(answer: Answer): { d1: number; calls: number } {
   return { d1: Number(match[2]), calls: Number(match[4]) };
 }
 
-describe('cost budget per operation (issue 4), from Server-Timing', () => {
+describe('cost budget per operation, from Server-Timing', () => {
   it('create batch of 1 and of 20: one read round trip and one write round trip; no read while the isolate remembers', async () => {
     const { editor, object } = await world();
     const create = (size: number) =>

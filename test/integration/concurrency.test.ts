@@ -30,7 +30,7 @@ async function storedRecord(id: number): Promise<{ version: number; values: Reco
   return { version: row?.version ?? -1, values };
 }
 
-describe('no lost update, ever (CONTRACT §8)', () => {
+describe('no lost update, ever', () => {
   it('150 concurrent single patches of one record: distinct consecutive versions, exact final version, every last value kept', async () => {
     const { editor, workspaceId, ids } = await setup(1);
     const id = ids[0] as number;

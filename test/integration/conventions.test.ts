@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import worker from '../../src/index.ts';
 import { call, countRows, expectProblem, world } from './helpers.ts';
 
-describe('conventions of every request (CONTRACT §1, §2)', () => {
+describe('conventions of every request', () => {
   it('answers 415 unless the body is application/json (a charset is fine)', async () => {
     const { editor, object } = await world();
     const body = JSON.stringify([{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] }]);

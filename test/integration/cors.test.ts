@@ -25,7 +25,7 @@ async function fetchWith(corsOrigins: string | undefined, method: string, path: 
 
 const preflight = (origin: string) => ({ Origin: origin, 'Access-Control-Request-Method': 'PATCH', 'Access-Control-Request-Headers': 'authorization, content-type, if-match' });
 
-describe('CORS from CORS_ORIGINS (CONTRACT §14)', () => {
+describe('CORS from CORS_ORIGINS', () => {
   it('answers a preflight of a listed origin with 204 and the path\'s methods', async () => {
     const res = await fetchWith(`https://other.example, ${APP}`, 'OPTIONS', '/workspaces/1/records/2', preflight(APP));
     expect(res.status).toBe(204);
@@ -84,7 +84,7 @@ describe('CORS from CORS_ORIGINS (CONTRACT §14)', () => {
   });
 });
 
-describe('rate limit per API key (CONTRACT §14)', () => {
+describe('rate limit per API key', () => {
   it('the configured binding is present', () => {
     expect(typeof env.RATE_LIMITER?.limit).toBe('function');
     expect(env.RATE_LIMIT_PERIOD).toBe('10');

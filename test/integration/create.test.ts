@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { call, countRows, expectProblem, newObject, newWorkspace, world } from './helpers.ts';
 
-describe('POST /records/batch (SPEC 4.1, CONTRACT §5)', () => {
+describe('POST /records/batch', () => {
   it('creates every record in request order with the contract defaults', async () => {
     const { editor, workspaceId, object } = await world();
     const otherWs = await newWorkspace({ [editor.id]: 'viewer' });

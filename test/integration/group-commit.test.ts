@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, createOne, world } from './helpers.ts';
 
-describe('group commit for hot records (issue 4)', () => {
+describe('group commit for hot records', () => {
   it('merges patches queued behind one object into fewer guarded writes, each answered with its own version', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'hot' }]);

@@ -18,7 +18,7 @@ async function rawCall(method: string, path: string, key: string, body: unknown,
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
-describe('Idempotency-Key (CONTRACT §11)', () => {
+describe('Idempotency-Key', () => {
   it('a create sent again with its key answers the first answer byte for byte and creates nothing more', async () => {
     const { editor, object } = await world();
     const body = [{ objectId: object.id, fieldValues: [fv('firstName', 'Ada')] }, { objectId: object.id, fieldValues: [fv('firstName', 'Alan')] }];

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import worker from '../../src/index.ts';
 import { admin, call, createOne, expectProblem, letMemoryExpire, newObject, newUser, newWorkspace } from './helpers.ts';
 
-describe('API keys: ids, prefixes, list, revoke (CONTRACT §13)', () => {
+describe('API keys: ids, prefixes, list, revoke', () => {
   it('issues a key with its id, prefix and time; lists ids and prefixes, never the key', async () => {
     const user = await newUser('Ada');
     const issued = await admin('POST', `/admin/users/${user.id}/keys`);
@@ -72,7 +72,7 @@ describe('API keys: ids, prefixes, list, revoke (CONTRACT §13)', () => {
   });
 });
 
-describe('admin token and object versions (CONTRACT §13)', () => {
+describe('admin token and object versions', () => {
   it('without ADMIN_TOKEN, answers 503 naming the secret, without Retry-After', async () => {
     const { ADMIN_TOKEN: _configured, ...withoutAdminToken } = env;
     const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;

@@ -8,7 +8,7 @@ const stored = async (id: number) => env.DB.prepare('SELECT version, deleted FRO
 const changes = async () =>
   (await env.DB.prepare('SELECT seq, record_id, version, type, by, data FROM changes ORDER BY seq').all<{ seq: number; record_id: number; version: number; type: string; by: number; data: string }>()).results;
 
-describe('delete and restore (CONTRACT §12)', () => {
+describe('delete and restore', () => {
   it('delete is soft: version + 1, deleted, ETag; reads show it; a second delete changes nothing; restore brings it back', async () => {
     const { editor, viewer, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
@@ -70,7 +70,7 @@ describe('delete and restore (CONTRACT §12)', () => {
   });
 });
 
-describe('the outbox: one change row per committed change, in the same transaction (CONTRACT §12)', () => {
+describe('the outbox: one change row per committed change, in the same transaction', () => {
   it('a scripted mix leaves exactly its committed changes, in commit order, each equal to what its write answered', async () => {
     const { editor, workspaceId, object } = await world();
     const expected: { type: string; record: unknown }[] = [];

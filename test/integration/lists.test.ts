@@ -34,7 +34,7 @@ async function walk(key: string, path: string, pause: () => Promise<void> = asyn
   return { ids, pages };
 }
 
-describe('GET /workspaces/{id}/records (CONTRACT §12)', () => {
+describe('GET /workspaces/{id}/records', () => {
   it('pages by id with opaque cursors; limit bounds; other workspaces never appear; non-members 404', async () => {
     const { editor, viewer, stranger, workspaceId, object } = await world();
     const records = await createMany(editor.key, object.id, 12);
@@ -123,7 +123,7 @@ describe('GET /workspaces/{id}/records (CONTRACT §12)', () => {
   });
 });
 
-describe('GET /workspaces/{id}/changes (CONTRACT §12)', () => {
+describe('GET /workspaces/{id}/changes', () => {
   it('lists the workspace\'s committed changes in commit order; resuming from any cursor gives exactly the rest', async () => {
     const { editor, viewer, stranger, workspaceId, object } = await world();
     const elsewhere = await newWorkspace({ [editor.id]: 'editor' });

@@ -6,9 +6,9 @@ const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
 /**
  * What an isolate remembers (keys, memberships, definitions, record facts) may only say yes:
- * a grant or a new field works at once, a removal takes effect within CACHE_TTL_MS (issue 4).
+ * a grant or a new field works at once, a removal takes effect within CACHE_TTL_MS.
  */
-describe('isolate memory (issue 4)', () => {
+describe('isolate memory', () => {
   it('a removed membership stops writes within the bound, and reads at once', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);

@@ -3,7 +3,7 @@ import { PROBLEM_CODES } from '../../src/http/errors.ts';
 import { operations } from '../../src/routes/table.ts';
 import { call, createOne, expectProblem, world } from './helpers.ts';
 
-describe('GET /openapi.json (CONTRACT §10)', () => {
+describe('GET /openapi.json', () => {
   it('documents every routed operation with its statuses, without a key', async () => {
     const res = await call('GET', '/openapi.json');
     expect(res.status).toBe(200);
@@ -22,7 +22,17 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
     expect(create.parameters.find((p: any) => p.name === 'Idempotency-Key')).toMatchObject({ in: 'header', required: false });
     expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
     const list = doc.paths['/workspaces/{workspaceId}/records'].get;
-    expect(list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)).toEqual(['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter']);
+    expect(list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)).toEqual(['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter', 'fieldFilters']);
+    // field.<name> parameters: an exploded form object, so each property is a query parameter of its own.
+    const fields = list.parameters.find((p: any) => p.name === 'fieldFilters');
+    expect(fields).toMatchObject({ in: 'query', style: 'form', explode: true, schema: { type: 'object', additionalProperties: { type: 'string' } } });
+    expect(new RegExp(fields.schema.propertyNames.pattern).test('field.stage')).toBe(true);
+    expect(new RegExp(fields.schema.propertyNames.pattern).test('stage')).toBe(false);
+    // Every status an operation can answer is listed: a DELETE reads a body too (none, or {}).
+    const remove = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].delete;
+    expect(Object.keys(remove.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '409', '412', '413', '415', '422', '429', '500', '503']));
+    expect(doc.servers).toContainEqual({ url: 'http://localhost:8787', description: expect.any(String) });
+    expect(doc.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
     expect(Object.keys(doc.paths['/workspaces/{workspaceId}/changes'].get.responses)).toContain('410');
     // Generated from the validating schemas: bounds and strictness show.
     const body = create.requestBody.content['application/json'].schema;
@@ -47,8 +57,9 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
     expect(doc.components.schemas.BatchItem.properties.record).toEqual({ $ref: '#/components/schemas/Record' });
     expect(doc.components.schemas.Record.required).toContain('isTemplate');
     expect(doc.components.schemas.Problem.properties.code).toEqual({ type: 'string', enum: [...PROBLEM_CODES] });
-    // Only Problem's own definition spells out a record or a problem: everything else refers to it.
-    const text = JSON.stringify(doc.paths);
+    // Only Problem's own definition spells out a record or a problem: everything else refers to it
+    // (examples aside, which show whole records).
+    const text = JSON.stringify(doc.paths, (key, value) => (key === 'example' ? undefined : value));
     expect(text).not.toContain('"creationType"');
     expect(text).not.toContain('"title":{"type":"string"}');
     expect(doc.info.description).toEqual(expect.any(String));
@@ -67,8 +78,9 @@ describe('GET /openapi.json (CONTRACT §10)', () => {
     });
     const ifMatch = patch.parameters.find((p: any) => p.name === 'If-Match');
     const pattern = new RegExp(ifMatch.schema.pattern);
-    for (const ok of ['*', '"1"', '"1", "2"', 'W/"3"']) expect(pattern.test(ok), ok).toBe(true);
-    expect(pattern.test('1')).toBe(false);
+    for (const ok of ['*', '"1"', '"1", "2"', 'W/"3"', ' \t"1"\t,"2" ']) expect(pattern.test(ok), ok).toBe(true);
+    // Only spaces and tabs may surround tags.
+    for (const bad of ['1', '"1"\n', '\n"1"', '"1",\r\n"2"', '\u00a0"1"']) expect(pattern.test(bad), JSON.stringify(bad)).toBe(false);
     const idempotency = patch.parameters.find((p: any) => p.name === 'Idempotency-Key');
     expect(idempotency.schema).toEqual({ type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' });
     expect(patch.responses['409'].headers['Retry-After']).toBeDefined();

@@ -17,7 +17,7 @@ async function three() {
   return { ...w, records, ids: records.map((r) => r.id) };
 }
 
-describe('PATCH /records/batch and /workspaces/{id}/records/batch (SPEC 4.3, 4.4, CONTRACT §6, §7)', () => {
+describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
   it('patches every element and answers items in request order', async () => {
     const { editor, workspaceId, records } = await three();
     for (const path of ['/records/batch', `/workspaces/${workspaceId}/records/batch`]) {
@@ -109,7 +109,7 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch (SPEC 4.3, 4.4
   });
 });
 
-describe('a batch writes its rows as a few JSON statements, a record near its size bound alone (issue 10)', () => {
+describe('a batch writes its rows as a few JSON statements, a record near its size bound alone', () => {
   it('big and small, changed and unchanged elements: every state stored, change rows in the batch order, each as answered', async () => {
     const { editor, viewer, workspaceId } = await world();
     const fields = [...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })), { name: 'n', type: 'number' }];

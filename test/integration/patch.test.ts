@@ -8,7 +8,7 @@ async function stored(id: number): Promise<any> {
   return env.DB.prepare('SELECT version, name, field_values, updated_at, updated_by FROM records WHERE id = ?').bind(id).first();
 }
 
-describe('PATCH /workspaces/{workspaceId}/records/{recordId} (SPEC 4.2, CONTRACT §6)', () => {
+describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
   it('merges by field, removes with null, raises the version by one and re-renders the name', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada'), fv('lastName', 'Byron'), fv('age', 36)]);

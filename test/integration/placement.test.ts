@@ -15,7 +15,7 @@ function recording(hint: string) {
   return { env: { ...env, RECORDS: namespace, RECORD_OBJECT_LOCATION_HINT: hint }, seen };
 }
 
-describe('placing record objects near D1 (issue 4)', () => {
+describe('placing record objects near D1', () => {
   it('passes the configured locationHint, and none by default', () => {
     const hinted = recording('weur');
     stubNamed(hinted.env, '1');

@@ -15,7 +15,7 @@ async function rawBytes(path: string, key: string, bytes: Uint8Array) {
   return { status: res.status, headers: res.headers, body: (await res.json()) as any };
 }
 
-describe('nothing is stored other than as sent (CONTRACT §1)', () => {
+describe('nothing is stored other than as sent', () => {
   it('refuses a body that is not UTF-8 instead of storing U+FFFD', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
@@ -109,7 +109,7 @@ describe('nothing is stored other than as sent (CONTRACT §1)', () => {
   });
 });
 
-describe('"changes nothing" compares values by field name (CONTRACT §6)', () => {
+describe('"changes nothing" compares values by field name', () => {
   it('{} after the definition reordered and dropped fields leaves version and updatedAt alone', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'A'), fv('lastName', 'B'), fv('age', 3)]);
@@ -124,7 +124,7 @@ describe('"changes nothing" compares values by field name (CONTRACT §6)', () =>
   });
 });
 
-describe('each patch keeps its own 10 s (CONTRACT §8)', () => {
+describe('each patch keeps its own 10 s', () => {
   it('a patch grouped with an older one is not answered 503 on the older one\'s deadline', { timeout: 40_000 }, async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);

@@ -3,7 +3,7 @@ import { canCreate, recordAccess, type Caller } from '../../src/domain/access.ts
 
 const caller: Caller = { userId: 1, roles: new Map([[10, 'editor'], [20, 'viewer']]) };
 
-describe('access rules (CONTRACT §3)', () => {
+describe('access rules', () => {
   it('derives read/write from the best role among shared workspaces', () => {
     expect(recordAccess(caller, [20, 10])).toBe('write');
     expect(recordAccess(caller, [20, 30])).toBe('read');

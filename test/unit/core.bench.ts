@@ -1,7 +1,7 @@
 /**
  * `npm run bench:core`: the pure core's share of a 20-record batch, in plain Node — the body
  * checked against the schemas, every element validated against the definition, merged and its
- * name rendered. Target (issue 4): under 200 µs per batch.
+ * name rendered. Target: under 200 µs per batch.
  */
 import { bench, describe } from 'vitest';
 import type { Caller } from '../../src/domain/access.ts';

@@ -11,7 +11,7 @@ const GUARD = join(ROOT, 'test', 'deploy', 'guard.ts');
 const shipped = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8');
 const withId = (id: string): string => shipped.replace(/database_id = "[^"]*"/, `database_id = "${id}"`);
 
-describe('npm run deploy refuses the placeholder database_id (CONTRACT §15)', () => {
+describe('npm run deploy refuses the placeholder database_id', () => {
   it('the shipped wrangler.toml is refused by the guard script, with a message and exit code 1', () => {
     const run = spawnSync(process.execPath, [GUARD], { cwd: ROOT, encoding: 'utf8' });
     expect(run.status).toBe(1);

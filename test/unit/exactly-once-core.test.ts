@@ -93,7 +93,7 @@ describe('isolate memory is bounded from when a read was issued', () => {
   });
 });
 
-describe('packing a batch\'s tuples into statements (issue 10)', () => {
+describe('packing a batch\'s tuples into statements', () => {
   it('keeps the order, stays within the bound, and leaves a longer tuple alone', () => {
     const t = (n: number) => JSON.stringify(['x'.repeat(n)]); // n + 4 characters
     expect(packTuples([], 100)).toEqual([]);

@@ -21,7 +21,7 @@ const cases: Record<FieldType, { accepts: unknown[]; rejects: [unknown, 'invalid
   json: { accepts: [0, 'x', [1, { a: null }], { nested: { deep: true } }, false], rejects: [] },
 };
 
-describe('checkValue: every field type (CONTRACT §4)', () => {
+describe('checkValue: every field type', () => {
   for (const [type, { accepts, rejects, options }] of Object.entries(cases) as [FieldType, (typeof cases)[FieldType]][]) {
     it(`${type} accepts its values and rejects others with the right code`, () => {
       for (const value of accepts) expect(checkValue(field(type, options), value), JSON.stringify(value)?.slice(0, 40)).toBeUndefined();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CACHE_TTL_MS, Expiring, IsolateCache } from '../../src/storage/isolate-cache.ts';
 
 describe('Expiring: what an isolate remembers', () => {
-  it('keeps the stated bound: the 60 s that issue 4 allows at most', () => {
+  it('keeps the stated bound: at most the 60 s allowed', () => {
     expect(CACHE_TTL_MS).toBeLessThanOrEqual(60_000);
   });
 

@@ -7,7 +7,7 @@ const def = (nameTemplate?: string): ObjectDef => ({
 });
 const values = (entries: Record<string, unknown>) => Object.entries(entries).map(([fieldName, value]) => ({ fieldName, value }));
 
-describe('record names (CONTRACT §5)', () => {
+describe('record names', () => {
   it('replaces every placeholder with its value as text, trimmed', () => {
     expect(renderTemplate(def('  {first} {last} ({age}, {vip}) '), values({ first: 'Ada', last: 'L', age: 36, vip: true }))).toBe('Ada L (36, true)');
   });

@@ -1,0 +1,129 @@
+/**
+ * Examples for /openapi.json: a request body for every operation that takes one, the success
+ * body of every operation that answers one, and a problem for every error status. They are
+ * shown by /docs and by generated clients; a test validates each against its schema.
+ */
+
+export interface OperationExamples {
+  request?: unknown;
+  response?: unknown;
+}
+
+const AT = 1795392601008;
+
+const contact = {
+  id: 1,
+  objectId: 1,
+  objectVersion: 1,
+  name: 'Ada Lovelace',
+  fieldValues: [
+    { fieldName: 'firstName', value: 'Ada' },
+    { fieldName: 'lastName', value: 'Lovelace' },
+  ],
+  creationType: 'User',
+  version: 1,
+  deleted: false,
+  sharedWorkspaceIds: [1],
+  ownedBy: 1,
+  createdAt: AT,
+  createdBy: 1,
+  updatedAt: AT,
+  updatedBy: 1,
+  isTemplate: false,
+};
+
+const patched = {
+  ...contact,
+  fieldValues: [...contact.fieldValues, { fieldName: 'stage', value: 'customer' }],
+  version: 2,
+  updatedAt: AT + 60_000,
+};
+
+const definitionInput = {
+  name: 'Contact',
+  workspaceIds: [1],
+  nameTemplate: '{firstName} {lastName}',
+  fields: [
+    { name: 'firstName', type: 'text', required: true },
+    { name: 'lastName', type: 'text' },
+    { name: 'stage', type: 'select', options: ['lead', 'customer'] },
+  ],
+};
+
+const definition = { id: 1, version: 1, ...definitionInput };
+const stagePatch = { fieldValues: [{ fieldName: 'stage', value: 'customer' }] };
+const cursor = 'Mg.xO5v0mXHj8Qm3n1wXb2pXg';
+
+export const EXAMPLES: Record<string, OperationExamples> = {
+  getHealth: { response: { status: 'ok' } },
+  getOpenApi: { response: { openapi: '3.1.0', info: { title: 'Record service', version: '1.0.0' }, paths: {} } },
+  createRecords: {
+    request: [{ objectId: 1, fieldValues: contact.fieldValues }],
+    response: [{ status: 'Succeeded', record: contact }],
+  },
+  patchRecords: {
+    request: [{ id: 1, ...stagePatch }],
+    response: [{ status: 'Succeeded', record: patched }],
+  },
+  patchWorkspaceRecords: {
+    request: [{ id: 1, ...stagePatch }],
+    response: [{ status: 'Succeeded', record: patched }],
+  },
+  patchRecord: { request: stagePatch, response: patched },
+  listRecords: { response: { items: [contact], nextCursor: cursor } },
+  listChanges: { response: { items: [{ cursor, type: 'created', at: AT, by: 1, record: contact }], nextCursor: cursor } },
+  getMe: { response: { userId: 1, workspaces: [{ workspaceId: 1, role: 'editor' }] } },
+  deleteRecord: { response: { ...contact, version: 2, deleted: true, updatedAt: AT + 60_000 } },
+  restoreRecord: { request: {}, response: { ...contact, version: 3, updatedAt: AT + 120_000 } },
+  getRecord: { response: contact },
+  getWorkspaceRecord: { response: contact },
+  createUser: { request: { name: 'Ada' }, response: { id: 1, name: 'Ada' } },
+  listUsers: { response: { items: [{ id: 1, name: 'Ada' }, { id: 2, name: 'Grace' }], nextCursor: null } },
+  deleteUser: {},
+  createKey: { response: { id: 1, key: 'rk_2b7yQm1x4h0cXh3V1n8eWq5oT9sZr6uKd0aPjLgBfYc', prefix: 'rk_2b7yQm1', createdAt: AT } },
+  listKeys: { response: [{ id: 1, prefix: 'rk_2b7yQm1', createdAt: AT }] },
+  revokeKey: {},
+  createWorkspace: { request: { name: 'Sales' }, response: { id: 1, name: 'Sales' } },
+  listWorkspaces: { response: { items: [{ id: 1, name: 'Sales' }], nextCursor: cursor } },
+  deleteWorkspace: {},
+  listMembers: { response: { items: [{ workspaceId: 1, userId: 1, role: 'editor' }], nextCursor: null } },
+  putMember: { request: { role: 'editor' }, response: { workspaceId: 1, userId: 1, role: 'editor' } },
+  deleteMember: {},
+  createObject: { request: definitionInput, response: definition },
+  listObjects: { response: { items: [definition], nextCursor: null } },
+  updateObject: { request: definitionInput, response: { ...definition, version: 2 } },
+  getObject: { response: definition },
+  getObjectVersion: { response: definition },
+};
+
+const PROBLEMS: Record<number, { code: string; title: string; detail?: string; errors?: unknown[] }> = {
+  400: {
+    code: 'invalid_request',
+    title: 'Request body is invalid',
+    detail: '1 problem in the request body',
+    errors: [{ pointer: '/0/objectId', code: 'required', message: 'objectId is required' }],
+  },
+  401: { code: 'unauthorized', title: 'Authentication required', detail: 'Send Authorization: Bearer <api key>.' },
+  403: { code: 'forbidden', title: 'Forbidden', detail: 'Editor rights in the workspace are needed.' },
+  404: { code: 'not_found', title: 'Record not found' },
+  409: { code: 'record_deleted', title: 'Conflict', detail: '1 problem in the request', errors: [{ pointer: '/0/id', code: 'record_deleted', message: 'the record is deleted' }] },
+  410: { code: 'gone', title: 'Cursor too old', detail: 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.' },
+  412: { code: 'precondition_failed', title: 'Precondition failed', detail: 'If-Match matches no current version.' },
+  413: { code: 'payload_too_large', title: 'Request body is too large', detail: 'The limit is 1048576 bytes.' },
+  415: { code: 'unsupported_media_type', title: 'Unsupported media type', detail: 'Send Content-Type: application/json.' },
+  422: {
+    code: 'unprocessable',
+    title: 'Request cannot be applied',
+    detail: '1 problem in the request',
+    errors: [{ pointer: '/0/fieldValues/0/value', code: 'invalid_value', message: 'expected one of the options' }],
+  },
+  429: { code: 'rate_limited', title: 'Too many requests', detail: 'Retry after 10 seconds.' },
+  500: { code: 'internal', title: 'Internal error', detail: 'Quote the request id when reporting this.' },
+  503: { code: 'unavailable', title: 'Record busy', detail: 'The record could not take this request within 10 seconds; nothing was written.' },
+};
+
+/** A problem as the service answers it with `status`. */
+export function problemExample(status: number): unknown {
+  const problem = PROBLEMS[status] ?? { code: 'internal', title: 'Error' };
+  return { type: 'about:blank', status, ...problem };
+}

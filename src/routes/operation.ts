@@ -1,0 +1,45 @@
+import type { IRequest } from 'itty-router';
+import type * as v from 'valibot';
+import type { Context } from '../context.ts';
+
+/** How an operation is described: the table routes it and /openapi.json documents it from this. */
+
+export interface QueryParameter {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+  /** An object whose properties are sent as query parameters of their own (`field.stage=lead`). */
+  style?: 'form';
+  explode?: true;
+}
+
+export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Tag = 'Records' | 'Admin' | 'Service';
+
+/** One operation: how it is routed and how /openapi.json documents it. */
+export interface Operation {
+  method: Method;
+  /** itty-router path; `:name` parameters are ids (digits only). */
+  path: string;
+  handler: Handler;
+  /** Unique, camelCase: the name a generated client gives the operation. */
+  operationId: string;
+  tag: Tag;
+  summary: string;
+  /** What a client needs to know beyond the summary (CommonMark). */
+  description: string;
+  auth: 'key' | 'admin' | 'none';
+  body?: v.GenericSchema;
+  /** The body may be left out altogether. */
+  bodyOptional?: true;
+  ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
+  /** Honours an `If-Match` request header. */
+  ifMatch?: boolean;
+  /** This write accepts the `Idempotency-Key` request header. */
+  idempotencyKey?: true;
+  /** Query parameters, as /openapi.json documents them. */
+  query?: QueryParameter[];
+  /** Statuses beyond those every operation of its kind can answer (see openapi.ts). */
+  errors: number[];
+}
