@@ -68,7 +68,7 @@ BEGIN
   SELECT RAISE(ABORT, 'records_are_never_deleted');
 END;
 
--- The workspaces a record is shared with (SPEC `sharedWorkspaceIds`).
+-- The workspaces a record is shared with (`sharedWorkspaceIds`).
 CREATE TABLE record_workspaces (
   record_id    INTEGER NOT NULL REFERENCES records (id),
   workspace_id INTEGER NOT NULL REFERENCES workspaces (id),

@@ -1,4 +1,4 @@
--- D1 is the arbiter of record versions (CONTRACT §8). Every write of a record computes its
+-- D1 is the arbiter of record versions. Every write of a record computes its
 -- new version from the version it read and states it: `SET version = CASE version WHEN
 -- <expected> THEN <new> END`. A stale expectation yields NULL, and this trigger turns that
 -- (or any update that does not raise the version) into an error that aborts the whole

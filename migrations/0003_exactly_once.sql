@@ -1,4 +1,4 @@
--- Exactly once (CONTRACT §8, §11, §12).
+-- Exactly once.
 
 -- 1. A batch guards the records it answers without changing them: `SET version = CASE version
 -- WHEN <read> THEN version END`. Such an update keeps the version, so it is allowed only when it
@@ -38,7 +38,7 @@ CREATE UNIQUE INDEX changes_by_write ON changes (write_id);
 CREATE INDEX changes_by_record ON changes (record_id, version);
 CREATE INDEX changes_by_age ON changes (at);
 
--- 3. Idempotency-Key (CONTRACT §11). A request that sends a key claims it (`running`, with a
+-- 3. Idempotency-Key. A request that sends a key claims it (`running`, with a
 -- token of its own and a lease); its write turns the claim into `done` with the answer, in the
 -- same D1 batch. A request that fails gives its claim back. A claim whose holder vanished
 -- (lease past) may be taken over.

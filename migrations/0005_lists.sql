@@ -1,4 +1,4 @@
--- Lists and the change feed (CONTRACT §12).
+-- Lists and the change feed.
 
 -- A workspace's records in id order: the list walks this, and the feed checks membership by it.
 CREATE INDEX record_workspaces_by_workspace ON record_workspaces (workspace_id, record_id);

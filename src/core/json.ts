@@ -3,7 +3,7 @@ import { pointer, type InputProblem } from './problem.ts';
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * What JSON.parse lets through but the service could not store as sent (CONTRACT §1): a number
+ * What JSON.parse lets through but the service could not store as sent: a number
  * no double holds (`1e400` parses to Infinity and would be stored as null) and a string or key
  * holding a lone surrogate (which storage would turn into U+FFFD). Iterative, so a deeply
  * nested body cannot exhaust the stack. At most `limit` problems.

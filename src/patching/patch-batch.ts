@@ -16,7 +16,7 @@ import { turnInObject } from './objects.ts';
 
 export interface PatchBatchInput {
   keyHash: string;
-  /** Present for SPEC 4.3, absent for 4.4. */
+  /** Present for a batch in a workspace, absent for one without. */
   workspaceId: number | undefined;
   body: Settled<unknown>;
   idempotency: KeyRequest;
