@@ -151,7 +151,7 @@ describe('end to end over HTTP against wrangler dev', () => {
     expect(created.status).toBe(201);
     records = created.body.map((item: any) => item.record);
     expect(records.map((r) => r.name)).toEqual(['Ada Lovelace', 'Alan']);
-    expect(created.headers.get('Server-Timing')).toMatch(/^d1;dur=[\d.]+;desc="2 round trips", do;dur=[\d.]+;desc="0 calls"$/);
+    expect(created.headers.get('Server-Timing')).toMatch(/^d1;dur=[\d.]+;desc="2 round trips", do;dur=[\d.]+;desc="0 calls", rows;desc="\d+ written, \d+ read"$/);
 
     const read = await http('GET', `/records/${records[0].id}`, key);
     expect(read.body).toEqual(records[0]);
