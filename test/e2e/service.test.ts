@@ -236,8 +236,9 @@ describe('end to end over HTTP against wrangler dev', () => {
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
         http('PATCH', `/workspaces/${workspaceId}/records/${id}`, key, {
-          // Patch 13 holds what storage used to refuse for the whole group: a value 999 levels deep and a name led by U+0000.
-          fieldValues: i === 13 ? [{ fieldName: 'body', value: nest(999) }] : [{ fieldName: `p${i}`, value: i }, { fieldName: 'title', value: i === 7 ? '\u0000T' : 'T' }],
+          // Patch 13 holds what storage used to refuse for the whole group: a value nested past the json bound (64
+          // levels; past the body's 100 it would be a 400 before any patch is grouped) and a name led by U+0000.
+          fieldValues: i === 13 ? [{ fieldName: 'body', value: nest(90) }] : [{ fieldName: `p${i}`, value: i }, { fieldName: 'title', value: i === 7 ? '\u0000T' : 'T' }],
         }),
       ),
     );
