@@ -71,9 +71,17 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   patchRecord: { request: stagePatch, response: patched },
   listRecords: { response: { items: [contact], nextCursor: cursor } },
-  listChanges: { response: { items: [{ cursor, type: 'created', at: AT, by: 1, record: contact }], nextCursor: cursor } },
+  listChanges: {
+    response: {
+      items: [
+        { cursor, type: 'created', at: AT, by: 1, recordId: contact.id, version: 1, record: contact },
+        { cursor, type: 'updated', at: AT + 60_000, by: 1, recordId: contact.id, version: 2, fieldValues: [{ fieldName: 'lastName', value: 'King' }], name: 'Ada King' },
+      ],
+      nextCursor: cursor,
+    },
+  },
   getMe: { response: { userId: 1, workspaces: [{ workspaceId: 1, role: 'editor' }] } },
-  deleteRecord: { response: { ...contact, version: 2, deleted: true, updatedAt: AT + 60_000 } },
+  deleteRecord: { request: {}, response: { ...contact, version: 2, deleted: true, updatedAt: AT + 60_000 } },
   restoreRecord: { request: {}, response: { ...contact, version: 3, updatedAt: AT + 120_000 } },
   getRecord: { response: contact },
   getWorkspaceRecord: { response: contact },

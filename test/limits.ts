@@ -21,8 +21,19 @@ export function checkStatement(sql: string, values: readonly unknown[]): void {
   }
 }
 
-/** `db` with production's limits checked on every statement it prepares and binds. */
+const limited = new WeakMap<D1Database, D1Database>();
+
+/**
+ * `db` with production's limits checked on every statement it prepares and binds. One wrapper
+ * per binding, so what the service remembers per database (the cursor key) stays remembered.
+ */
 export function withProductionLimits(db: D1Database): D1Database {
+  let wrapped = limited.get(db);
+  if (wrapped === undefined) limited.set(db, (wrapped = wrap(db)));
+  return wrapped;
+}
+
+function wrap(db: D1Database): D1Database {
   const real = new WeakMap<object, D1PreparedStatement>();
   return new Proxy(db, {
     get(target, property) {

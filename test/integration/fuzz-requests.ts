@@ -136,7 +136,8 @@ export function requestFor(doc: Schema, world: FuzzWorld, template: string, meth
     return fc.oneof({ arbitrary: fc.constantFrom(...pool.map(String)), weight: 8 }, fc.constantFrom(...BAD_IDS));
   };
   const body = op.requestBody === undefined ? fc.constant(undefined) : fromSchema(op.requestBody.content['application/json'].schema, doc, world);
-  const query = (op.parameters ?? []).filter((p: Schema) => p.in === 'query');
+  // The `field.<name>` filters are one object parameter in the document: the constants below stand for them.
+  const query = (op.parameters ?? []).filter((p: Schema) => p.in === 'query' && p.schema?.type !== 'object');
   const queryArb = fc.array(
     fc.oneof(
       ...query.map((p: Schema) => fromSchema(p.schema, doc, world).map((v) => [p.name, String(v)] as const)),

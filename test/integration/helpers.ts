@@ -108,34 +108,4 @@ export function expectProblem(answer: Answer, status: number, code: string): voi
   if (answer.headers.get('Content-Type') !== 'application/problem+json') throw new Error('not problem+json');
 }
 
-/** A record with its field values keyed by name: the feed rebuilds values by name, not order. */
-export function byName(record: any): any {
-  return { ...record, fieldValues: Object.fromEntries(record.fieldValues.map((e: any) => [e.fieldName, e.value])) };
-}
-
-/**
- * Folds feed items in order, as a consumer would: each item's record state right after it
- * (field values by name). A client's own implementation, independent of the service's.
- */
-export function foldFeed(items: readonly any[]): any[] {
-  const states = new Map<number, any>();
-  return items.map((item) => {
-    let state: any;
-    if (item.type === 'created') state = byName(item.record);
-    else {
-      const prev = states.get(item.recordId);
-      if (prev === undefined) throw new Error(`feed item for record ${item.recordId} before its created item`);
-      const fieldValues = { ...prev.fieldValues };
-      for (const { fieldName, value } of item.fieldValues ?? []) {
-        if (value === null) delete fieldValues[fieldName];
-        else fieldValues[fieldName] = value;
-      }
-      state = { ...prev, fieldValues, version: item.version, updatedAt: item.at, updatedBy: item.by };
-      if (item.name !== undefined) state.name = item.name;
-      if (item.type === 'deleted') state.deleted = true;
-      if (item.type === 'restored') state.deleted = false;
-    }
-    states.set(state.id, state);
-    return state;
-  });
-}
+export { byName, foldFeed } from '../feed-fold.ts';

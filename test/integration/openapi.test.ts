@@ -97,7 +97,10 @@ describe('GET /openapi.json', () => {
     const doc = (await call('GET', '/openapi.json')).body;
     const del = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].delete;
     expect(Object.keys(del.responses)).toEqual(expect.arrayContaining(['400', '413', '415']));
-    expect(del.requestBody).toEqual({ required: false, content: { 'application/json': { schema: { type: 'object', properties: {}, required: [], additionalProperties: false } } } });
+    expect(del.requestBody).toEqual({
+      required: false,
+      content: { 'application/json': { schema: { type: 'object', properties: {}, required: [], additionalProperties: false }, example: {} } },
+    });
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'A' }]);
     const path = `/workspaces/${workspaceId}/records/${record.id}`;

@@ -49,7 +49,7 @@ describe('Expiring: what an isolate remembers', () => {
 
 describe('a revocation is never undone by a read that was in flight', () => {
   it('a fill issued before a revocation is ignored; one issued after it is remembered', () => {
-    let now = 0;
+    const now = 0;
     const cache = new Expiring<string, number>(100, 10, () => now);
     const before = cache.issue();
     cache.revoke('a');
