@@ -27,9 +27,9 @@ export interface StoredAnswer {
   body: string;
 }
 
-/** The answer stored for a write that answers one record (a single patch, delete, restore). */
-export function recordAnswer(record: { version: number }): StoredAnswer {
-  return { status: 200, headers: { 'Content-Type': 'application/json', ETag: `"${record.version}"` }, body: JSON.stringify(record) };
+/** What a key keeps of a write that answers one record (a patch, delete, restore): its body is rebuilt from the ledger. */
+export function recordKeyAnswer(version: number): { status: number; headers: Readonly<Record<string, string>>; shape: 'record' } {
+  return { status: 200, headers: { 'Content-Type': 'application/json', ETag: `"${version}"` }, shape: 'record' };
 }
 
 /** A completed key: the status and headers it answered, and its body as stored or as its write rebuilds it. */

@@ -3,7 +3,7 @@ import { failureOf, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
 import { applySequence, newer, type Outcome, type QueuedPatch } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import { recordAnswer, type KeyClaim } from '../storage/idempotency.ts';
+import { recordKeyAnswer, type KeyClaim } from '../storage/idempotency.ts';
 import { Meter, type Work } from '../storage/meter.ts';
 import { isTransient } from '../storage/retry.ts';
 import { OutcomeUnknown, VersionConflict, type ChangeOf, type RecordWrites } from '../storage/writes.ts';
@@ -209,7 +209,7 @@ export class RecordQueue {
       if (!outcome.ok) return;
       if (outcome.change !== undefined && outcome.change !== 'created') changes.push({ type: outcome.change, prev, next: outcome.record });
       prev = outcome.record;
-      if (call.claim !== undefined) keys.push(writes.keyDone(call.claim, call.callId, answerOf(recordAnswer(outcome.record)), now));
+      if (call.claim !== undefined) keys.push(writes.keyDone(call.claim, call.callId, recordKeyAnswer(outcome.record.version), now));
     });
     const state = final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base.version);
     const statements = [writes.ledger(ledger), state, ...(changes.length === 0 ? [] : writes.batchWrites([], changes)), ...keys];
@@ -256,9 +256,4 @@ function failed(status: number, problem: InputProblem | undefined): LedgerOutcom
 function toAnswer(outcome: Outcome): Omit<PatchAnswer, 'work'> {
   if (outcome.ok) return { status: 200, record: outcome.record };
   return outcome.problem === undefined ? { status: outcome.status } : { status: outcome.status, problem: outcome.problem };
-}
-
-/** A stored record answer, as the key keeps it: its status and headers; the body is rebuilt from the ledger. */
-function answerOf(stored: { status: number; headers: Readonly<Record<string, string>> }): { status: number; headers: Readonly<Record<string, string>>; shape: 'record' } {
-  return { status: stored.status, headers: stored.headers, shape: 'record' };
 }
