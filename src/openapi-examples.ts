@@ -75,7 +75,16 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     response: {
       items: [
         { cursor, type: 'created', at: AT, by: 1, recordId: contact.id, version: 1, record: contact },
-        { cursor, type: 'updated', at: AT + 60_000, by: 1, recordId: contact.id, version: 2, fieldValues: [{ fieldName: 'lastName', value: 'King' }], name: 'Ada King' },
+        {
+          cursor,
+          type: 'updated',
+          at: AT + 60_000,
+          by: 1,
+          recordId: contact.id,
+          version: 2,
+          fieldValues: [{ fieldName: 'lastName', value: 'King' }],
+          name: 'Ada King',
+        },
       ],
       nextCursor: cursor,
     },
@@ -86,9 +95,19 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   getRecord: { response: contact },
   getWorkspaceRecord: { response: contact },
   createUser: { request: { name: 'Ada' }, response: { id: 1, name: 'Ada' } },
-  listUsers: { response: { items: [{ id: 1, name: 'Ada' }, { id: 2, name: 'Grace' }], nextCursor: null } },
+  listUsers: {
+    response: {
+      items: [
+        { id: 1, name: 'Ada' },
+        { id: 2, name: 'Grace' },
+      ],
+      nextCursor: null,
+    },
+  },
   deleteUser: {},
-  createKey: { response: { id: 1, key: 'rk_2b7yQm1x4h0cXh3V1n8eWq5oT9sZr6uKd0aPjLgBfYc', prefix: 'rk_2b7yQm1', createdAt: AT } },
+  createKey: {
+    response: { id: 1, key: 'rk_2b7yQm1x4h0cXh3V1n8eWq5oT9sZr6uKd0aPjLgBfYc', prefix: 'rk_2b7yQm1', createdAt: AT },
+  },
   listKeys: { response: [{ id: 1, prefix: 'rk_2b7yQm1', createdAt: AT }] },
   revokeKey: {},
   createWorkspace: { request: { name: 'Sales' }, response: { id: 1, name: 'Sales' } },
@@ -114,11 +133,24 @@ const PROBLEMS: Record<number, { code: string; title: string; detail?: string; e
   401: { code: 'unauthorized', title: 'Authentication required', detail: 'Send Authorization: Bearer <api key>.' },
   403: { code: 'forbidden', title: 'Forbidden', detail: 'Editor rights in the workspace are needed.' },
   404: { code: 'not_found', title: 'Record not found' },
-  409: { code: 'record_deleted', title: 'Conflict', detail: '1 problem in the request', errors: [{ pointer: '/0/id', code: 'record_deleted', message: 'the record is deleted' }] },
-  410: { code: 'gone', title: 'Cursor too old', detail: 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.' },
+  409: {
+    code: 'record_deleted',
+    title: 'Conflict',
+    detail: '1 problem in the request',
+    errors: [{ pointer: '/0/id', code: 'record_deleted', message: 'the record is deleted' }],
+  },
+  410: {
+    code: 'gone',
+    title: 'Cursor too old',
+    detail: 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.',
+  },
   412: { code: 'precondition_failed', title: 'Precondition failed', detail: 'If-Match matches no current version.' },
   413: { code: 'payload_too_large', title: 'Request body is too large', detail: 'The limit is 1048576 bytes.' },
-  415: { code: 'unsupported_media_type', title: 'Unsupported media type', detail: 'Send Content-Type: application/json.' },
+  415: {
+    code: 'unsupported_media_type',
+    title: 'Unsupported media type',
+    detail: 'Send Content-Type: application/json.',
+  },
   422: {
     code: 'unprocessable',
     title: 'Request cannot be applied',
@@ -127,7 +159,11 @@ const PROBLEMS: Record<number, { code: string; title: string; detail?: string; e
   },
   429: { code: 'rate_limited', title: 'Too many requests', detail: 'Retry after 10 seconds.' },
   500: { code: 'internal', title: 'Internal error', detail: 'Quote the request id when reporting this.' },
-  503: { code: 'unavailable', title: 'Record busy', detail: 'The record could not take this request within 10 seconds; nothing was written.' },
+  503: {
+    code: 'unavailable',
+    title: 'Record busy',
+    detail: 'The record could not take this request within 10 seconds; nothing was written.',
+  },
 };
 
 /** A problem as the service answers it with `status`. */

@@ -58,7 +58,8 @@ const CONVERSION: ConversionConfig = {
   errorMode: 'ignore',
   definitions: COMPONENTS,
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
-  overrideAction: (context) => maxCharsAsJsonSchema(context) as ReturnType<NonNullable<ConversionConfig['overrideAction']>>,
+  overrideAction: (context) =>
+    maxCharsAsJsonSchema(context) as ReturnType<NonNullable<ConversionConfig['overrideAction']>>,
 };
 
 const schema = (s: v.GenericSchema): unknown => {
@@ -101,15 +102,23 @@ export function errorStatuses(op: Operation): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
-const stringHeader = (description: string, extra: Record<string, unknown> = {}) => ({ description, schema: { type: 'string', ...extra } });
+const stringHeader = (description: string, extra: Record<string, unknown> = {}) => ({
+  description,
+  schema: { type: 'string', ...extra },
+});
 
 const HEADERS = {
-  XRequestId: stringHeader("The caller's X-Request-Id when it sent 1–128 visible ASCII characters, else a new UUID.", { pattern: '^[\\x21-\\x7e]{1,128}$' }),
+  XRequestId: stringHeader("The caller's X-Request-Id when it sent 1–128 visible ASCII characters, else a new UUID.", {
+    pattern: '^[\\x21-\\x7e]{1,128}$',
+  }),
   ServerTiming: stringHeader('D1 round trips and Durable Object calls this request made, with their durations.'),
   ETag: stringHeader('The record\'s version as a strong entity tag: `"<version>"`.', { pattern: '^"[0-9]+"$' }),
   RetryAfter: stringHeader('Seconds to wait before retrying.', { pattern: '^[0-9]+$' }),
   WWWAuthenticate: stringHeader('The authentication scheme: `Bearer`.', { const: 'Bearer' }),
-  IdempotentReplayed: stringHeader('`true` when this answer is the stored answer of an earlier request with the same Idempotency-Key.', { const: 'true' }),
+  IdempotentReplayed: stringHeader(
+    '`true` when this answer is the stored answer of an earlier request with the same Idempotency-Key.',
+    { const: 'true' },
+  ),
 };
 const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
 const COMMON_HEADERS = { 'X-Request-Id': ref('XRequestId'), 'Server-Timing': ref('ServerTiming') };
@@ -117,25 +126,39 @@ const COMMON_HEADERS = { 'X-Request-Id': ref('XRequestId'), 'Server-Timing': ref
 function problemHeaders(status: number, op: Operation): Record<string, unknown> {
   const headers: Record<string, unknown> = { ...COMMON_HEADERS };
   if (status === 401) headers['WWW-Authenticate'] = ref('WWWAuthenticate');
-  if (status === 429 || status === 503 || (status === 409 && op.idempotencyKey === true)) headers['Retry-After'] = ref('RetryAfter');
+  if (status === 429 || status === 503 || (status === 409 && op.idempotencyKey === true))
+    headers['Retry-After'] = ref('RetryAfter');
   return headers;
 }
 
 const IF_MATCH = {
-  name: 'If-Match', in: 'header', required: false,
-  description: '`*`, or a comma-separated list of strong tags `"<version>"`. No tag equal to the current version (a weak tag never is; an unparsable header matches nothing): 412, nothing written.',
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description:
+    '`*`, or a comma-separated list of strong tags `"<version>"`. No tag equal to the current version (a weak tag never is; an unparsable header matches nothing): 412, nothing written.',
   // Only spaces and tabs may surround the tags (RFC 9110's optional white space).
-  schema: { type: 'string', pattern: '^[ \\t]*(\\*|(W/)?"[\\x21\\x23-\\x7e]*"([ \\t]*,[ \\t]*(W/)?"[\\x21\\x23-\\x7e]*")*)[ \\t]*$' },
+  schema: {
+    type: 'string',
+    pattern: '^[ \\t]*(\\*|(W/)?"[\\x21\\x23-\\x7e]*"([ \\t]*,[ \\t]*(W/)?"[\\x21\\x23-\\x7e]*")*)[ \\t]*$',
+  },
 };
 const IDEMPOTENCY_KEY = {
-  name: 'Idempotency-Key', in: 'header', required: false,
-  description: 'Makes a retry safe: the same key with the same request within 24 hours answers the stored answer again (with `Idempotent-Replayed: true`) and writes nothing; with another request, 422 `idempotency_key_reused`; while the first is still running, 409 with Retry-After.',
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same key with the same request within 24 hours answers the stored answer again (with `Idempotent-Replayed: true`) and writes nothing; with another request, 422 `idempotency_key_reused`; while the first is still running, 409 with Retry-After.',
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 };
 
 function operationObject(op: Operation): Record<string, unknown> {
   const parameters: unknown[] = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({
-    name: m[1] ?? '', in: 'path', required: true, description: 'An id: digits only (leading zeros allowed).', schema: { type: 'string', pattern: '^[0-9]+$' },
+    name: m[1] ?? '',
+    in: 'path',
+    required: true,
+    description: 'An id: digits only (leading zeros allowed).',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
   }));
   if (op.ifMatch === true) parameters.push(IF_MATCH);
   if (op.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY);
@@ -145,14 +168,25 @@ function operationObject(op: Operation): Record<string, unknown> {
   if (op.idempotencyKey === true) okHeaders['Idempotent-Replayed'] = ref('IdempotentReplayed');
   const examples = EXAMPLES[op.operationId] ?? {};
   const example = (value: unknown) => (value === undefined ? {} : { example: value });
-  const okSchema = op.ok.schema !== undefined ? schema(op.ok.schema) : op.path === '/openapi.json' ? { type: 'object' } : undefined;
-  const okContent = okSchema === undefined ? {} : { content: { 'application/json': { schema: okSchema, ...example(examples.response) } } };
-  const responses: Record<string, unknown> = { [op.ok.status]: { description: 'Success', headers: okHeaders, ...okContent } };
+  const okSchema =
+    op.ok.schema !== undefined ? schema(op.ok.schema) : op.path === '/openapi.json' ? { type: 'object' } : undefined;
+  const okContent =
+    okSchema === undefined
+      ? {}
+      : { content: { 'application/json': { schema: okSchema, ...example(examples.response) } } };
+  const responses: Record<string, unknown> = {
+    [op.ok.status]: { description: 'Success', headers: okHeaders, ...okContent },
+  };
   for (const status of errorStatuses(op)) {
     responses[status] = {
       description: TITLES[status] ?? 'Error',
       headers: problemHeaders(status, op),
-      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' }, example: problemExample(status) } },
+      content: {
+        'application/problem+json': {
+          schema: { $ref: '#/components/schemas/Problem' },
+          example: problemExample(status),
+        },
+      },
     };
   }
   return {
@@ -162,14 +196,22 @@ function operationObject(op: Operation): Record<string, unknown> {
     description: op.description,
     ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(op.body === undefined ? {} : { requestBody: { required: op.bodyOptional !== true, content: { 'application/json': { schema: schema(op.body), ...example(examples.request) } } } }),
+    ...(op.body === undefined
+      ? {}
+      : {
+          requestBody: {
+            required: op.bodyOptional !== true,
+            content: { 'application/json': { schema: schema(op.body), ...example(examples.request) } },
+          },
+        }),
     responses,
   };
 }
 
 export function openApiDocument(operations: readonly Operation[]): unknown {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const op of operations) (paths[op.path.replace(/:(\w+)/g, '{$1}')] ??= {})[op.method.toLowerCase()] = operationObject(op);
+  for (const op of operations)
+    (paths[op.path.replace(/:(\w+)/g, '{$1}')] ??= {})[op.method.toLowerCase()] = operationObject(op);
   return {
     openapi: '3.1.0',
     info: {

@@ -23,7 +23,8 @@ export function buildRouter() {
         response.headers.set('X-Request-Id', context.requestId);
         response.headers.set('Server-Timing', context.meter.header());
         const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
-        if (origin !== undefined) for (const [name, value] of Object.entries(corsHeaders(origin))) response.headers.set(name, value);
+        if (origin !== undefined)
+          for (const [name, value] of Object.entries(corsHeaders(origin))) response.headers.set(name, value);
         return response;
       },
     ],
@@ -35,9 +36,16 @@ export function buildRouter() {
       router[op.method.toLowerCase()]?.(path, op.auth === 'key' ? rateLimited(op.handler) : op.handler);
     }
     const notAllowed = (): never => {
-      throw new HttpError(405, 'method_not_allowed', 'Method not allowed', `Allowed: ${methods.join(', ')}.`, undefined, {
-        Allow: methods.join(', '),
-      });
+      throw new HttpError(
+        405,
+        'method_not_allowed',
+        'Method not allowed',
+        `Allowed: ${methods.join(', ')}.`,
+        undefined,
+        {
+          Allow: methods.join(', '),
+        },
+      );
     };
     router.options(path, (request: IRequest, context: Context) => {
       const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
@@ -56,7 +64,8 @@ export function buildRouter() {
 function rateLimited(handler: Handler): Handler {
   return async (request, context) => {
     const { env } = context;
-    if (env.RATE_LIMITS !== 'off') await limitPerKey(env.RATE_LIMITER, await sha256Hex(bearerToken(request)), env.RATE_LIMIT_PERIOD);
+    if (env.RATE_LIMITS !== 'off')
+      await limitPerKey(env.RATE_LIMITER, await sha256Hex(bearerToken(request)), env.RATE_LIMIT_PERIOD);
     return handler(request, context);
   };
 }

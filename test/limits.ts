@@ -6,7 +6,8 @@
  */
 export const D1_LIMITS = { sqlBytes: 100_000, parameters: 100, valueBytes: 2_000_000 } as const;
 
-const bytes = (text: string): number => (text.length * 3 <= D1_LIMITS.valueBytes ? text.length : new TextEncoder().encode(text).byteLength);
+const bytes = (text: string): number =>
+  text.length * 3 <= D1_LIMITS.valueBytes ? text.length : new TextEncoder().encode(text).byteLength;
 
 function tooBig(what: string): Error {
   return new Error(`D1_ERROR: ${what}: SQLITE_TOOBIG`);
@@ -57,7 +58,8 @@ function wrap(db: D1Database): D1Database {
           return checked;
         };
       }
-      if (property === 'batch') return (statements: D1PreparedStatement[]) => target.batch(statements.map((s) => real.get(s) ?? s));
+      if (property === 'batch')
+        return (statements: D1PreparedStatement[]) => target.batch(statements.map((s) => real.get(s) ?? s));
       const value = Reflect.get(target, property, target) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },

@@ -34,7 +34,12 @@ export default defineConfig({
     projects: [
       {
         // The pure core: plain Node, milliseconds.
-        test: { name: 'core', root: root(''), include: ['test/unit/**/*.test.ts'], benchmark: { include: ['test/unit/**/*.bench.ts'] } },
+        test: {
+          name: 'core',
+          root: root(''),
+          include: ['test/unit/**/*.test.ts'],
+          benchmark: { include: ['test/unit/**/*.bench.ts'] },
+        },
       },
       // Storage, routes and the Durable Object inside the Workers runtime against real D1.
       workersProject('workers', 'test/integration/wrangler.toml', 'test/integration/**/*.test.ts'),
@@ -42,7 +47,13 @@ export default defineConfig({
       workersProject('chaos', 'test/chaos/wrangler.toml', 'test/chaos/**/*.test.ts'),
       {
         // Over real HTTP against a locally started Worker.
-        test: { name: 'e2e', root: root(''), include: ['test/e2e/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 120_000 },
+        test: {
+          name: 'e2e',
+          root: root(''),
+          include: ['test/e2e/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
       },
     ],
   },

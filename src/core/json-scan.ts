@@ -78,7 +78,8 @@ export function scanJson(text: string, maxDepth = MAX_BODY_DEPTH, limit = 20): J
       if (m === null) return { ok: false };
       i = NUMBER.lastIndex;
       const problem = numberProblem(m[0], m[1] ?? '', m[2], m[3]);
-      if (problem !== undefined && problems.length < limit) problems.push({ pointer: here(), code: 'invalid_number', message: problem });
+      if (problem !== undefined && problems.length < limit)
+        problems.push({ pointer: here(), code: 'invalid_number', message: problem });
     }
     // Close every frame the text closes, then move to the next value.
     for (;;) {
@@ -109,7 +110,12 @@ export function scanJson(text: string, maxDepth = MAX_BODY_DEPTH, limit = 20): J
     i = end;
     top.key = key;
     if (top.keys.has(key)) {
-      if (problems.length < limit) problems.push({ pointer: here(), code: 'duplicate', message: 'member name appears more than once in this object' });
+      if (problems.length < limit)
+        problems.push({
+          pointer: here(),
+          code: 'duplicate',
+          message: 'member name appears more than once in this object',
+        });
     } else top.keys.add(key);
     skip();
     return text[i++] === ':';
@@ -117,7 +123,12 @@ export function scanJson(text: string, maxDepth = MAX_BODY_DEPTH, limit = 20): J
 }
 
 /** Why a number literal cannot be held by a double as written, or undefined when it can. */
-export function numberProblem(literal: string, integerDigits: string, fraction: string | undefined, exponent: string | undefined): string | undefined {
+export function numberProblem(
+  literal: string,
+  integerDigits: string,
+  fraction: string | undefined,
+  exponent: string | undefined,
+): string | undefined {
   const value = Number(literal);
   if (!Number.isFinite(value)) return 'number out of range';
   if (value === 0 && /[1-9]/.test(integerDigits + (fraction ?? ''))) return 'number underflows to 0';

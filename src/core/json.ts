@@ -16,13 +16,21 @@ export function unstorableJson(value: unknown, limit = 20): InputProblem[] {
     if (typeof item === 'number' && !Number.isFinite(item)) {
       problems.push({ pointer: pointer('', ...path), code: 'invalid_number', message: 'number out of range' });
     } else if (typeof item === 'string' && LONE_SURROGATE.test(item)) {
-      problems.push({ pointer: pointer('', ...path), code: 'invalid_string', message: 'string holds a lone surrogate' });
+      problems.push({
+        pointer: pointer('', ...path),
+        code: 'invalid_string',
+        message: 'string holds a lone surrogate',
+      });
     } else if (Array.isArray(item)) {
       for (let i = item.length - 1; i >= 0; i--) stack.push([item[i], [...path, i]]);
     } else if (typeof item === 'object' && item !== null) {
       for (const [key, child] of Object.entries(item).reverse()) {
         if (LONE_SURROGATE.test(key)) {
-          problems.push({ pointer: pointer('', ...path, key), code: 'invalid_string', message: 'property name holds a lone surrogate' });
+          problems.push({
+            pointer: pointer('', ...path, key),
+            code: 'invalid_string',
+            message: 'property name holds a lone surrogate',
+          });
         } else stack.push([child, [...path, key]]);
       }
     }

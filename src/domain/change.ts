@@ -39,7 +39,13 @@ export function diffOf(prev: RecordOut, next: RecordOut): Diff {
   }
   if (prev.name !== next.name) [diff.name, diff.wasName] = [next.name, prev.name];
   const undone = undoValues(next.fieldValues, diff).map((entry) => entry.fieldName);
-  if (!sameOrder(undone, prev.fieldValues.map((entry) => entry.fieldName))) diff.order = prev.fieldValues.map((entry) => entry.fieldName);
+  if (
+    !sameOrder(
+      undone,
+      prev.fieldValues.map((entry) => entry.fieldName),
+    )
+  )
+    diff.order = prev.fieldValues.map((entry) => entry.fieldName);
   return diff;
 }
 

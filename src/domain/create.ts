@@ -38,7 +38,12 @@ export function planCreate(
     const def = objects.get(item.objectId);
     if (def === undefined || !canCreate(caller, def)) {
       // An unknown and an inaccessible object answer the same.
-      problems.push({ pointer: pointer('', index, 'objectId'), code: 'unknown_object', message: 'no object definition you may create records for', status: 422 });
+      problems.push({
+        pointer: pointer('', index, 'objectId'),
+        code: 'unknown_object',
+        message: 'no object definition you may create records for',
+        status: 422,
+      });
       return;
     }
     const applied = applyFieldValues(def, [], item.fieldValues, pointer('', index), 'create');

@@ -24,7 +24,8 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
     if (choice && (field.options === undefined || field.options.length === 0)) {
       add(pointer('', 'fields', i, 'options'), 'required', `a ${field.type} field needs options`);
     }
-    if (!choice && field.options !== undefined) add(pointer('', 'fields', i, 'options'), 'not_allowed', 'only select fields take options');
+    if (!choice && field.options !== undefined)
+      add(pointer('', 'fields', i, 'options'), 'not_allowed', 'only select fields take options');
     if (field.options !== undefined && new Set(field.options).size !== field.options.length) {
       add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
     }

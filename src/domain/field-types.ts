@@ -47,7 +47,9 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
       if (typeof value !== 'string') return wrongType('string');
       return isHttpUrl(value) ? undefined : wrongValue('expected an absolute http or https URL');
     case 'json':
-      return nesting(value) <= MAX_NESTING ? undefined : wrongValue(`expected at most ${MAX_NESTING} levels of nesting`);
+      return nesting(value) <= MAX_NESTING
+        ? undefined
+        : wrongValue(`expected at most ${MAX_NESTING} levels of nesting`);
   }
 }
 

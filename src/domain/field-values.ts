@@ -31,7 +31,9 @@ export function applyFieldValues(
   changes.forEach(({ fieldName, value }, index) => {
     const field = fields.get(fieldName);
     if (field === undefined) {
-      problems.push(problem(pointer(prefix, 'fieldValues', index, 'fieldName'), 'unknown_field', 'not a field of the object'));
+      problems.push(
+        problem(pointer(prefix, 'fieldValues', index, 'fieldName'), 'unknown_field', 'not a field of the object'),
+      );
       return;
     }
     if (value === null) {
@@ -42,7 +44,8 @@ export function applyFieldValues(
       return;
     }
     const wrong = checkValue(field, value);
-    if (wrong !== undefined) problems.push(problem(pointer(prefix, 'fieldValues', index, 'value'), wrong.code, wrong.message));
+    if (wrong !== undefined)
+      problems.push(problem(pointer(prefix, 'fieldValues', index, 'value'), wrong.code, wrong.message));
     values.set(fieldName, value);
   });
   if (mode === 'create') {
@@ -54,7 +57,13 @@ export function applyFieldValues(
   }
   const result = ordered(def, current, values);
   if (problems.length === 0 && serializedBytes(result) > MAX_RECORD_BYTES) {
-    problems.push(problem(pointer(prefix, 'fieldValues'), 'record_too_large', `the record's field values exceed ${MAX_RECORD_BYTES} bytes`));
+    problems.push(
+      problem(
+        pointer(prefix, 'fieldValues'),
+        'record_too_large',
+        `the record's field values exceed ${MAX_RECORD_BYTES} bytes`,
+      ),
+    );
   }
   return { values: result, problems };
 }
@@ -74,7 +83,10 @@ export function sameValues(a: readonly FieldValueOut[], b: readonly FieldValueOu
 
 function ordered(def: ObjectDef, current: readonly FieldValueOut[], values: Map<string, unknown>): FieldValueOut[] {
   const known = new Set(def.fields.map((field) => field.name));
-  const names = [...def.fields.map((field) => field.name), ...current.map((e) => e.fieldName).filter((n) => !known.has(n))];
+  const names = [
+    ...def.fields.map((field) => field.name),
+    ...current.map((e) => e.fieldName).filter((n) => !known.has(n)),
+  ];
   return names.filter((name) => values.has(name)).map((name) => ({ fieldName: name, value: values.get(name) }));
 }
 

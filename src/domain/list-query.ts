@@ -40,7 +40,10 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] 
 const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
 
 /** Every parameter once; an unknown or repeated parameter is a problem, like an unknown property. */
-function single(params: URLSearchParams, known: (name: string) => boolean): { values: Map<string, string>; problems: InputProblem[] } {
+function single(
+  params: URLSearchParams,
+  known: (name: string) => boolean,
+): { values: Map<string, string>; problems: InputProblem[] } {
   const values = new Map<string, string>();
   const problems: InputProblem[] = [];
   for (const [name, value] of params) {
@@ -53,7 +56,10 @@ function single(params: URLSearchParams, known: (name: string) => boolean): { va
 
 /** Parses the list's query string: every problem at once, each naming its parameter. */
 export function parseListQuery(params: URLSearchParams): Parsed<ListQuery> {
-  const { values, problems } = single(params, (name) => ['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter'].includes(name) || name.startsWith('field.'));
+  const { values, problems } = single(
+    params,
+    (name) => ['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter'].includes(name) || name.startsWith('field.'),
+  );
   const filter: ListFilter = { deleted: 'exclude', fields: [] };
   let limit = 50;
   let cursor: string | undefined;
@@ -96,7 +102,6 @@ export function parseFeedQuery(params: URLSearchParams): Parsed<FeedQuery> {
   const after = values.get('after');
   return { ok: true, value: { limit, ...(after === undefined ? {} : { after }) } };
 }
-
 
 /** Parses the query of an admin list: `limit` 1–100 (default 50) and `cursor`. */
 export function parsePageQuery(params: URLSearchParams): Parsed<PageQuery> {

@@ -17,7 +17,9 @@ const EDGES = /^[\s\u0000]+|[\s\u0000]+$/g;
 export function renderTemplate(def: ObjectDef, values: readonly FieldValueOut[]): string | undefined {
   if (def.nameTemplate === undefined) return undefined;
   const byName = new Map(values.map((entry) => [entry.fieldName, entry.value]));
-  const rendered = def.nameTemplate.replace(PLACEHOLDER, (_, field: string) => asText(byName.get(field))).replace(EDGES, '');
+  const rendered = def.nameTemplate
+    .replace(PLACEHOLDER, (_, field: string) => asText(byName.get(field)))
+    .replace(EDGES, '');
   return rendered === '' ? undefined : cut(rendered);
 }
 

@@ -30,7 +30,8 @@ export function patchProblems(
   if (record === undefined || access === 'none' || def === undefined) {
     return [at(prefix, 404, 'not_found', 'no such record', ...(prefix === '' ? [] : ['id']))];
   }
-  if (access !== 'write') return [at(prefix, 403, 'forbidden', 'you may not change this record', ...(prefix === '' ? [] : ['id']))];
+  if (access !== 'write')
+    return [at(prefix, 403, 'forbidden', 'you may not change this record', ...(prefix === '' ? [] : ['id']))];
   if (record.deleted) return [deletedProblem(prefix)];
   const problems: InputProblem[] = [];
   if (patch.ownedBy !== undefined && patch.ownedBy !== record.ownedBy) {
@@ -52,7 +53,14 @@ export type Applied = { ok: true; record: RecordOut; changed: boolean } | { ok: 
  * version by one, stamps the update and re-renders the name. A patch that changes nothing
  * leaves the record as it was (same version, same updatedAt).
  */
-export function applyPatch(record: RecordOut, def: ObjectDef, patch: PatchIn, userId: number, now: number, prefix = ''): Applied {
+export function applyPatch(
+  record: RecordOut,
+  def: ObjectDef,
+  patch: PatchIn,
+  userId: number,
+  now: number,
+  prefix = '',
+): Applied {
   if (record.deleted) return { ok: false, problem: deletedProblem(prefix) };
   const merged = applyFieldValues(def, record.fieldValues, patch.fieldValues ?? [], prefix, 'patch');
   const problem = merged.problems[0];
@@ -100,8 +108,7 @@ export interface QueuedPatch {
 
 /** `change` is absent when the write changed nothing. */
 export type Outcome =
-  | { ok: true; record: RecordOut; change?: ChangeType }
-  | { ok: false; status: 409 | 412 | 422; problem?: InputProblem };
+  { ok: true; record: RecordOut; change?: ChangeType } | { ok: false; status: 409 | 412 | 422; problem?: InputProblem };
 
 /**
  * Deletes or restores (soft): flips `deleted`, raises the version and stamps the update; a
@@ -109,7 +116,13 @@ export type Outcome =
  */
 export function applyDeletion(record: RecordOut, deleted: boolean, userId: number, now: number): RecordOut {
   if (record.deleted === deleted) return record;
-  return { ...record, deleted, version: record.version + 1, updatedAt: Math.max(now, record.updatedAt), updatedBy: userId };
+  return {
+    ...record,
+    deleted,
+    version: record.version + 1,
+    updatedAt: Math.max(now, record.updatedAt),
+    updatedBy: userId,
+  };
 }
 
 function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
@@ -121,7 +134,9 @@ function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
   }
   const applied = applyPatch(current, item.def, item.patch, item.userId, now);
   if (!applied.ok) return { ok: false, status: applied.problem.status === 409 ? 409 : 422, problem: applied.problem };
-  return applied.changed ? { ok: true, record: applied.record, change: 'updated' } : { ok: true, record: applied.record };
+  return applied.changed
+    ? { ok: true, record: applied.record, change: 'updated' }
+    : { ok: true, record: applied.record };
 }
 
 /**
@@ -129,7 +144,11 @@ function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
  * outcome is the record right after that patch, so the versions answered are consecutive,
  * and `final` is the one state to write.
  */
-export function applySequence(base: RecordOut, queued: readonly QueuedPatch[], now: number): { final: RecordOut; outcomes: Outcome[] } {
+export function applySequence(
+  base: RecordOut,
+  queued: readonly QueuedPatch[],
+  now: number,
+): { final: RecordOut; outcomes: Outcome[] } {
   let current = base;
   const outcomes = queued.map((item): Outcome => {
     const outcome = applyOne(current, item, now);

@@ -21,13 +21,24 @@ export const KEY_PREFIX_LENGTH = 10;
 /** A new API key: 32 random bytes, base64url, with a prefix that makes leaked keys greppable. */
 export function newApiKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return 'rk_' + btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
+  return (
+    'rk_' +
+    btoa(String.fromCharCode(...bytes))
+      .replaceAll('+', '-')
+      .replaceAll('/', '_')
+      .replaceAll('=', '')
+  );
 }
 
 /** The admin API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 when no token is configured. */
 export async function requireAdmin(request: Request, adminToken: string | undefined): Promise<void> {
   if (adminToken === undefined || adminToken === '') {
-    throw new HttpError(503, 'unavailable', 'Admin API disabled', 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.');
+    throw new HttpError(
+      503,
+      'unavailable',
+      'Admin API disabled',
+      'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
+    );
   }
   const sent = BEARER.exec(request.headers.get('Authorization') ?? '')?.[1];
   if (sent === undefined) throw adminUnauthorized();

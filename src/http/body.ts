@@ -8,9 +8,15 @@ const tooLarge = (): HttpError =>
   new HttpError(413, 'payload_too_large', 'Request body is too large', `The limit is ${MAX_BODY_BYTES} bytes.`);
 
 const unsupported = (): HttpError =>
-  new HttpError(415, 'unsupported_media_type', 'Unsupported media type', 'Send Content-Type: application/json (UTF-8).');
+  new HttpError(
+    415,
+    'unsupported_media_type',
+    'Unsupported media type',
+    'Send Content-Type: application/json (UTF-8).',
+  );
 
-const malformed = (): HttpError => new HttpError(400, 'invalid_request', 'Malformed JSON', 'The request body is not valid JSON.');
+const malformed = (): HttpError =>
+  new HttpError(400, 'invalid_request', 'Malformed JSON', 'The request body is not valid JSON.');
 
 /**
  * Whether a Content-Type names JSON in UTF-8: `application/json`, with any parameters, but a
@@ -21,8 +27,17 @@ export function isJsonUtf8(type: string): boolean {
   if (media?.trim().toLowerCase() !== 'application/json') return false;
   return params.every((param) => {
     const at = param.indexOf('=');
-    if (param.slice(0, at < 0 ? undefined : at).trim().toLowerCase() !== 'charset') return true;
-    const value = param.slice(at + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (
+      param
+        .slice(0, at < 0 ? undefined : at)
+        .trim()
+        .toLowerCase() !== 'charset'
+    )
+      return true;
+    const value = param
+      .slice(at + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
     return at >= 0 && value.toLowerCase() === 'utf-8';
   });
 }

@@ -12,7 +12,10 @@ export const MAX_AGE_SECONDS = 600;
 export type CorsPolicy = '*' | ReadonlySet<string>;
 
 export function corsPolicy(setting: string | undefined): CorsPolicy | undefined {
-  const origins = (setting ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
+  const origins = (setting ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
   if (origins.length === 0) return undefined;
   return origins.includes('*') ? '*' : new Set(origins);
 }

@@ -11,7 +11,10 @@ import { HttpError } from './errors.ts';
  */
 
 function b64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replaceAll('=', '');
 }
 
 const encoder = new TextEncoder();
@@ -22,7 +25,9 @@ const keys = new Map<string, Promise<CryptoKey>>();
 async function tag(secret: string, message: string): Promise<string> {
   let imported = keys.get(secret);
   if (imported === undefined) {
-    imported = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    imported = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+      'sign',
+    ]);
     keys.set(secret, imported);
   }
   const signature = await crypto.subtle.sign('HMAC', await imported, encoder.encode(message));

@@ -19,5 +19,10 @@ export function hasDotSegments(url: string): boolean {
  */
 export function refuseDotSegments(request: Request): undefined {
   if (!hasDotSegments(request.url)) return undefined;
-  throw new HttpError(400, 'invalid_request', 'Path has dot segments', 'A path with `.` or `..` segments (plain or percent-encoded) names no resource here.');
+  throw new HttpError(
+    400,
+    'invalid_request',
+    'Path has dot segments',
+    'A path with `.` or `..` segments (plain or percent-encoded) names no resource here.',
+  );
 }

@@ -64,9 +64,16 @@ export const unauthorized = (): HttpError =>
 
 /** A wrong admin token: said as such, so an operator does not go looking for an API key. */
 export const adminUnauthorized = (): HttpError =>
-  new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <ADMIN_TOKEN>; the token sent is not the admin token.', undefined, {
-    'WWW-Authenticate': 'Bearer',
-  });
+  new HttpError(
+    401,
+    'unauthorized',
+    'Authentication required',
+    'Send Authorization: Bearer <ADMIN_TOKEN>; the token sent is not the admin token.',
+    undefined,
+    {
+      'WWW-Authenticate': 'Bearer',
+    },
+  );
 
 export const notFound = (what = 'Resource'): HttpError => new HttpError(404, 'not_found', `${what} not found`);
 
@@ -95,9 +102,16 @@ function withoutStatus({ status: _status, ...rest }: InputProblem): InputProblem
 }
 
 export const busy = (): HttpError =>
-  new HttpError(503, 'unavailable', 'Record busy', 'The record could not take this request within 10 seconds; nothing was written.', undefined, {
-    'Retry-After': '1',
-  });
+  new HttpError(
+    503,
+    'unavailable',
+    'Record busy',
+    'The record could not take this request within 10 seconds; nothing was written.',
+    undefined,
+    {
+      'Retry-After': '1',
+    },
+  );
 
 /** A write whose outcome storage never confirmed in time: a retry with the same Idempotency-Key tells. */
 export const outcomeUnknown = (): HttpError =>

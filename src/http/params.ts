@@ -11,7 +11,8 @@ export function pathIds<K extends string>(params: Readonly<Record<string, string
   const ids = {} as Record<K, number>;
   for (const name of names) {
     const raw = params[name] ?? '';
-    if (!DIGITS.test(raw)) problems.push({ parameter: name, code: 'invalid_format', message: `${name} must be digits only` });
+    if (!DIGITS.test(raw))
+      problems.push({ parameter: name, code: 'invalid_format', message: `${name} must be digits only` });
     else ids[name] = Number(raw);
   }
   if (problems.length > 0) throw invalidPath(problems);

@@ -27,7 +27,9 @@ export function asHttpError(error: unknown, requestId: string): HttpError {
   if (retry) return retry;
   // Named, not imported: storage stands above this module. Its writes say when their outcome is unknown.
   if (error instanceof Error && error.name === 'OutcomeUnknown') return outcomeUnknown();
-  console.error(JSON.stringify({ requestId, error: error instanceof Error ? error.stack ?? error.message : String(error) }));
+  console.error(
+    JSON.stringify({ requestId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+  );
   return new HttpError(500, 'internal', 'Internal error', `Quote request id ${requestId} when reporting this.`);
 }
 
@@ -40,5 +42,7 @@ function unavailableReason(error: unknown): HttpError | undefined {
   const message = error instanceof Error ? error.message : '';
   const overloaded = (error as { overloaded?: boolean } | null)?.overloaded === true || /overloaded/i.test(message);
   if (!overloaded && !isTransient(error)) return undefined;
-  return new HttpError(503, 'unavailable', 'Service unavailable', 'Try again shortly.', undefined, { 'Retry-After': '1' });
+  return new HttpError(503, 'unavailable', 'Service unavailable', 'Try again shortly.', undefined, {
+    'Retry-After': '1',
+  });
 }

@@ -46,7 +46,11 @@ export function queryOf(url: string): Query {
     const name = formDecode(rawName);
     const value = formDecode(rawValue);
     if (name === undefined || value === undefined) {
-      problems.push({ query: name ?? rawName, code: 'invalid_encoding', message: 'not valid UTF-8 once percent-decoded' });
+      problems.push({
+        query: name ?? rawName,
+        code: 'invalid_encoding',
+        message: 'not valid UTF-8 once percent-decoded',
+      });
     } else params.append(name, value);
   }
   return { params, problems };

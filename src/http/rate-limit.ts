@@ -5,12 +5,23 @@ import { HttpError } from './errors.ts';
  * only says yes or no, not when the window ends, so `Retry-After` is the window's length
  * (`period` of `[[ratelimits]]` in wrangler.toml, mirrored by the RATE_LIMIT_PERIOD var).
  */
-export async function limitPerKey(limiter: RateLimit | undefined, keyHash: string, periodSeconds: string | undefined): Promise<void> {
+export async function limitPerKey(
+  limiter: RateLimit | undefined,
+  keyHash: string,
+  periodSeconds: string | undefined,
+): Promise<void> {
   if (limiter === undefined) return;
   const { success } = await limiter.limit({ key: keyHash });
   if (success) return;
   const retryAfter = /^[0-9]+$/.test(periodSeconds ?? '') ? (periodSeconds as string) : '60';
-  throw new HttpError(429, 'rate_limited', 'Too many requests', `This API key sent too many requests; retry after ${retryAfter} s.`, undefined, {
-    'Retry-After': retryAfter,
-  });
+  throw new HttpError(
+    429,
+    'rate_limited',
+    'Too many requests',
+    `This API key sent too many requests; retry after ${retryAfter} s.`,
+    undefined,
+    {
+      'Retry-After': retryAfter,
+    },
+  );
 }

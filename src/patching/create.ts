@@ -21,10 +21,16 @@ export interface CreateInput {
  * sending it again: a repeat of a committed create fails on its ledger row, changes nothing,
  * and the records it made are read back from their `created` change rows.
  */
-export async function createRecords(context: Context, input: CreateInput, writeId: string = newWriteId()): Promise<Written<RecordOut[]>> {
+export async function createRecords(
+  context: Context,
+  input: CreateInput,
+  writeId: string = newWriteId(),
+): Promise<Written<RecordOut[]>> {
   const { recall, writes } = context;
   const parsed = input.body.ok
-    ? parseBatch(CreateItem, input.body.value, (items) => items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i))))
+    ? parseBatch(CreateItem, input.body.value, (items) =>
+        items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i))),
+      )
     : undefined;
   const objectIds = parsed?.ok === true ? [...new Set(parsed.value.map((item) => item.objectId))] : [];
   const known = await recall.createContext(input.keyHash, objectIds);
@@ -49,11 +55,24 @@ export async function createRecords(context: Context, input: CreateInput, writeI
     const statements = [
       writes.ledgerOfCreate(writeId, plan.value.length),
       ...writes.inserts(plan.value),
-      ...(held.claim === undefined ? [] : [writes.keyDone(held.claim, writeId, { status: 201, headers: { 'Content-Type': 'application/json' }, shape: 'items' }, now)]),
+      ...(held.claim === undefined
+        ? []
+        : [
+            writes.keyDone(
+              held.claim,
+              writeId,
+              { status: 201, headers: { 'Content-Type': 'application/json' }, shape: 'items' },
+              now,
+            ),
+          ]),
     ];
     const result = await writes.commit<{ id: number }>(statements, [writeId], deadline);
     if ('committed' in result) {
-      return { value: plan.value.map((record, i) => createdRecord(record, result.committed[1 + i * 3]?.results[0]?.id as number)) };
+      return {
+        value: plan.value.map((record, i) =>
+          createdRecord(record, result.committed[1 + i * 3]?.results[0]?.id as number),
+        ),
+      };
     }
     const outcome = result.finished.get(writeId) as LedgerOutcome;
     const failure = failureOf(outcome);

@@ -30,8 +30,15 @@ export interface KeyRequest {
 export function keyRequest(request: Request): KeyRequest {
   const key = request.headers.get('Idempotency-Key') ?? undefined;
   const problems: InputProblem[] =
-    key === undefined || KEY.test(key) ? [] : [{ header: 'Idempotency-Key', code: 'invalid_format', message: 'expected 1 to 255 visible ASCII characters' }];
-  return { key: problems.length > 0 ? undefined : key, method: request.method, path: canonicalPath(new URL(request.url).pathname), problems };
+    key === undefined || KEY.test(key)
+      ? []
+      : [{ header: 'Idempotency-Key', code: 'invalid_format', message: 'expected 1 to 255 visible ASCII characters' }];
+  return {
+    key: problems.length > 0 ? undefined : key,
+    method: request.method,
+    path: canonicalPath(new URL(request.url).pathname),
+    problems,
+  };
 }
 
 /**
@@ -40,7 +47,10 @@ export function keyRequest(request: Request): KeyRequest {
  */
 export function canonicalPath(pathname: string): string {
   const segments = pathname.split('/').filter((segment, i, all) => !(segment === '' && i === all.length - 1 && i > 0));
-  return segments.map((segment) => (/^[0-9]+$/.test(segment) ? segment.replace(/^0+(?=[0-9])/, '') : segment)).join('/') || '/';
+  return (
+    segments.map((segment) => (/^[0-9]+$/.test(segment) ? segment.replace(/^0+(?=[0-9])/, '') : segment)).join('/') ||
+    '/'
+  );
 }
 
 /**
@@ -49,7 +59,8 @@ export function canonicalPath(pathname: string): string {
  */
 export function wellShaped<T>(body: Settled<unknown>, parsed: Parsed<T> | undefined, key: KeyRequest): T {
   if (!body.ok) throw body.error;
-  if (parsed?.ok !== true || key.problems.length > 0) throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...key.problems]);
+  if (parsed?.ok !== true || key.problems.length > 0)
+    throw invalidBody([...(parsed?.ok === false ? parsed.problems : []), ...key.problems]);
   return parsed.value;
 }
 
@@ -89,17 +100,31 @@ export async function claimKey(
   if (holder === undefined) return { claim };
   if (holder.fingerprint !== claim.fingerprint) {
     throw new HttpError(422, 'unprocessable', 'Idempotency-Key reused', 'This key was used for another request body.', [
-      { header: 'Idempotency-Key', code: 'idempotency_key_reused', message: 'the key was used for a different request' },
+      {
+        header: 'Idempotency-Key',
+        code: 'idempotency_key_reused',
+        message: 'the key was used for a different request',
+      },
     ]);
   }
   if (holder.state === 'running') {
-    throw new HttpError(409, 'conflict', 'Request in progress', 'A request with this Idempotency-Key is still running.', undefined, { 'Retry-After': '1' });
+    throw new HttpError(
+      409,
+      'conflict',
+      'Request in progress',
+      'A request with this Idempotency-Key is still running.',
+      undefined,
+      { 'Retry-After': '1' },
+    );
   }
   return { replay: replayOf(await replayed(context, holder.done)) };
 }
 
 export function replayOf(answer: StoredAnswer): Response {
-  return new Response(answer.body, { status: answer.status, headers: { ...answer.headers, 'Idempotent-Replayed': 'true' } });
+  return new Response(answer.body, {
+    status: answer.status,
+    headers: { ...answer.headers, 'Idempotent-Replayed': 'true' },
+  });
 }
 
 /** A completed key's answer: its body as its write's ledger row rebuilds it (or as stored, for old keys). */
@@ -111,12 +136,17 @@ async function replayed({ writes }: Context, done: KeyDone): Promise<StoredAnswe
   if (outcome === undefined) throw new Error('a completed key names a write the ledger does not hold');
   if ('a' in outcome) return { status, headers, body: outcome.a.body };
   const records = (await writes.answered(outcome, deadline)) ?? [];
-  const body = done.shape === 'record' ? JSON.stringify(records[0]) : batchAnswer(records.map((record) => JSON.stringify(record)));
+  const body =
+    done.shape === 'record' ? JSON.stringify(records[0]) : batchAnswer(records.map((record) => JSON.stringify(record)));
   return { status, headers, body };
 }
 
 /** Runs a write that holds `claim`; if it fails, the claim is given back so a retry runs afresh. */
-export async function holding<T>({ idempotency }: Context, claim: KeyClaim | undefined, write: () => Promise<T>): Promise<T> {
+export async function holding<T>(
+  { idempotency }: Context,
+  claim: KeyClaim | undefined,
+  write: () => Promise<T>,
+): Promise<T> {
   try {
     return await write();
   } catch (error) {

@@ -43,7 +43,14 @@ export interface NearCall {
 export interface NearAnswer {
   value?: RecordOut | RecordOut[];
   replay?: StoredAnswer;
-  error?: { status: number; code: ProblemCode; title: string; detail?: string; errors?: readonly InputProblem[]; headers?: Readonly<Record<string, string>> };
+  error?: {
+    status: number;
+    code: ProblemCode;
+    title: string;
+    detail?: string;
+    errors?: readonly InputProblem[];
+    headers?: Readonly<Record<string, string>>;
+  };
   work: Work;
 }
 
@@ -55,11 +62,17 @@ const COORDINATORS = 16;
  * object of the record it writes (of a batch's first record), warm whenever that record is in
  * use, or for a create one of a few shared objects. A resent call goes to the same object.
  */
-export async function nearD1<T extends RecordOut | RecordOut[]>(context: Context, run: NearRun, recordId: number | undefined): Promise<Written<T>> {
+export async function nearD1<T extends RecordOut | RecordOut[]>(
+  context: Context,
+  run: NearRun,
+  recordId: number | undefined,
+): Promise<Written<T>> {
   const callId = newWriteId();
   const name = recordId === undefined ? `near:${parseInt(callId.slice(-8), 16) % COORDINATORS}` : String(recordId);
   const answer = await context.meter.durable(() =>
-    callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub, again) => stub.near(again ? { callId, run, resent: true } : { callId, run })),
+    callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub, again) =>
+      stub.near(again ? { callId, run, resent: true } : { callId, run }),
+    ),
   );
   if (answer.error !== undefined) {
     const { status, code, title, detail, errors, headers } = answer.error;
@@ -70,20 +83,35 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(context: Context
 }
 
 /** In the coordinating object: runs the operation with the object's bindings. */
-export async function runNear(env: Env, waitUntil: (promise: Promise<unknown>) => void, call: NearCall): Promise<NearAnswer> {
+export async function runNear(
+  env: Env,
+  waitUntil: (promise: Promise<unknown>) => void,
+  call: NearCall,
+): Promise<NearAnswer> {
   const context = createContext(env, call.callId, { waitUntil });
   try {
     const written = await dispatch(context, call);
     const work = context.meter.work();
     if ('value' in written) return { value: written.value, work };
-    const { status, headers, body } = { status: written.replay.status, headers: Object.fromEntries(written.replay.headers), body: await written.replay.text() };
+    const { status, headers, body } = {
+      status: written.replay.status,
+      headers: Object.fromEntries(written.replay.headers),
+      body: await written.replay.text(),
+    };
     delete headers['idempotent-replayed'];
     return { replay: { status, headers, body }, work };
   } catch (error) {
     // Shaped here, where the error's class and stack are: only plain data crosses back.
     const { status, code, title, detail, errors, headers } = asHttpError(error, call.callId);
     return {
-      error: { status, code, title, ...(detail === undefined ? {} : { detail }), ...(errors === undefined ? {} : { errors }), ...(headers === undefined ? {} : { headers }) },
+      error: {
+        status,
+        code,
+        title,
+        ...(detail === undefined ? {} : { detail }),
+        ...(errors === undefined ? {} : { errors }),
+        ...(headers === undefined ? {} : { headers }),
+      },
       work: context.meter.work(),
     };
   }
@@ -106,7 +134,9 @@ function dispatch(context: Context, { callId, run, resent }: NearCall): Promise<
 
 /** A batch always takes several trips: it runs near D1. */
 export const placedPatchBatch = (context: Context, input: PatchBatchInput): Promise<Written<RecordOut[]>> =>
-  input.body.ok && context.recall.knowsCaller(input.keyHash) ? nearD1(context, { op: 'patchBatch', input }, firstId(input.body.value)) : patchBatch(context, input);
+  input.body.ok && context.recall.knowsCaller(input.keyHash)
+    ? nearD1(context, { op: 'patchBatch', input }, firstId(input.body.value))
+    : patchBatch(context, input);
 
 /** Where a batch is coordinated is only a choice of place: an unparsed body's first id will do. */
 function firstId(body: unknown): number | undefined {
@@ -119,7 +149,9 @@ function firstId(body: unknown): number | undefined {
  * does not remember (a cold record: a read first), or one that claims a key first, runs near D1.
  */
 export const placedPatchOne = (context: Context, input: PatchOneInput): Promise<Written<RecordOut>> =>
-  input.body.ok && context.recall.knowsCaller(input.keyHash) && (input.idempotency.key !== undefined || !context.recall.knowsRecord(input.recordId))
+  input.body.ok &&
+  context.recall.knowsCaller(input.keyHash) &&
+  (input.idempotency.key !== undefined || !context.recall.knowsRecord(input.recordId))
     ? nearD1(context, { op: 'patchOne', input }, input.recordId)
     : patchOne(context, input);
 

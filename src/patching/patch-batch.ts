@@ -34,7 +34,12 @@ export interface PatchBatchInput {
  * `rerun`: the Worker sent this batch again, so it may have run before: a refusal is answered
  * only once the ledger holds it.
  */
-export async function patchBatch(context: Context, input: PatchBatchInput, writeId: string = newWriteId(), rerun = false): Promise<Written<RecordOut[]>> {
+export async function patchBatch(
+  context: Context,
+  input: PatchBatchInput,
+  writeId: string = newWriteId(),
+  rerun = false,
+): Promise<Written<RecordOut[]>> {
   const arrival = Date.now();
   const { recall, env, meter } = context;
   const parsed = input.body.ok ? parseBatch(PatchItem, input.body.value, batchDuplicates) : undefined;
@@ -47,7 +52,9 @@ export async function patchBatch(context: Context, input: PatchBatchInput, write
 
   return holding(context, held.claim, async () => {
     const refuse = async (error: HttpError): Promise<Written<RecordOut[]>> => {
-      const committed = rerun ? await context.writes.fence(writeId, error.status, arrival + CALL_DEADLINE_MS, error.errors?.[0]) : undefined;
+      const committed = rerun
+        ? await context.writes.fence(writeId, error.status, arrival + CALL_DEADLINE_MS, error.errors?.[0])
+        : undefined;
       if (committed === undefined || 'f' in committed) throw error;
       return { value: (await context.writes.answered(committed, arrival + CALL_DEADLINE_MS)) ?? [] };
     };
@@ -60,16 +67,30 @@ export async function patchBatch(context: Context, input: PatchBatchInput, write
 
     const read = items.map((item) => records.get(item.id) as RecordOut);
     const turnsBy = arrival + CALL_DEADLINE_MS;
-    const turns = await Promise.all(read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version, turnsBy))));
+    const turns = await Promise.all(
+      read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version, turnsBy))),
+    );
     if (turns.some((turn) => !turn.granted)) return refuse(busy());
     const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));
-    const outcome = await commit(context, items, states, objects, caller.userId, held.claim, writeId, arrival + TURN_TIMEOUT_MS);
+    const outcome = await commit(
+      context,
+      items,
+      states,
+      objects,
+      caller.userId,
+      held.claim,
+      writeId,
+      arrival + TURN_TIMEOUT_MS,
+    );
     return 'refused' in outcome ? refuse(outcome.refused) : { value: outcome.records };
   });
 }
 
 function batchDuplicates(items: readonly unknown[]): InputProblem[] {
-  return [...duplicateProblems(items, 'id', ''), ...items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i)))];
+  return [
+    ...duplicateProblems(items, 'id', ''),
+    ...items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i))),
+  ];
 }
 
 /**
@@ -90,7 +111,10 @@ async function commit(
     const now = Date.now();
     const results = items.map((item, i) => {
       const base = states.get(item.id) as RecordOut;
-      return { base, applied: applyPatch(base, objects.get(base.objectId) as ObjectDef, item, userId, now, pointer('', i)) };
+      return {
+        base,
+        applied: applyPatch(base, objects.get(base.objectId) as ObjectDef, item, userId, now, pointer('', i)),
+      };
     });
     const failures = results.flatMap(({ applied }) => (applied.ok ? [] : [applied.problem]));
     if (failures.length > 0) return { refused: rejected(failures) };
@@ -98,24 +122,44 @@ async function commit(
     const statements = [
       writes.ledger([{ id: writeId, outcome: { r: answered.map((record) => [record.id, record.version]) } }]),
       ...writes.batchWrites(
-        results.map(({ base, applied }) => (applied.ok && applied.changed ? { base, record: applied.record } : { base })),
-        results.flatMap(({ base, applied }) => (applied.ok && applied.changed ? [{ type: 'updated' as const, prev: base, next: applied.record }] : [])),
+        results.map(({ base, applied }) =>
+          applied.ok && applied.changed ? { base, record: applied.record } : { base },
+        ),
+        results.flatMap(({ base, applied }) =>
+          applied.ok && applied.changed ? [{ type: 'updated' as const, prev: base, next: applied.record }] : [],
+        ),
       ),
-      ...(claim === undefined ? [] : [writes.keyDone(claim, writeId, { status: 200, headers: { 'Content-Type': 'application/json' }, shape: 'items' }, now)]),
+      ...(claim === undefined
+        ? []
+        : [
+            writes.keyDone(
+              claim,
+              writeId,
+              { status: 200, headers: { 'Content-Type': 'application/json' }, shape: 'items' },
+              now,
+            ),
+          ]),
     ];
     try {
       const result = await writes.commit(statements, [writeId], deadline);
       if ('committed' in result) return { records: answered };
       const finished = result.finished.get(writeId) as LedgerOutcome;
       const failure = failureOf(finished);
-      if (failure !== undefined) return { refused: failure.status === 503 ? busy() : rejected(failure.problem === undefined ? [] : [failure.problem]) };
+      if (failure !== undefined)
+        return {
+          refused: failure.status === 503 ? busy() : rejected(failure.problem === undefined ? [] : [failure.problem]),
+        };
       return { records: (await writes.answered(finished, deadline + CALL_DEADLINE_MS)) ?? [] };
     } catch (error) {
       if (!(error instanceof VersionConflict)) throw error;
       if (Date.now() >= deadline) return { refused: busy() };
       // Lost to a concurrent write: a short jittered pause keeps retries from meeting again.
       await sleep(Math.random() * Math.min(50, 2 * attempt));
-      for (const [id, record] of await writes.current(items.map((item) => item.id), deadline + CALL_DEADLINE_MS)) states.set(id, record);
+      for (const [id, record] of await writes.current(
+        items.map((item) => item.id),
+        deadline + CALL_DEADLINE_MS,
+      ))
+        states.set(id, record);
     }
   }
 }

@@ -26,7 +26,13 @@ export interface PatchOneInput {
 /** The answer of a record object that did not apply a patch, as an HTTP error. */
 export function refused(status: number, problem: InputProblem | undefined): HttpError {
   if (status === 503) return problem?.code === 'outcome_unknown' ? outcomeUnknown() : busy();
-  if (status === 412) return new HttpError(412, 'precondition_failed', 'Precondition failed', 'If-Match does not match the current version.');
+  if (status === 412)
+    return new HttpError(
+      412,
+      'precondition_failed',
+      'Precondition failed',
+      'If-Match does not match the current version.',
+    );
   return rejected(problem === undefined ? [] : [{ ...problem, status }]);
 }
 
@@ -41,8 +47,15 @@ export function refused(status: number, problem: InputProblem | undefined): Http
  * it again, near.ts) may be re-running a write that committed: a refusal it finds here is
  * answered only once the ledger holds it, else what committed is the answer.
  */
-export async function patchOne(context: Context, input: PatchOneInput, callId: string = newWriteId(), rerun = false): Promise<Written<RecordOut>> {
-  const parsed = input.body.ok ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, '')) : undefined;
+export async function patchOne(
+  context: Context,
+  input: PatchOneInput,
+  callId: string = newWriteId(),
+  rerun = false,
+): Promise<Written<RecordOut>> {
+  const parsed = input.body.ok
+    ? parseObject(PatchBody, input.body.value, (body) => fieldValueDuplicates(body, ''))
+    : undefined;
   let decided = await context.recall.patchContext(input.keyHash, input.recordId);
   if (decided.caller === undefined) throw unauthorized();
   const patch = wellShaped(input.body, parsed, input.idempotency);
@@ -84,7 +97,11 @@ export async function patchOne(context: Context, input: PatchOneInput, callId: s
  * Before a re-run answers a refusal, the ledger finishes its write id as that refusal; if the id
  * was finished already and committed, the record it committed is the answer instead.
  */
-export async function committedInstead(context: Context, callId: string, problems: readonly InputProblem[]): Promise<RecordOut | undefined> {
+export async function committedInstead(
+  context: Context,
+  callId: string,
+  problems: readonly InputProblem[],
+): Promise<RecordOut | undefined> {
   const deadline = Date.now() + TURN_TIMEOUT_MS;
   const committed = await context.writes.fence(callId, rejected(problems).status, deadline, problems[0]);
   if (committed === undefined || 'f' in committed) return undefined;
@@ -92,7 +109,12 @@ export async function committedInstead(context: Context, callId: string, problem
 }
 
 /** Delete and restore may act on a deleted record; a patch may not (409). */
-function judge({ caller, facts, def }: PatchContext, workspaceId: number, patch: PatchIn, action?: 'delete' | 'restore'): InputProblem[] {
+function judge(
+  { caller, facts, def }: PatchContext,
+  workspaceId: number,
+  patch: PatchIn,
+  action?: 'delete' | 'restore',
+): InputProblem[] {
   const access = caller && facts ? recordAccess(caller, facts.sharedWorkspaceIds, workspaceId) : 'none';
   const seen = action !== undefined && facts !== undefined ? { ...facts, deleted: false } : facts;
   return patchProblems(seen, access, def, patch, '');

@@ -53,14 +53,21 @@ async function page<T>(
   if (fetched === undefined) throw notFound(missing);
   const items = fetched.slice(0, query.value.limit);
   const last = items.at(-1);
-  const nextCursor = fetched.length > query.value.limit && last !== undefined ? await signCursor(secret, idOf(last), scope) : null;
+  const nextCursor =
+    fetched.length > query.value.limit && last !== undefined ? await signCursor(secret, idOf(last), scope) : null;
   return json({ items: items.map(show), nextCursor });
 }
 
 export async function listUsers(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const store = adminStore(context);
-  return page(request, context, 'admin/users', (user: Named) => user.id, (after, limit) => store.listUsers(after, limit));
+  return page(
+    request,
+    context,
+    'admin/users',
+    (user: Named) => user.id,
+    (after, limit) => store.listUsers(after, limit),
+  );
 }
 
 /**
@@ -116,7 +123,13 @@ export async function createWorkspace(request: IRequest, context: Context): Prom
 export async function listWorkspaces(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const store = adminStore(context);
-  return page(request, context, 'admin/workspaces', (workspace: Named) => workspace.id, (after, limit) => store.listWorkspaces(after, limit));
+  return page(
+    request,
+    context,
+    'admin/workspaces',
+    (workspace: Named) => workspace.id,
+    (after, limit) => store.listWorkspaces(after, limit),
+  );
 }
 
 /**
@@ -135,8 +148,19 @@ export async function deleteWorkspace(request: IRequest, context: Context): Prom
     code: 'workspace_in_use',
     message: `object definition ${id} lists this workspace`,
   }));
-  if (outcome.inUse.hasRecords) problems.push({ parameter: 'workspaceId', code: 'workspace_in_use', message: 'records are shared with this workspace' });
-  throw new HttpError(409, 'conflict', 'Workspace in use', 'An object definition lists this workspace, or records are shared with it.', problems);
+  if (outcome.inUse.hasRecords)
+    problems.push({
+      parameter: 'workspaceId',
+      code: 'workspace_in_use',
+      message: 'records are shared with this workspace',
+    });
+  throw new HttpError(
+    409,
+    'conflict',
+    'Workspace in use',
+    'An object definition lists this workspace, or records are shared with it.',
+    problems,
+  );
 }
 
 export async function putMember(request: IRequest, context: Context): Promise<Response> {
@@ -163,9 +187,16 @@ export async function listMembers(request: IRequest, context: Context): Promise<
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const store = adminStore(context);
   const scope = `admin/workspaces/${workspaceId}/members`;
-  return page(request, context, scope, (member: Member) => member.userId, (after, limit) => store.listMembers(workspaceId, after, limit), {
-    missing: 'Workspace',
-  });
+  return page(
+    request,
+    context,
+    scope,
+    (member: Member) => member.userId,
+    (after, limit) => store.listMembers(workspaceId, after, limit),
+    {
+      missing: 'Workspace',
+    },
+  );
 }
 
 /** A valid definition whose workspaces all exist, or 400 / 422. */
@@ -175,7 +206,16 @@ async function definitionBody(request: IRequest, context: Context): Promise<Obje
   if (shape.length > 0) throw invalidBody(shape);
   const existing = await adminStore(context).existingWorkspaces(input.workspaceIds);
   const missing = input.workspaceIds.flatMap((id, i) =>
-    existing.has(id) ? [] : [{ pointer: pointer('', 'workspaceIds', i), code: 'unknown_workspace', message: 'no such workspace', status: 422 }],
+    existing.has(id)
+      ? []
+      : [
+          {
+            pointer: pointer('', 'workspaceIds', i),
+            code: 'unknown_workspace',
+            message: 'no such workspace',
+            status: 422,
+          },
+        ],
   );
   if (missing.length > 0) throw rejected(missing);
   return input;
@@ -199,7 +239,14 @@ export async function updateObject(request: IRequest, context: Context): Promise
 export async function listObjects(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const store = adminStore(context);
-  return page(request, context, 'admin/objects', (def: ObjectDef) => def.id, (after, limit) => store.listObjects(after, limit), { show: definitionOut });
+  return page(
+    request,
+    context,
+    'admin/objects',
+    (def: ObjectDef) => def.id,
+    (after, limit) => store.listObjects(after, limit),
+    { show: definitionOut },
+  );
 }
 
 export async function getObjectVersion(request: IRequest, context: Context): Promise<Response> {
@@ -217,4 +264,3 @@ export async function getObject(request: IRequest, context: Context): Promise<Re
   if (def === undefined) throw notFound('Object');
   return json(definitionOut(def));
 }
-

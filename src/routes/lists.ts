@@ -31,7 +31,13 @@ function member(caller: Caller | undefined, workspaceId: number, problems: reado
 }
 
 /** The caller alone, for a request refused before its page is read (a bad query or cursor). */
-async function refuse(context: Context, keyHash: string, workspaceId: number, problems: readonly InputProblem[], error: unknown): Promise<never> {
+async function refuse(
+  context: Context,
+  keyHash: string,
+  workspaceId: number,
+  problems: readonly InputProblem[],
+  error: unknown,
+): Promise<never> {
   member((await context.store.createContext(keyHash, [])).caller, workspaceId, problems);
   throw error;
 }
@@ -58,7 +64,8 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   member(page.caller, workspaceId, []);
   const items = pageOf(page.records.slice(0, limit));
   const last = items.at(-1);
-  const nextCursor = page.records.length > items.length && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  const nextCursor =
+    page.records.length > items.length && last !== undefined ? await signCursor(secret, last.id, scope) : null;
   return json({ items, nextCursor });
 }
 
@@ -75,14 +82,25 @@ export async function listChanges(request: IRequest, context: Context): Promise<
   const sent = query.value.after;
   const after = await settle(async () => (sent === undefined ? 0 : readCursor(secret, sent, scope, 'after')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
-  const { caller, changes, horizon } = await context.lists.changes(keyHash, workspaceId, after.value, query.value.limit);
+  const { caller, changes, horizon } = await context.lists.changes(
+    keyHash,
+    workspaceId,
+    after.value,
+    query.value.limit,
+  );
   member(caller, workspaceId, []);
   if (sent !== undefined && after.value < horizon) {
-    throw new HttpError(410, 'gone', 'Cursor too old', 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.', [
-      { query: 'after', code: 'gone', message: 'changes after this position are no longer kept' },
-    ]);
+    throw new HttpError(
+      410,
+      'gone',
+      'Cursor too old',
+      'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.',
+      [{ query: 'after', code: 'gone', message: 'changes after this position are no longer kept' }],
+    );
   }
-  const items = pageOf(await Promise.all(changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope)))));
+  const items = pageOf(
+    await Promise.all(changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope)))),
+  );
   const nextCursor = items.at(-1)?.cursor ?? (await signCursor(secret, Math.max(after.value, horizon), scope));
   return json({ items, nextCursor });
 }

@@ -13,5 +13,8 @@ export async function createRecords(request: IRequest, context: Context): Promis
   const body = await settle(() => readJson(request));
   const written = await placedCreate(context, { keyHash, body, idempotency: keyRequest(request) });
   if ('replay' in written) return written.replay;
-  return json(written.value.map((record) => ({ status: 'Succeeded', record })), 201);
+  return json(
+    written.value.map((record) => ({ status: 'Succeeded', record })),
+    201,
+  );
 }

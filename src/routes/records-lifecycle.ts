@@ -31,7 +31,15 @@ function lifecycle(action: 'delete' | 'restore') {
     const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
     const body = await settle(() => emptyBody(request));
     const ifMatch = request.headers.get('If-Match') ?? undefined;
-    const written = await placedPatchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request), action });
+    const written = await placedPatchOne(context, {
+      keyHash,
+      workspaceId,
+      recordId,
+      body,
+      ifMatch,
+      idempotency: keyRequest(request),
+      action,
+    });
     return 'replay' in written ? written.replay : recordResponse(written.value);
   };
 }

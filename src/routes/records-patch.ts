@@ -14,14 +14,22 @@ export async function patchRecord(request: IRequest, context: Context): Promise<
   const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
   const body = await settle(() => readJson(request));
   const ifMatch = request.headers.get('If-Match') ?? undefined;
-  const written = await placedPatchOne(context, { keyHash, workspaceId, recordId, body, ifMatch, idempotency: keyRequest(request) });
+  const written = await placedPatchOne(context, {
+    keyHash,
+    workspaceId,
+    recordId,
+    body,
+    ifMatch,
+    idempotency: keyRequest(request),
+  });
   return 'replay' in written ? written.replay : recordResponse(written.value);
 }
 
 /** PATCH .../records/batch, with a workspace in the path or without: patch 1 to 20 records, all or nothing. */
 export async function patchRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await sha256Hex(bearerToken(request));
-  const workspaceId = request.params.workspaceId === undefined ? undefined : pathIds(request.params, 'workspaceId').workspaceId;
+  const workspaceId =
+    request.params.workspaceId === undefined ? undefined : pathIds(request.params, 'workspaceId').workspaceId;
   const body = await settle(() => readJson(request));
   const written = await placedPatchBatch(context, { keyHash, workspaceId, body, idempotency: keyRequest(request) });
   if ('replay' in written) return written.replay;

@@ -3,7 +3,17 @@ import { EntityName, FieldName, Id } from './common.ts';
 import { maxChars } from './max-chars.ts';
 
 export const FIELD_TYPES = [
-  'text', 'number', 'integer', 'boolean', 'date', 'datetime', 'select', 'multiSelect', 'email', 'url', 'json',
+  'text',
+  'number',
+  'integer',
+  'boolean',
+  'date',
+  'datetime',
+  'select',
+  'multiSelect',
+  'email',
+  'url',
+  'json',
 ] as const;
 
 export const NamedInput = v.strictObject({ name: EntityName });
@@ -12,7 +22,10 @@ export const Named = v.strictObject({ id: Id, name: EntityName });
 /** A key as listed (never the key itself). */
 export const ApiKeyInfo = v.strictObject({
   id: v.pipe(Id, v.minValue(1)),
-  prefix: v.pipe(v.string(), v.description('The first characters of the key, to recognise it; `rk_` for keys issued before keys had ids.')),
+  prefix: v.pipe(
+    v.string(),
+    v.description('The first characters of the key, to recognise it; `rk_` for keys issued before keys had ids.'),
+  ),
   createdAt: Id,
 });
 
@@ -51,7 +64,8 @@ export const ObjectDefinition = v.strictObject({
 });
 
 /** A keyset page of the admin API's lists: `nextCursor` continues after the last item, null on the last page. */
-const pageOf = <S extends v.GenericSchema>(item: S) => v.strictObject({ items: v.array(item), nextCursor: v.nullable(v.string()) });
+const pageOf = <S extends v.GenericSchema>(item: S) =>
+  v.strictObject({ items: v.array(item), nextCursor: v.nullable(v.string()) });
 
 export const UserPage = pageOf(Named);
 export const WorkspacePage = pageOf(Named);

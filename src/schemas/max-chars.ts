@@ -7,11 +7,20 @@ import { characters } from '../core/characters.ts';
  * says. /openapi.json shows it as `maxLength` (see `maxCharsAsJsonSchema`).
  */
 export function maxChars(limit: number) {
-  return Object.assign(v.check((text: string) => characters(text) <= limit, `expected length <=${limit}`), { maxChars: limit });
+  return Object.assign(
+    v.check((text: string) => characters(text) <= limit, `expected length <=${limit}`),
+    { maxChars: limit },
+  );
 }
 
 /** For @valibot/to-json-schema's `overrideAction`: a maxChars check becomes `maxLength`. */
-export function maxCharsAsJsonSchema({ valibotAction, jsonSchema }: { valibotAction: unknown; jsonSchema: object }): object | undefined {
+export function maxCharsAsJsonSchema({
+  valibotAction,
+  jsonSchema,
+}: {
+  valibotAction: unknown;
+  jsonSchema: object;
+}): object | undefined {
   const limit = (valibotAction as { maxChars?: unknown }).maxChars;
   return typeof limit === 'number' ? { ...jsonSchema, maxLength: limit } : undefined;
 }

@@ -59,7 +59,11 @@ export function duplicateProblems(list: unknown, key: string, prefix: string): I
     const value = (item as Record<string, unknown>)[key];
     if (typeof value !== 'string' && typeof value !== 'number') return;
     if (seen.has(value)) {
-      problems.push({ pointer: pointer(prefix, index, key), code: 'duplicate', message: `${key} appears more than once` });
+      problems.push({
+        pointer: pointer(prefix, index, key),
+        code: 'duplicate',
+        message: `${key} appears more than once`,
+      });
     }
     seen.add(value);
   });
@@ -69,7 +73,11 @@ export function duplicateProblems(list: unknown, key: string, prefix: string): I
 /** Duplicated fieldName within the fieldValues list of an object at `prefix`. */
 export function fieldValueDuplicates(item: unknown, prefix: string): InputProblem[] {
   if (typeof item !== 'object' || item === null) return [];
-  return duplicateProblems((item as { fieldValues?: unknown }).fieldValues, 'fieldName', pointer(prefix, 'fieldValues'));
+  return duplicateProblems(
+    (item as { fieldValues?: unknown }).fieldValues,
+    'fieldName',
+    pointer(prefix, 'fieldValues'),
+  );
 }
 
 /**
@@ -106,7 +114,8 @@ export function parseObject<S extends Schema>(
   input: unknown,
   extra: (input: unknown) => InputProblem[] = () => [],
 ): Parsed<v.InferOutput<S>> {
-  if (Array.isArray(input)) return { ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an object' }] };
+  if (Array.isArray(input))
+    return { ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an object' }] };
   const problems = [...shapeProblems(schema, input), ...extra(input)];
   return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S> };
 }

@@ -8,9 +8,16 @@ export const InputProblem = v.pipe(
     parameter: v.exactOptional(v.pipe(v.string(), v.description('The path parameter at fault.'))),
     header: v.exactOptional(v.pipe(v.string(), v.description('The request header at fault.'))),
     query: v.exactOptional(v.pipe(v.string(), v.description('The query parameter at fault.'))),
-    code: v.pipe(v.string(), v.description('What is wrong: required, invalid_type, unknown_property, duplicate, unknown_field, invalid_value, not_editable, record_deleted, ...')),
+    code: v.pipe(
+      v.string(),
+      v.description(
+        'What is wrong: required, invalid_type, unknown_property, duplicate, unknown_field, invalid_value, not_editable, record_deleted, ...',
+      ),
+    ),
     message: v.string(),
-    status: v.exactOptional(v.pipe(v.number(), v.integer(), v.description('Present when this problem alone would answer another status.'))),
+    status: v.exactOptional(
+      v.pipe(v.number(), v.integer(), v.description('Present when this problem alone would answer another status.')),
+    ),
   }),
   v.description('One problem with one input.'),
 );

@@ -28,7 +28,8 @@ export interface WorkspaceInUse {
   hasRecords: boolean;
 }
 
-export type WorkspaceDeletion = { deleted: true } | { deleted: false; exists: false } | { deleted: false; exists: true; inUse: WorkspaceInUse };
+export type WorkspaceDeletion =
+  { deleted: true } | { deleted: false; exists: false } | { deleted: false; exists: true; inUse: WorkspaceInUse };
 
 const DEFINITION_COLUMNS = 'v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids';
 
@@ -57,13 +58,19 @@ export class AdminStore {
   }
 
   async createUser(name: string, now: number): Promise<Named> {
-    const rows = await this.all<Named>(this.db.prepare('INSERT INTO users (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now), false);
+    const rows = await this.all<Named>(
+      this.db.prepare('INSERT INTO users (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
+      false,
+    );
     return single(rows);
   }
 
   /** Users with an id above `after`, ascending, at most `limit`. */
   async listUsers(after: number, limit: number): Promise<Named[]> {
-    return this.all<Named>(this.db.prepare('SELECT id, name FROM users WHERE id > ? ORDER BY id LIMIT ?').bind(after, limit), true);
+    return this.all<Named>(
+      this.db.prepare('SELECT id, name FROM users WHERE id > ? ORDER BY id LIMIT ?').bind(after, limit),
+      true,
+    );
   }
 
   /**
@@ -86,13 +93,19 @@ export class AdminStore {
   }
 
   async createWorkspace(name: string, now: number): Promise<Named> {
-    const rows = await this.all<Named>(this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now), false);
+    const rows = await this.all<Named>(
+      this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?) RETURNING id, name').bind(name, now),
+      false,
+    );
     return single(rows);
   }
 
   /** Workspaces with an id above `after`, ascending, at most `limit`. */
   async listWorkspaces(after: number, limit: number): Promise<Named[]> {
-    return this.all<Named>(this.db.prepare('SELECT id, name FROM workspaces WHERE id > ? ORDER BY id LIMIT ?').bind(after, limit), true);
+    return this.all<Named>(
+      this.db.prepare('SELECT id, name FROM workspaces WHERE id > ? ORDER BY id LIMIT ?').bind(after, limit),
+      true,
+    );
   }
 
   /**
@@ -109,7 +122,9 @@ export class AdminStore {
         this.db.prepare(`DELETE FROM workspaces WHERE id = ?1 AND ${UNUSED} RETURNING id`).bind(workspaceId),
         this.db.prepare('SELECT id FROM workspaces WHERE id = ?').bind(workspaceId),
         this.db.prepare(`${OBJECTS_LISTING} ORDER BY o.id LIMIT 100`).bind(workspaceId),
-        this.db.prepare('SELECT EXISTS (SELECT 1 FROM record_workspaces WHERE workspace_id = ?) AS shared').bind(workspaceId),
+        this.db
+          .prepare('SELECT EXISTS (SELECT 1 FROM record_workspaces WHERE workspace_id = ?) AS shared')
+          .bind(workspaceId),
       ],
       false,
     );
@@ -141,7 +156,9 @@ export class AdminStore {
       [
         this.db.prepare('DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?').bind(workspaceId, userId),
         this.db
-          .prepare('SELECT (SELECT count(*) FROM workspaces WHERE id = ?) + (SELECT count(*) FROM users WHERE id = ?) AS found')
+          .prepare(
+            'SELECT (SELECT count(*) FROM workspaces WHERE id = ?) + (SELECT count(*) FROM users WHERE id = ?) AS found',
+          )
           .bind(workspaceId, userId),
       ],
       true,
@@ -155,7 +172,9 @@ export class AdminStore {
       [
         this.db.prepare('SELECT id FROM workspaces WHERE id = ?').bind(workspaceId),
         this.db
-          .prepare('SELECT workspace_id AS workspaceId, user_id AS userId, role FROM memberships WHERE workspace_id = ? AND user_id > ? ORDER BY user_id LIMIT ?')
+          .prepare(
+            'SELECT workspace_id AS workspaceId, user_id AS userId, role FROM memberships WHERE workspace_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
+          )
           .bind(workspaceId, after, limit),
       ],
       true,
@@ -167,7 +186,9 @@ export class AdminStore {
   /** Which of `ids` are existing workspaces. */
   async existingWorkspaces(ids: readonly number[]): Promise<Set<number>> {
     const rows = await this.all<{ id: number }>(
-      this.db.prepare('SELECT id FROM workspaces WHERE id IN (SELECT value FROM json_each(?))').bind(JSON.stringify(ids)),
+      this.db
+        .prepare('SELECT id FROM workspaces WHERE id IN (SELECT value FROM json_each(?))')
+        .bind(JSON.stringify(ids)),
       true,
     );
     return new Set(rows.map((row) => row.id));
@@ -176,7 +197,10 @@ export class AdminStore {
   /** Creates an object with its version 1. */
   async createObject(input: ObjectDefinitionIn, now: number): Promise<ObjectDef> {
     const [, inserted] = await this.batch<ObjectRow>(
-      [this.db.prepare('INSERT INTO objects (current_version) VALUES (1)'), this.insertVersion('(SELECT max(id) FROM objects)', input, now)],
+      [
+        this.db.prepare('INSERT INTO objects (current_version) VALUES (1)'),
+        this.insertVersion('(SELECT max(id) FROM objects)', input, now),
+      ],
       false,
     );
     return toObjectDef(single(inserted?.results ?? []));
@@ -185,14 +209,22 @@ export class AdminStore {
   /** Adds the next version of an existing object; undefined when it does not exist. */
   async updateObject(id: number, input: ObjectDefinitionIn, now: number): Promise<ObjectDef | undefined> {
     const [, inserted] = await this.batch<ObjectRow>(
-      [this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id), this.insertVersion('?', input, now, id)],
+      [
+        this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
+        this.insertVersion('?', input, now, id),
+      ],
       false,
     );
     const row = inserted?.results[0];
     return row === undefined ? undefined : toObjectDef(row);
   }
 
-  private insertVersion(objectId: string, input: ObjectDefinitionIn, now: number, ...idParam: number[]): D1PreparedStatement {
+  private insertVersion(
+    objectId: string,
+    input: ObjectDefinitionIn,
+    now: number,
+    ...idParam: number[]
+  ): D1PreparedStatement {
     return this.db
       .prepare(
         `INSERT INTO object_versions (object_id, version, name, name_template, fields, workspace_ids, created_at)
@@ -231,7 +263,9 @@ export class AdminStore {
   /** One kept version of an object definition. */
   async getObjectVersion(id: number, version: number): Promise<ObjectDef | undefined> {
     const rows = await this.all<ObjectRow>(
-      this.db.prepare(`SELECT ${DEFINITION_COLUMNS} FROM object_versions v WHERE v.object_id = ? AND v.version = ?`).bind(id, version),
+      this.db
+        .prepare(`SELECT ${DEFINITION_COLUMNS} FROM object_versions v WHERE v.object_id = ? AND v.version = ?`)
+        .bind(id, version),
       true,
     );
     return rows[0] === undefined ? undefined : toObjectDef(rows[0]);

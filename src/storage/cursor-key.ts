@@ -4,7 +4,10 @@ import { retrying } from './retry.ts';
 /** 32 random bytes as base64url: the key a service without CURSOR_SECRET signs cursors with. */
 export function newCursorKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replaceAll('=', '');
 }
 
 /** Read once per isolate and database: the key never changes once made. */

@@ -28,7 +28,11 @@ export interface StoredAnswer {
 }
 
 /** What a key keeps of a write that answers one record (a patch, delete, restore): its body is rebuilt from the ledger. */
-export function recordKeyAnswer(version: number): { status: number; headers: Readonly<Record<string, string>>; shape: 'record' } {
+export function recordKeyAnswer(version: number): {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  shape: 'record';
+} {
   return { status: 200, headers: { 'Content-Type': 'application/json', ETag: `"${version}"` }, shape: 'record' };
 }
 
@@ -43,7 +47,8 @@ export interface KeyDone {
 }
 
 /** The key as another request left it: still running, or done with its answer. */
-export type KeyHolder = { state: 'running'; fingerprint: string } | { state: 'done'; fingerprint: string; done: KeyDone };
+export type KeyHolder =
+  { state: 'running'; fingerprint: string } | { state: 'done'; fingerprint: string; done: KeyDone };
 
 interface KeyRow {
   fingerprint: string;
@@ -76,15 +81,33 @@ export class IdempotencyStore {
 
   /** Claims the key for this request: undefined when it holds it now, else who does. One round trip. */
   async claim(claim: KeyClaim, now: number): Promise<KeyHolder | undefined> {
-    const params = [claim.userId, claim.method, claim.path, claim.key, claim.fingerprint, claim.token, now, now + LEASE_MS, now - KEY_TTL_MS];
+    const params = [
+      claim.userId,
+      claim.method,
+      claim.path,
+      claim.key,
+      claim.fingerprint,
+      claim.token,
+      now,
+      now + LEASE_MS,
+      now - KEY_TTL_MS,
+    ];
     const [, holder] = await retrying(() =>
-      this.meter.d1(() => this.db.batch<KeyRow>([this.db.prepare(CLAIM).bind(...params), this.db.prepare(HOLDER).bind(...params.slice(0, 4))])),
+      this.meter.d1(() =>
+        this.db.batch<KeyRow>([
+          this.db.prepare(CLAIM).bind(...params),
+          this.db.prepare(HOLDER).bind(...params.slice(0, 4)),
+        ]),
+      ),
     );
     const row = holder?.results[0];
     if (row === undefined) throw new Error('idempotency claim left no row');
     if (row.token === claim.token && row.state === 'running') return undefined;
     if (row.state === 'running') return { state: 'running', fingerprint: row.fingerprint };
-    const done: KeyDone = { status: row.status ?? 200, headers: JSON.parse(row.headers ?? '{}') as Record<string, string> };
+    const done: KeyDone = {
+      status: row.status ?? 200,
+      headers: JSON.parse(row.headers ?? '{}') as Record<string, string>,
+    };
     if (row.body !== null) done.body = row.body;
     if (row.write_id !== null) done.writeId = row.write_id;
     if (row.shape !== null) done.shape = row.shape;
@@ -96,13 +119,16 @@ export class IdempotencyStore {
    * than a read: a claim that stays behind answers 409 to every retry until its lease ends.
    */
   async release(claim: KeyClaim): Promise<void> {
-    await retrying(() =>
-      this.meter.d1(() =>
-        this.db
-          .prepare(`DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND method = ? AND path = ? AND token = ? AND state = 'running'`)
-          .bind(claim.userId, claim.key, claim.method, claim.path, claim.token)
-          .run(),
-      ),
+    await retrying(
+      () =>
+        this.meter.d1(() =>
+          this.db
+            .prepare(
+              `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND method = ? AND path = ? AND token = ? AND state = 'running'`,
+            )
+            .bind(claim.userId, claim.key, claim.method, claim.path, claim.token)
+            .run(),
+        ),
       8,
     );
   }

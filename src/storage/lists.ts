@@ -54,21 +54,56 @@ export class Lists {
   ) {}
 
   /** Up to `limit` records of the workspace after id `afterId` that pass `filter`, and the caller. */
-  async records(keyHash: string, workspaceId: number, filter: ListFilter, afterId: number, limit: number): Promise<{ caller: Caller | undefined; records: RecordOut[] }> {
+  async records(
+    keyHash: string,
+    workspaceId: number,
+    filter: ListFilter,
+    afterId: number,
+    limit: number,
+  ): Promise<{ caller: Caller | undefined; records: RecordOut[] }> {
     const page = this.db
       .prepare(LIST)
-      .bind(workspaceId, afterId, filter.objectId ?? null, filter.deleted, filter.updatedAfter ?? null, JSON.stringify(filter.fields), limit);
+      .bind(
+        workspaceId,
+        afterId,
+        filter.objectId ?? null,
+        filter.deleted,
+        filter.updatedAfter ?? null,
+        JSON.stringify(filter.fields),
+        limit,
+      );
     const [caller, rows] = await this.read([callerStatement(this.db, keyHash), page]);
     return { caller: callerOf(caller), records: recordsOf((rows?.results ?? []) as RecordReadRow[]) };
   }
 
   /** Up to `limit` changes of the workspace's records after `afterSeq`, the prune horizon, and the caller. */
-  async changes(keyHash: string, workspaceId: number, afterSeq: number, limit: number): Promise<{ caller: Caller | undefined; changes: Change[]; horizon: number }> {
-    const [caller, rows, horizon] = await this.read([callerStatement(this.db, keyHash), this.db.prepare(FEED).bind(workspaceId, afterSeq, limit), this.db.prepare(HORIZON)]);
-    const changes = ((rows?.results ?? []) as { seq: number; record_id: number; version: number; type: ChangeType; at: number; by: number; data: string }[]).map(
-      ({ record_id, ...row }) => ({ ...row, recordId: record_id }),
-    );
-    return { caller: callerOf(caller), changes, horizon: (horizon?.results[0] as { seq: number } | undefined)?.seq ?? 0 };
+  async changes(
+    keyHash: string,
+    workspaceId: number,
+    afterSeq: number,
+    limit: number,
+  ): Promise<{ caller: Caller | undefined; changes: Change[]; horizon: number }> {
+    const [caller, rows, horizon] = await this.read([
+      callerStatement(this.db, keyHash),
+      this.db.prepare(FEED).bind(workspaceId, afterSeq, limit),
+      this.db.prepare(HORIZON),
+    ]);
+    const changes = (
+      (rows?.results ?? []) as {
+        seq: number;
+        record_id: number;
+        version: number;
+        type: ChangeType;
+        at: number;
+        by: number;
+        data: string;
+      }[]
+    ).map(({ record_id, ...row }) => ({ ...row, recordId: record_id }));
+    return {
+      caller: callerOf(caller),
+      changes,
+      horizon: (horizon?.results[0] as { seq: number } | undefined)?.seq ?? 0,
+    };
   }
 
   private read(statements: D1PreparedStatement[]): Promise<D1Result<unknown>[]> {
@@ -94,7 +129,9 @@ export class Lists {
         this.meter.d1(() =>
           this.db.batch([
             this.db
-              .prepare(`INSERT INTO feed_horizon (id, seq) SELECT 1, ${upTo} WHERE ${upTo} IS NOT NULL ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)`)
+              .prepare(
+                `INSERT INTO feed_horizon (id, seq) SELECT 1, ${upTo} WHERE ${upTo} IS NOT NULL ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)`,
+              )
               .bind(cutoff),
             this.db.prepare(`DELETE FROM changes WHERE seq <= coalesce(${upTo}, -1)`).bind(cutoff),
           ]),
@@ -113,7 +150,10 @@ export class Lists {
     for (let round = 0; round < rounds; round++) {
       const result = await retrying(() =>
         this.meter.d1(() =>
-          this.db.prepare('DELETE FROM writes WHERE id IN (SELECT id FROM writes WHERE id < ?1 ORDER BY id LIMIT 1000)').bind(writeIdTime(now - ttlMs)).run(),
+          this.db
+            .prepare('DELETE FROM writes WHERE id IN (SELECT id FROM writes WHERE id < ?1 ORDER BY id LIMIT 1000)')
+            .bind(writeIdTime(now - ttlMs))
+            .run(),
         ),
       );
       removed += result.meta.changes;

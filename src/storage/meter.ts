@@ -27,7 +27,9 @@ export class Meter implements Work {
     const start = performance.now();
     try {
       const result = await call();
-      for (const { meta } of (Array.isArray(result) ? result : [result]) as { meta?: { rows_written?: number; rows_read?: number } }[]) {
+      for (const { meta } of (Array.isArray(result) ? result : [result]) as {
+        meta?: { rows_written?: number; rows_read?: number };
+      }[]) {
         this.rowsWritten += meta?.rows_written ?? 0;
         this.rowsRead += meta?.rows_read ?? 0;
       }
@@ -59,7 +61,8 @@ export class Meter implements Work {
 
   work(): Work {
     const work: Work = { d1Trips: this.d1Trips, d1Ms: this.d1Ms };
-    if (this.rowsWritten > 0 || this.rowsRead > 0) [work.rowsWritten, work.rowsRead] = [this.rowsWritten, this.rowsRead];
+    if (this.rowsWritten > 0 || this.rowsRead > 0)
+      [work.rowsWritten, work.rowsRead] = [this.rowsWritten, this.rowsRead];
     if (this.doCalls > 0) work.doCalls = this.doCalls;
     return work;
   }

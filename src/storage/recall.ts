@@ -66,7 +66,13 @@ export class Recall {
     if (caller !== undefined && def !== undefined) return { caller, facts, def, snapshot: undefined, remembered: true };
     const read = await this.recordContext(keyHash, [recordId]);
     const snapshot = read.records.get(recordId);
-    return { caller: read.caller, facts: snapshot, def: snapshot && read.objects.get(snapshot.objectId), snapshot, remembered: false };
+    return {
+      caller: read.caller,
+      facts: snapshot,
+      def: snapshot && read.objects.get(snapshot.objectId),
+      snapshot,
+      remembered: false,
+    };
   }
 
   /** Always read from D1 (reads and batches need the records' state), and remembered. */
@@ -81,16 +87,29 @@ export class Recall {
   }
 
   private remembered(objectIds: readonly number[]): Map<number, ObjectDef> {
-    return new Map(objectIds.flatMap((id) => {
-      const def = this.cache.objects.get(id);
-      return def === undefined ? [] : [[id, def] as const];
-    }));
+    return new Map(
+      objectIds.flatMap((id) => {
+        const def = this.cache.objects.get(id);
+        return def === undefined ? [] : [[id, def] as const];
+      }),
+    );
   }
 
-  private remember(issued: Issued, keyHash: string, caller: Caller | undefined, objects: ReadonlyMap<number, ObjectDef>): void {
+  private remember(
+    issued: Issued,
+    keyHash: string,
+    caller: Caller | undefined,
+    objects: ReadonlyMap<number, ObjectDef>,
+  ): void {
     if (caller !== undefined) this.cache.rememberCaller(keyHash, caller, issued);
     for (const def of objects.values()) this.cache.objects.set(def.id, def, issued);
   }
 }
 
-const factsOf = ({ id, objectId, sharedWorkspaceIds, ownedBy, deleted }: RecordOut): RecordFacts => ({ id, objectId, sharedWorkspaceIds, ownedBy, deleted });
+const factsOf = ({ id, objectId, sharedWorkspaceIds, ownedBy, deleted }: RecordOut): RecordFacts => ({
+  id,
+  objectId,
+  sharedWorkspaceIds,
+  ownedBy,
+  deleted,
+});

@@ -12,7 +12,9 @@ export function isTransient(error: unknown): boolean {
   // An object that was reset (a restart, an abort) dropped the call: sending it again is safe,
   // since every call carries its write id and the ledger finishes each id once.
   if ((error as { durableObjectReset?: boolean }).durableObjectReset === true) return true;
-  return (error as { retryable?: boolean }).retryable === true || TRANSIENT.some((pattern) => pattern.test(error.message));
+  return (
+    (error as { retryable?: boolean }).retryable === true || TRANSIENT.some((pattern) => pattern.test(error.message))
+  );
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

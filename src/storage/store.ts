@@ -54,7 +54,8 @@ const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
   LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ?`;
 
 /** The caller behind a key hash: a statement to batch with others, and how to read its result. */
-export const callerStatement = (db: D1Database, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
+export const callerStatement = (db: D1Database, keyHash: string): D1PreparedStatement =>
+  db.prepare(CALLER).bind(keyHash);
 export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
 
 /** The current definitions of the objects whose ids are in the JSON array bound to `?`. */
@@ -90,7 +91,10 @@ export class Store {
   }
 
   /** The caller behind a key hash and the current definitions of `objectIds`, in one round trip. */
-  async createContext(keyHash: string, objectIds: readonly number[]): Promise<{ caller: Caller | undefined; objects: Map<number, ObjectDef> }> {
+  async createContext(
+    keyHash: string,
+    objectIds: readonly number[],
+  ): Promise<{ caller: Caller | undefined; objects: Map<number, ObjectDef> }> {
     const [callers, objects] = await this.batch<unknown>([
       this.db.prepare(CALLER).bind(keyHash),
       this.db.prepare(OBJECTS).bind(JSON.stringify(objectIds)),
@@ -109,7 +113,11 @@ export class Store {
       this.db.prepare(RECORDS).bind(ids),
       this.db.prepare(OBJECTS_OF_RECORDS).bind(ids),
     ]);
-    return { caller: toCaller(rowsOf(callers)), records: recordMap(rowsOf(records)), objects: objectMap(rowsOf(objects)) };
+    return {
+      caller: toCaller(rowsOf(callers)),
+      records: recordMap(rowsOf(records)),
+      objects: objectMap(rowsOf(objects)),
+    };
   }
 
   /** The stored state of records, e.g. after a write lost to a concurrent one. */

@@ -154,7 +154,14 @@ export interface ChangeOf {
   next: RecordOut;
 }
 
-const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => [next.id, next.version, type, next.updatedAt, next.updatedBy, JSON.stringify(diffOf(prev, next))];
+const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => [
+  next.id,
+  next.version,
+  type,
+  next.updatedAt,
+  next.updatedBy,
+  JSON.stringify(diffOf(prev, next)),
+];
 
 export class RecordWrites {
   constructor(
@@ -165,7 +172,9 @@ export class RecordWrites {
 
   /** The ledger rows of the write ids this batch finishes, one statement: always first. */
   ledger(entries: readonly { id: string; outcome: LedgerOutcome }[]): D1PreparedStatement {
-    return this.db.prepare(LEDGER).bind(JSON.stringify(entries.map(({ id, outcome }) => [id, JSON.stringify(outcome)])));
+    return this.db
+      .prepare(LEDGER)
+      .bind(JSON.stringify(entries.map(({ id, outcome }) => [id, JSON.stringify(outcome)])));
   }
 
   /** A create's ledger row: its records' ids are known only in SQL. */
@@ -182,7 +191,16 @@ export class RecordWrites {
   update(record: RecordOut, expectedVersion: number): D1PreparedStatement {
     return this.db
       .prepare(UPDATE)
-      .bind(record.id, expectedVersion, record.version, record.name, JSON.stringify(record.fieldValues), record.deleted ? 1 : 0, record.updatedAt, record.updatedBy);
+      .bind(
+        record.id,
+        expectedVersion,
+        record.version,
+        record.name,
+        JSON.stringify(record.fieldValues),
+        record.deleted ? 1 : 0,
+        record.updatedAt,
+        record.updatedBy,
+      );
   }
 
   /** Fails the write unless the record is still at `version` (an element answered unchanged). */
@@ -194,16 +212,36 @@ export class RecordWrites {
    * A batch's records' new states or guards and its change rows, in a few statements rather
    * than two per record; the same rows as update(), guard() and change().
    */
-  batchWrites(states: readonly { base: RecordOut; record?: RecordOut }[], changes: readonly ChangeOf[]): D1PreparedStatement[] {
+  batchWrites(
+    states: readonly { base: RecordOut; record?: RecordOut }[],
+    changes: readonly ChangeOf[],
+  ): D1PreparedStatement[] {
     const stateTuples = states.map(({ base, record: r }) =>
-      JSON.stringify(r === undefined ? [base.id, base.version] : [r.id, base.version, r.version, r.name, JSON.stringify(r.fieldValues), r.deleted ? 1 : 0, r.updatedAt, r.updatedBy]),
+      JSON.stringify(
+        r === undefined
+          ? [base.id, base.version]
+          : [
+              r.id,
+              base.version,
+              r.version,
+              r.name,
+              JSON.stringify(r.fieldValues),
+              r.deleted ? 1 : 0,
+              r.updatedAt,
+              r.updatedBy,
+            ],
+      ),
     );
     const state = ({ base, record }: { base: RecordOut; record?: RecordOut }): D1PreparedStatement =>
       record === undefined ? this.guard(base.id, base.version) : this.update(record, base.version);
     const changeTuples = changes.map((change) => JSON.stringify(changeTuple(change)));
     return [
-      ...packTuples(stateTuples, MAX_TUPLE_CHARS).map((p) => (typeof p === 'string' ? this.db.prepare(UPDATES).bind(p) : state(states[p] as (typeof states)[number]))),
-      ...packTuples(changeTuples, MAX_TUPLE_CHARS).map((p) => (typeof p === 'string' ? this.db.prepare(CHANGES).bind(p) : this.change(changes[p] as ChangeOf))),
+      ...packTuples(stateTuples, MAX_TUPLE_CHARS).map((p) =>
+        typeof p === 'string' ? this.db.prepare(UPDATES).bind(p) : state(states[p] as (typeof states)[number]),
+      ),
+      ...packTuples(changeTuples, MAX_TUPLE_CHARS).map((p) =>
+        typeof p === 'string' ? this.db.prepare(CHANGES).bind(p) : this.change(changes[p] as ChangeOf),
+      ),
     ];
   }
 
@@ -214,7 +252,17 @@ export class RecordWrites {
       return [
         this.db
           .prepare(INSERT)
-          .bind(r.objectId, r.objectVersion, r.name ?? null, r.objectName, JSON.stringify(r.fieldValues), r.creationType, r.userId, r.now, r.isTemplate ? 1 : 0),
+          .bind(
+            r.objectId,
+            r.objectVersion,
+            r.name ?? null,
+            r.objectName,
+            JSON.stringify(r.fieldValues),
+            r.creationType,
+            r.userId,
+            r.now,
+            r.isTemplate ? 1 : 0,
+          ),
         this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
         this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName),
       ];
@@ -225,7 +273,19 @@ export class RecordWrites {
   keyDone(claim: KeyClaim, writeId: string, answer: KeyAnswer, now: number): D1PreparedStatement {
     return this.db
       .prepare(KEY_DONE)
-      .bind(claim.userId, claim.method, claim.path, claim.key, claim.fingerprint, claim.token, answer.status, JSON.stringify(answer.headers), writeId, answer.shape, now);
+      .bind(
+        claim.userId,
+        claim.method,
+        claim.path,
+        claim.key,
+        claim.fingerprint,
+        claim.token,
+        answer.status,
+        JSON.stringify(answer.headers),
+        writeId,
+        answer.shape,
+        now,
+      );
   }
 
   /**
@@ -235,7 +295,11 @@ export class RecordWrites {
    * what the ledger holds for each of them. Throws VersionConflict, OutcomeUnknown, or storage's
    * own refusal.
    */
-  async commit<T = unknown>(statements: D1PreparedStatement[], ids: readonly string[], deadline: number): Promise<Committed<T>> {
+  async commit<T = unknown>(
+    statements: D1PreparedStatement[],
+    ids: readonly string[],
+    deadline: number,
+  ): Promise<Committed<T>> {
     for (let attempt = 1; ; attempt++) {
       try {
         return { committed: await this.meter.d1(() => this.db.batch<T>(statements)) };
@@ -259,7 +323,12 @@ export class RecordWrites {
    * Finishes `id` as a failure answered with `status`, or, when it was finished already (it
    * committed), returns that outcome. Nothing is answered as failed that committed.
    */
-  async fence(id: string, status: number, deadline: number, problem?: InputProblem): Promise<LedgerOutcome | undefined> {
+  async fence(
+    id: string,
+    status: number,
+    deadline: number,
+    problem?: InputProblem,
+  ): Promise<LedgerOutcome | undefined> {
     const outcome: LedgerOutcome = problem === undefined ? { f: status } : { f: status, p: problem };
     const result = await this.commit([this.ledger([{ id, outcome }])], [id], deadline);
     return 'finished' in result ? result.finished.get(id) : undefined;
@@ -267,7 +336,9 @@ export class RecordWrites {
 
   /** What the ledger holds for `ids` (those finished). Retried until `deadline`, then OutcomeUnknown. */
   async outcomes(ids: readonly string[], deadline: number): Promise<Map<string, LedgerOutcome>> {
-    const rows = await this.untilDeadline(deadline, () => this.db.prepare(OUTCOMES).bind(JSON.stringify(ids)).all<{ id: string; outcome: string }>());
+    const rows = await this.untilDeadline(deadline, () =>
+      this.db.prepare(OUTCOMES).bind(JSON.stringify(ids)).all<{ id: string; outcome: string }>(),
+    );
     return new Map(rows.results.map((row) => [row.id, JSON.parse(row.outcome) as LedgerOutcome]));
   }
 
@@ -285,7 +356,12 @@ export class RecordWrites {
   async answered(outcome: LedgerOutcome, deadline: number): Promise<RecordOut[] | undefined> {
     if ('c' in outcome) {
       const [first, count] = outcome.c;
-      const rows = await this.untilDeadline(deadline, () => this.db.prepare(CREATED).bind(first, first + count - 1).all<{ data: string }>());
+      const rows = await this.untilDeadline(deadline, () =>
+        this.db
+          .prepare(CREATED)
+          .bind(first, first + count - 1)
+          .all<{ data: string }>(),
+      );
       return rows.results.map((row) => JSON.parse(row.data) as RecordOut);
     }
     if (!('r' in outcome)) return undefined;
@@ -293,15 +369,24 @@ export class RecordWrites {
     const [records, changes] = await this.untilDeadline(deadline, () =>
       this.db.batch<unknown>([this.db.prepare(STATES).bind(at), this.db.prepare(UNDONE).bind(at)]),
     );
-    const current = new Map(recordsOf((records?.results ?? []) as RecordReadRow[]).map((record) => [record.id, record]));
+    const current = new Map(
+      recordsOf((records?.results ?? []) as RecordReadRow[]).map((record) => [record.id, record]),
+    );
     const later = new Map<number, UndoneRow[]>();
-    for (const row of (changes?.results ?? []) as UndoneRow[]) later.set(row.record_id, [...(later.get(row.record_id) ?? []), row]);
+    for (const row of (changes?.results ?? []) as UndoneRow[])
+      later.set(row.record_id, [...(later.get(row.record_id) ?? []), row]);
     return outcome.r.map(([id, version]) => {
       let state = current.get(id);
       if (state === undefined) throw new Error(`record ${id} of a finished write is missing`);
       for (const row of later.get(id) ?? []) {
         if (row.version <= version) break;
-        state = undo(state, { type: row.type, version: row.version, at: row.at, by: row.by, diff: JSON.parse(row.data) as Diff });
+        state = undo(state, {
+          type: row.type,
+          version: row.version,
+          at: row.at,
+          by: row.by,
+          diff: JSON.parse(row.data) as Diff,
+        });
       }
       if (state.version !== version) throw new Error(`record ${id} cannot be rebuilt at version ${version}`);
       return state;

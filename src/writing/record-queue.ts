@@ -44,7 +44,11 @@ type TurnEntry = { kind: 'turn'; version: number; answer: (a: TurnAnswer) => voi
 type Entry = PatchEntry | TurnEntry;
 
 const NO_WORK: Work = { d1Trips: 0, d1Ms: 0 };
-const OUTCOME_UNKNOWN: InputProblem = { pointer: '', code: 'outcome_unknown', message: 'storage did not confirm the write in time' };
+const OUTCOME_UNKNOWN: InputProblem = {
+  pointer: '',
+  code: 'outcome_unknown',
+  message: 'storage did not confirm the write in time',
+};
 
 /**
  * The write protocol of one record, as plain code: its patches (and the turns of batches that
@@ -109,13 +113,18 @@ export class RecordQueue {
         const head = this.queue.shift() as Entry;
         if (head.kind === 'turn') {
           const known = this.known;
-          head.answer(known !== undefined && known.version > head.version ? { granted: true, newer: known, work: NO_WORK } : { granted: true, work: NO_WORK });
+          head.answer(
+            known !== undefined && known.version > head.version
+              ? { granted: true, newer: known, work: NO_WORK }
+              : { granted: true, work: NO_WORK },
+          );
           // The batch will most likely write this record: a state remembered now would be stale.
           this.known = undefined;
           continue;
         }
         const group: PatchEntry[] = [head];
-        while (group.length < MAX_GROUP && this.queue[0]?.kind === 'patch') group.push(this.queue.shift() as PatchEntry);
+        while (group.length < MAX_GROUP && this.queue[0]?.kind === 'patch')
+          group.push(this.queue.shift() as PatchEntry);
         await this.applyGroup(group);
       }
     } finally {
@@ -134,7 +143,10 @@ export class RecordQueue {
     const meter = new Meter();
     const writes = this.storage(meter);
     let entries = group;
-    let base = entries.reduce((best, { call }) => (call.snapshot === undefined ? best : newer(best, call.snapshot)), this.known);
+    let base = entries.reduce(
+      (best, { call }) => (call.snapshot === undefined ? best : newer(best, call.snapshot)),
+      this.known,
+    );
     try {
       for (let attempt = 1; ; attempt++) {
         const now = this.clock.now();
@@ -144,11 +156,17 @@ export class RecordQueue {
         if (entries.length === 0) return;
         const deadline = Math.max(...entries.map((entry) => entry.deadline));
         base ??= await this.load(writes, deadline);
-        const { final, outcomes } = applySequence(base, entries.map((entry) => entry.call), now);
-        const result = await this.commit(writes, base, final, entries, outcomes, now, deadline).catch((error: unknown) => {
-          if (error instanceof VersionConflict) return 'conflict' as const;
-          throw error;
-        });
+        const { final, outcomes } = applySequence(
+          base,
+          entries.map((entry) => entry.call),
+          now,
+        );
+        const result = await this.commit(writes, base, final, entries, outcomes, now, deadline).catch(
+          (error: unknown) => {
+            if (error instanceof VersionConflict) return 'conflict' as const;
+            throw error;
+          },
+        );
         if (result === 'conflict' || result.size > 0) {
           if (result !== 'conflict') entries = await this.settle(entries, result, writes, meter, deadline);
           // A writer that keeps winning (a twin, a stream of batches) is not raced in a tight loop.
@@ -170,8 +188,22 @@ export class RecordQueue {
         for (const entry of entries) await this.applyGroup([entry]);
       } else {
         const entry = entries[0] as PatchEntry;
-        console.error(JSON.stringify({ recordId: this.recordId, callId: entry.call.callId, refused: error instanceof Error ? error.message : String(error) }));
-        entry.answer({ status: 422, problem: { pointer: '', code: 'storage_refused', message: 'storage refused this change; nothing was written' }, work: meter.work() });
+        console.error(
+          JSON.stringify({
+            recordId: this.recordId,
+            callId: entry.call.callId,
+            refused: error instanceof Error ? error.message : String(error),
+          }),
+        );
+        entry.answer({
+          status: 422,
+          problem: {
+            pointer: '',
+            code: 'storage_refused',
+            message: 'storage refused this change; nothing was written',
+          },
+          work: meter.work(),
+        });
       }
     }
   }
@@ -199,7 +231,12 @@ export class RecordQueue {
   ): Promise<Map<string, LedgerOutcome>> {
     const ledger = entries.map(({ call }, i) => {
       const outcome = outcomes[i] as Outcome;
-      return { id: call.callId, outcome: outcome.ok ? { r: [[this.recordId, outcome.record.version]] } : failed(outcome.status, outcome.problem) } as { id: string; outcome: LedgerOutcome };
+      return {
+        id: call.callId,
+        outcome: outcome.ok
+          ? { r: [[this.recordId, outcome.record.version]] }
+          : failed(outcome.status, outcome.problem),
+      } as { id: string; outcome: LedgerOutcome };
     });
     const changes: ChangeOf[] = [];
     const keys: D1PreparedStatement[] = [];
@@ -207,20 +244,42 @@ export class RecordQueue {
     entries.forEach(({ call }, i) => {
       const outcome = outcomes[i] as Outcome;
       if (!outcome.ok) return;
-      if (outcome.change !== undefined && outcome.change !== 'created') changes.push({ type: outcome.change, prev, next: outcome.record });
+      if (outcome.change !== undefined && outcome.change !== 'created')
+        changes.push({ type: outcome.change, prev, next: outcome.record });
       prev = outcome.record;
-      if (call.claim !== undefined) keys.push(writes.keyDone(call.claim, call.callId, recordKeyAnswer(outcome.record.version), now));
+      if (call.claim !== undefined)
+        keys.push(writes.keyDone(call.claim, call.callId, recordKeyAnswer(outcome.record.version), now));
     });
-    const state = final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base.version);
-    const statements = [writes.ledger(ledger), state, ...(changes.length === 0 ? [] : writes.batchWrites([], changes)), ...keys];
-    const result = await writes.commit(statements, ledger.map(({ id }) => id), deadline);
+    const state =
+      final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base.version);
+    const statements = [
+      writes.ledger(ledger),
+      state,
+      ...(changes.length === 0 ? [] : writes.batchWrites([], changes)),
+      ...keys,
+    ];
+    const result = await writes.commit(
+      statements,
+      ledger.map(({ id }) => id),
+      deadline,
+    );
     return 'finished' in result ? result.finished : new Map();
   }
 
   /** Answers the calls the ledger says are finished; returns the others. */
-  private async settle(entries: PatchEntry[], finished: Map<string, LedgerOutcome>, writes: RecordWrites, meter: Meter, deadline: number): Promise<PatchEntry[]> {
+  private async settle(
+    entries: PatchEntry[],
+    finished: Map<string, LedgerOutcome>,
+    writes: RecordWrites,
+    meter: Meter,
+    deadline: number,
+  ): Promise<PatchEntry[]> {
     await Promise.all(
-      entries.filter((entry) => finished.has(entry.call.callId)).map(async (entry) => entry.answer(await this.answerOf(finished.get(entry.call.callId) as LedgerOutcome, writes, meter, deadline))),
+      entries
+        .filter((entry) => finished.has(entry.call.callId))
+        .map(async (entry) =>
+          entry.answer(await this.answerOf(finished.get(entry.call.callId) as LedgerOutcome, writes, meter, deadline)),
+        ),
     );
     return entries.filter((entry) => !finished.has(entry.call.callId));
   }
@@ -231,18 +290,29 @@ export class RecordQueue {
     const deadline = this.clock.now() + TURN_TIMEOUT_MS;
     try {
       const committed = await writes.fence(entry.call.callId, 503, deadline);
-      entry.answer(committed === undefined ? { status: 503, work: meter.work() } : await this.answerOf(committed, writes, meter, deadline));
+      entry.answer(
+        committed === undefined
+          ? { status: 503, work: meter.work() }
+          : await this.answerOf(committed, writes, meter, deadline),
+      );
     } catch {
       entry.answer({ status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() });
     }
   }
 
-  private async answerOf(outcome: LedgerOutcome, writes: RecordWrites, meter: Meter, deadline: number): Promise<PatchAnswer> {
+  private async answerOf(
+    outcome: LedgerOutcome,
+    writes: RecordWrites,
+    meter: Meter,
+    deadline: number,
+  ): Promise<PatchAnswer> {
     const failure = failureOf(outcome);
     if (failure !== undefined) return { ...(failure as Omit<PatchAnswer, 'work'>), work: meter.work() };
     try {
       const [record] = (await writes.answered(outcome, deadline)) ?? [];
-      return record === undefined ? { status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() } : { status: 200, record, work: meter.work() };
+      return record === undefined
+        ? { status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() }
+        : { status: 200, record, work: meter.work() };
     } catch {
       return { status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() };
     }
@@ -255,5 +325,7 @@ function failed(status: number, problem: InputProblem | undefined): LedgerOutcom
 
 function toAnswer(outcome: Outcome): Omit<PatchAnswer, 'work'> {
   if (outcome.ok) return { status: 200, record: outcome.record };
-  return outcome.problem === undefined ? { status: outcome.status } : { status: outcome.status, problem: outcome.problem };
+  return outcome.problem === undefined
+    ? { status: outcome.status }
+    : { status: outcome.status, problem: outcome.problem };
 }

@@ -35,35 +35,82 @@ interface Operation {
 }
 
 const ask = (t: Target, method: string, path: string, body?: unknown, extra: Record<string, string> = {}) =>
-  fetch(`${t.url}${path}`, { method, headers: { ...t.headers, ...extra }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  fetch(`${t.url}${path}`, {
+    method,
+    headers: { ...t.headers, ...extra },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
 
 const operations: Operation[] = [
   { name: 'create-20', send: (t) => ask(t, 'POST', '/records/batch', t.createBody) },
   { name: 'read', send: (t, id) => ask(t, 'GET', `/records/${id()}`) },
-  { name: 'patch-1 warm', send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v)) },
+  {
+    name: 'patch-1 warm',
+    send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v)),
+  },
   {
     name: 'patch-1 warm + Idempotency-Key',
-    send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v), { 'Idempotency-Key': crypto.randomUUID() }),
+    send: (t, id, v) =>
+      ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v), {
+        'Idempotency-Key': crypto.randomUUID(),
+      }),
   },
-  { name: 'patch-1 cold', cold: true, send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v)) },
+  {
+    name: 'patch-1 cold',
+    cold: true,
+    send: (t, id, v) => ask(t, 'PATCH', t.patchPath.replace('{id}', String(id())), t.patchBody(v)),
+  },
   {
     name: 'create-20 + Idempotency-Key',
     send: (t) => ask(t, 'POST', '/records/batch', t.createBody, { 'Idempotency-Key': crypto.randomUUID() }),
   },
-  { name: 'batch-patch-20 warm', send: (t, _id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(distinct(t.ids, 20), v)) },
+  {
+    name: 'batch-patch-20 warm',
+    send: (t, _id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(distinct(t.ids, 20), v)),
+  },
   {
     name: 'batch-patch-20 warm + Idempotency-Key',
-    send: (t, _id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(distinct(t.ids, 20), v), { 'Idempotency-Key': crypto.randomUUID() }),
+    send: (t, _id, v) =>
+      ask(t, 'PATCH', '/records/batch', t.batchBody(distinct(t.ids, 20), v), {
+        'Idempotency-Key': crypto.randomUUID(),
+      }),
   },
-  { name: 'batch-patch-20 cold', cold: true, perRequest: 20, send: (t, id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(Array.from({ length: 20 }, id), v)) },
-  { name: 'list-50', send: (t) => ask(t, 'GET', t.workspacePath === undefined ? '/workspaces/1/records?after=0' : `${t.workspacePath}/records?limit=50`) },
-  { name: 'changes-100', send: (t) => ask(t, 'GET', t.workspacePath === undefined ? '/workspaces/1/changes?after=0' : `${t.workspacePath}/changes?limit=100`) },
+  {
+    name: 'batch-patch-20 cold',
+    cold: true,
+    perRequest: 20,
+    send: (t, id, v) => ask(t, 'PATCH', '/records/batch', t.batchBody(Array.from({ length: 20 }, id), v)),
+  },
+  {
+    name: 'list-50',
+    send: (t) =>
+      ask(
+        t,
+        'GET',
+        t.workspacePath === undefined ? '/workspaces/1/records?after=0' : `${t.workspacePath}/records?limit=50`,
+      ),
+  },
+  {
+    name: 'changes-100',
+    send: (t) =>
+      ask(
+        t,
+        'GET',
+        t.workspacePath === undefined ? '/workspaces/1/changes?after=0' : `${t.workspacePath}/changes?limit=100`,
+      ),
+  },
   // Last: it leaves records deleted. Each request deletes a record nobody deleted yet.
   { name: 'delete warm', unique: true, send: (t, id) => ask(t, 'DELETE', t.patchPath.replace('{id}', String(id()))) },
 ];
 
 /** Latencies of `count` requests per connection over `connections` connections, in ms. */
-async function measure(t: Target, op: Operation, ids: () => number, connections: number, count: number): Promise<number[]> {
+async function measure(
+  t: Target,
+  op: Operation,
+  ids: () => number,
+  connections: number,
+  count: number,
+): Promise<number[]> {
   const latencies: number[] = [];
   let value = 1_000;
   await Promise.all(
@@ -86,7 +133,8 @@ function distinct(pool: readonly number[], n: number): number[] {
   return [...chosen];
 }
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 const trips = (ms: number): string => (ms / (2 * FAR)).toFixed(2);
 
 /** Ids drawn without repeats from `pool`: a cold operation never touches a record twice. */
@@ -97,9 +145,14 @@ function drawer(pool: number[], unique: boolean): () => number {
 
 async function main(): Promise<void> {
   const vars = { GEO_FAR_MS: String(FAR), GEO_NEAR_MS: String(NEAR) };
-  console.log(`Starting the service (chaos build, no faults) and the baseline with GEO_FAR_MS=${FAR}, GEO_NEAR_MS=${NEAR}…`);
+  console.log(
+    `Starting the service (chaos build, no faults) and the baseline with GEO_FAR_MS=${FAR}, GEO_NEAR_MS=${NEAR}…`,
+  );
   const [service, baseline] = await Promise.all([
-    startLocalWorker({ config: fileURLToPath(new URL('../chaos/wrangler.toml', import.meta.url)), vars: { ADMIN_TOKEN: ADMIN, ...vars } }),
+    startLocalWorker({
+      config: fileURLToPath(new URL('../chaos/wrangler.toml', import.meta.url)),
+      vars: { ADMIN_TOKEN: ADMIN, ...vars },
+    }),
     startLocalWorker({ config: fileURLToPath(new URL('./baseline/wrangler.toml', import.meta.url)), vars }),
   ]);
   const rows: string[] = [];
@@ -107,19 +160,29 @@ async function main(): Promise<void> {
     const [s, b] = await Promise.all([serviceTarget(service, RECORDS), baselineTarget(baseline, RECORDS)]);
     for (const op of operations.filter((one) => one.name.includes(ONLY))) {
       const cells = new Map<string, string>();
-      for (const [who, target] of [['service', s], ['baseline', b]] as const) {
+      for (const [who, target] of [
+        ['service', s],
+        ['baseline', b],
+      ] as const) {
         // The baseline has no objects: for it a cold patch is a warm one.
         const cold = op.cold === true && who === 'service';
-        const fresh = cold ? await freshRecords(target, (SEQUENTIAL + CONCURRENT * PER_CONNECTION) * (op.perRequest ?? 1)) : [];
+        const fresh = cold
+          ? await freshRecords(target, (SEQUENTIAL + CONCURRENT * PER_CONNECTION) * (op.perRequest ?? 1))
+          : [];
         if (!cold && !op.name.startsWith('create-20')) await warmUp(target);
         const pool = drawer(cold ? fresh : [...target.ids], true);
-        for (const [connections, count] of [[1, SEQUENTIAL], [CONCURRENT, PER_CONNECTION]] as const) {
+        for (const [connections, count] of [
+          [1, SEQUENTIAL],
+          [CONCURRENT, PER_CONNECTION],
+        ] as const) {
           const ids = cold || op.unique === true ? pool : drawer(target.ids, false);
           const latencies = await measure(target, op, ids, connections, count);
           cells.set(`${who}${connections}`, `${trips(quantile(latencies, 0.5))} / ${trips(quantile(latencies, 0.99))}`);
         }
       }
-      rows.push(`| ${op.name} | ${['service1', 'baseline1', `service${CONCURRENT}`, `baseline${CONCURRENT}`].map((k) => cells.get(k)).join(' | ')} |`);
+      rows.push(
+        `| ${op.name} | ${['service1', 'baseline1', `service${CONCURRENT}`, `baseline${CONCURRENT}`].map((k) => cells.get(k)).join(' | ')} |`,
+      );
       console.log(rows.at(-1));
     }
   } finally {

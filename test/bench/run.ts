@@ -55,7 +55,11 @@ const scenarios: Scenario[] = [
       method: 'PATCH',
       setupRequest: (req) => {
         const value = next();
-        return { ...req, path: t.patchPath.replace('{id}', String(pick(t.ids, 1)[0])), body: JSON.stringify(t.patchBody(value)) };
+        return {
+          ...req,
+          path: t.patchPath.replace('{id}', String(pick(t.ids, 1)[0])),
+          body: JSON.stringify(t.patchBody(value)),
+        };
       },
     }),
   },
@@ -118,7 +122,8 @@ const scenarios: Scenario[] = [
 
 /** A random page: the service's by one of its real cursors, the baseline's by a position. */
 function randomPage(t: Target, which: 'records' | 'changes'): string {
-  if (t.workspacePath === undefined) return `/workspaces/1/${which}?after=${Math.floor(Math.random() * (which === 'records' ? 9950 : 9900))}`;
+  if (t.workspacePath === undefined)
+    return `/workspaces/1/${which}?after=${Math.floor(Math.random() * (which === 'records' ? 9950 : 9900))}`;
   const cursors = t.cursors?.[which] ?? [];
   const cursor = cursors[Math.floor(Math.random() * cursors.length)];
   const param = which === 'records' ? 'cursor' : 'after';
@@ -131,12 +136,22 @@ async function prepareLists(t: Target): Promise<void> {
     await json(`${t.url}/setup-lists`, 'POST', t.headers);
     return;
   }
-  while (t.ids.length < 10_000) t.ids.push(...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map((item: any) => item.record.id));
+  while (t.ids.length < 10_000)
+    t.ids.push(
+      ...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map((item: any) => item.record.id),
+    );
   const cursors = { records: [] as string[], changes: [] as string[] };
-  for (const [which, param, limit] of [['records', 'cursor', 50], ['changes', 'after', 100]] as const) {
+  for (const [which, param, limit] of [
+    ['records', 'cursor', 50],
+    ['changes', 'after', 100],
+  ] as const) {
     let next: string | null = null;
     do {
-      const page: any = await json(`${t.url}${t.workspacePath}/${which}?limit=${limit}${next === null ? '' : `&${param}=${encodeURIComponent(next)}`}`, 'GET', t.headers);
+      const page: any = await json(
+        `${t.url}${t.workspacePath}/${which}?limit=${limit}${next === null ? '' : `&${param}=${encodeURIComponent(next)}`}`,
+        'GET',
+        t.headers,
+      );
       next = page.items.length === 0 ? null : page.nextCursor;
       if (next !== null) cursors[which].push(next);
     } while (next !== null);
@@ -159,7 +174,12 @@ interface Totals {
  * One autocannon run, timed here from its start to its last answer: autocannon's own duration,
  * and its end, fall on whole seconds.
  */
-async function drive(target: Target, scenario: Scenario, counter: () => number, versions: number[] = []): Promise<{ result: autocannon.Result; seconds: number; cpuMs: number | undefined }> {
+async function drive(
+  target: Target,
+  scenario: Scenario,
+  counter: () => number,
+  versions: number[] = [],
+): Promise<{ result: autocannon.Result; seconds: number; cpuMs: number | undefined }> {
   const cpuBefore = target.cpuMs();
   const start = performance.now();
   let last = start;
@@ -173,10 +193,17 @@ async function drive(target: Target, scenario: Scenario, counter: () => number, 
   run.on('response', () => (last = performance.now()));
   const result = await run;
   const cpuAfter = target.cpuMs();
-  return { result, seconds: (last - start) / 1000, cpuMs: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
+  return {
+    result,
+    seconds: (last - start) / 1000,
+    cpuMs: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore,
+  };
 }
 
-function add(totals: Totals, { result, seconds, cpuMs }: { result: autocannon.Result; seconds: number; cpuMs: number | undefined }): void {
+function add(
+  totals: Totals,
+  { result, seconds, cpuMs }: { result: autocannon.Result; seconds: number; cpuMs: number | undefined },
+): void {
   totals.requests += result.requests.total;
   totals.cpuMs = totals.cpuMs === undefined || cpuMs === undefined ? undefined : totals.cpuMs + cpuMs;
   totals.ok += result['2xx'];
@@ -188,7 +215,8 @@ function add(totals: Totals, { result, seconds, cpuMs }: { result: autocannon.Re
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
 const empty = (): Totals => ({ requests: 0, ok: 0, bad: 0, seconds: 0, p50: [], p99: [], cpuMs: 0 });
-const cpuPerRequest = (t: Totals): string => (t.cpuMs === undefined ? '—' : (t.cpuMs / Math.max(t.requests, 1)).toFixed(2));
+const cpuPerRequest = (t: Totals): string =>
+  t.cpuMs === undefined ? '—' : (t.cpuMs / Math.max(t.requests, 1)).toFixed(2);
 
 async function hotVersion(target: Target): Promise<number> {
   const record = await json(`${target.url}/records/${target.ids[0]}`, 'GET', target.headers);
@@ -227,12 +255,18 @@ async function main(): Promise<void> {
         // run, and the stored version is the last of them: no patch lost, none counted twice.
         const after = await hotVersion(s);
         const sorted = [...versions].sort((x, y) => x - y);
-        const exact = sorted.length === totals.service.ok && sorted.every((v, i) => v === hotBefore + 1 + i) && after === hotBefore + sorted.length;
+        const exact =
+          sorted.length === totals.service.ok &&
+          sorted.every((v, i) => v === hotBefore + 1 + i) &&
+          after === hotBefore + sorted.length;
         hotAccounted = `hot record: ${totals.service.ok} successful patches, answered versions ${sorted[0]}–${sorted.at(-1)}, stored version ${after}: ${exact ? 'every version accounted for' : 'MISMATCH'}`;
         if (!exact) loud.push(hotAccounted);
       }
       const rate = (t: Totals) => t.requests / Math.max(t.seconds, 1e-9);
-      for (const [who, t] of [['service', totals.service], ['baseline', totals.baseline]] as const) {
+      for (const [who, t] of [
+        ['service', totals.service],
+        ['baseline', totals.baseline],
+      ] as const) {
         if (t.bad > 0) loud.push(`${scenario.name} / ${who}: ${t.bad} non-2xx answers or errors`);
       }
       rows.push([
@@ -249,8 +283,13 @@ async function main(): Promise<void> {
     }
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
     lines.push(`# Benchmark: service vs bare baseline`, '');
-    lines.push(`${new Date().toISOString()} · ${cpus().length} × ${cpu} · Node ${process.version} · wrangler ${version()} · ${CONNECTIONS} connections · ${ROUNDS} × ${SECONDS} s per side, alternating, every record patched once (singly) before each patch scenario`, '');
-    lines.push('| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / p99 ms | errors (service / baseline) | ratio | CPU ms per request (service / baseline) |');
+    lines.push(
+      `${new Date().toISOString()} · ${cpus().length} × ${cpu} · Node ${process.version} · wrangler ${version()} · ${CONNECTIONS} connections · ${ROUNDS} × ${SECONDS} s per side, alternating, every record patched once (singly) before each patch scenario`,
+      '',
+    );
+    lines.push(
+      '| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / p99 ms | errors (service / baseline) | ratio | CPU ms per request (service / baseline) |',
+    );
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
     lines.push('', hotAccounted);
@@ -267,7 +306,9 @@ async function main(): Promise<void> {
 
 function version(): string {
   try {
-    return execSync(`"${process.execPath}" node_modules/wrangler/bin/wrangler.js --version`, { encoding: 'utf8' }).trim();
+    return execSync(`"${process.execPath}" node_modules/wrangler/bin/wrangler.js --version`, {
+      encoding: 'utf8',
+    }).trim();
   } catch {
     return '?';
   }

@@ -24,7 +24,11 @@ export interface Target {
 }
 
 export async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<any> {
-  const res = await fetch(url, { method, headers: { ...headers, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(url, {
+    method,
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
   return res.status === 204 ? undefined : res.json();
 }
@@ -35,11 +39,21 @@ export async function serviceTarget(worker: LocalWorker, records: number): Promi
   const { key } = await json(`${worker.url}/admin/users/${user.id}/keys`, 'POST', admin);
   const ws = await json(`${worker.url}/admin/workspaces`, 'POST', admin, { name: 'bench' });
   await json(`${worker.url}/admin/workspaces/${ws.id}/members/${user.id}`, 'PUT', admin, { role: 'editor' });
-  const object = await json(`${worker.url}/admin/objects`, 'POST', admin, { name: 'Bench', workspaceIds: [ws.id], fields: [{ name: 'n0', type: 'integer' }] });
+  const object = await json(`${worker.url}/admin/objects`, 'POST', admin, {
+    name: 'Bench',
+    workspaceIds: [ws.id],
+    fields: [{ name: 'n0', type: 'integer' }],
+  });
   const headers = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
-  const createBody = Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [{ fieldName: 'n0', value: i }] }));
+  const createBody = Array.from({ length: 20 }, (_, i) => ({
+    objectId: object.id,
+    fieldValues: [{ fieldName: 'n0', value: i }],
+  }));
   const ids: number[] = [];
-  while (ids.length < records) ids.push(...(await json(`${worker.url}/records/batch`, 'POST', headers, createBody)).map((item: any) => item.record.id));
+  while (ids.length < records)
+    ids.push(
+      ...(await json(`${worker.url}/records/batch`, 'POST', headers, createBody)).map((item: any) => item.record.id),
+    );
   return {
     url: worker.url,
     cpuMs: worker.cpuMs,
@@ -75,14 +89,29 @@ export async function baselineTarget(worker: LocalWorker, records: number): Prom
  */
 export async function warmUp(target: Target): Promise<void> {
   for (let i = 0; i < target.ids.length; i += 16) {
-    await Promise.all(target.ids.slice(i, i + 16).map((id) => json(`${target.url}${target.patchPath.replace('{id}', String(id))}`, 'PATCH', target.headers, target.patchBody(0))));
+    await Promise.all(
+      target.ids
+        .slice(i, i + 16)
+        .map((id) =>
+          json(
+            `${target.url}${target.patchPath.replace('{id}', String(id))}`,
+            'PATCH',
+            target.headers,
+            target.patchBody(0),
+          ),
+        ),
+    );
   }
 }
-
 
 /** New records of the service whose objects nobody used yet. */
 export async function freshRecords(t: Target, count: number): Promise<number[]> {
   const ids: number[] = [];
-  while (ids.length < count) ids.push(...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map((item: any) => item.record.id as number));
+  while (ids.length < count)
+    ids.push(
+      ...(await json(`${t.url}/records/batch`, 'POST', t.headers, t.createBody)).map(
+        (item: any) => item.record.id as number,
+      ),
+    );
   return ids;
 }

@@ -6,9 +6,14 @@ import { call, createOne, expectProblem, world } from '../integration/helpers.ts
 import { chaos, type OutgoingCall } from './faults.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-const writesRecords = (c: OutgoingCall) => c.target === 'd1' && c.method === 'batch' && c.sql.some((sql) => /UPDATE records|INSERT INTO records/.test(sql));
-const stored = async (id: number) => env.DB.prepare('SELECT version, field_values, deleted FROM records WHERE id = ?').bind(id).first<{ version: number; field_values: string }>();
-const changeCount = async (id: number) => (await env.DB.prepare('SELECT count(*) AS n FROM changes WHERE record_id = ?').bind(id).first<{ n: number }>())?.n;
+const writesRecords = (c: OutgoingCall) =>
+  c.target === 'd1' && c.method === 'batch' && c.sql.some((sql) => /UPDATE records|INSERT INTO records/.test(sql));
+const stored = async (id: number) =>
+  env.DB.prepare('SELECT version, field_values, deleted FROM records WHERE id = ?')
+    .bind(id)
+    .first<{ version: number; field_values: string }>();
+const changeCount = async (id: number) =>
+  (await env.DB.prepare('SELECT count(*) AS n FROM changes WHERE record_id = ?').bind(id).first<{ n: number }>())?.n;
 
 /** Faults for the calls `which` picks, the first `times` of them: the call runs, its reply is lost. */
 function loseReplies(which: (c: OutgoingCall) => boolean, times = Infinity): { lost: number } {
@@ -47,9 +52,19 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
     // Every Worker → object patch call runs, and its first reply is lost.
     const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 3);
     const answers = [];
-    for (const age of [1, 2, 3]) answers.push(await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', age)] } }));
+    for (const age of [1, 2, 3])
+      answers.push(
+        await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('age', age)] },
+        }),
+      );
     expect(lost.lost).toBe(3);
-    expect(answers.map((a) => [a.status, a.body.version])).toEqual([[200, 2], [200, 3], [200, 4]]);
+    expect(answers.map((a) => [a.status, a.body.version])).toEqual([
+      [200, 2],
+      [200, 3],
+      [200, 4],
+    ]);
     expect((await stored(id))?.version).toBe(4);
     expect(await changeCount(id)).toBe(4); // created + 3 updates
     expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(answers[2]?.body);
@@ -60,10 +75,17 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
     const id = ids[0] as number;
     loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 20);
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('lastName', `v${i}`)] } })),
+      Array.from({ length: 20 }, (_, i) =>
+        call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('lastName', `v${i}`)] },
+        }),
+      ),
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);
-    expect(answers.map((a) => a.body.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+    expect(answers.map((a) => a.body.version).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 2),
+    );
     expect((await stored(id))?.version).toBe(21);
   });
 
@@ -71,7 +93,11 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
     const { editor, workspaceId, ids } = await setup();
     const id = ids[0] as number;
     const lost = loseReplies((c) => writesRecords(c) && c.from === 'object', 1);
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 7)] }, headers: { 'If-Match': '"1"' } });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 7)] },
+      headers: { 'If-Match': '"1"' },
+    });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 7)] });
@@ -83,7 +109,10 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
     const { editor, ids } = await setup(3);
     // A batch commits from its coordinator object, near D1 (issue 10).
     const lost = loseReplies((c) => writesRecords(c) && c.from === 'object', 1);
-    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })) });
+    const res = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })),
+    });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
     expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2, 2]);
@@ -97,11 +126,20 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
     const { editor, object } = await setup(0);
     const before = (await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>())?.n;
     loseReplies((c) => writesRecords(c), 1);
-    const res = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('firstName', 'A')] }, { objectId: object.id, fieldValues: [fv('firstName', 'B')] }] });
+    const res = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [
+        { objectId: object.id, fieldValues: [fv('firstName', 'A')] },
+        { objectId: object.id, fieldValues: [fv('firstName', 'B')] },
+      ],
+    });
     expect(res.status).toBe(201);
     expect(res.body.map((item: any) => item.record.name)).toEqual(['A', 'B']);
-    expect((await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>())?.n).toBe((before ?? 0) + 2);
-    for (const item of res.body) expect((await call('GET', `/records/${item.record.id}`, { key: editor.key })).body).toEqual(item.record);
+    expect((await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>())?.n).toBe(
+      (before ?? 0) + 2,
+    );
+    for (const item of res.body)
+      expect((await call('GET', `/records/${item.record.id}`, { key: editor.key })).body).toEqual(item.record);
   });
 
   it('an object that forgot a call it wrote (a restart) answers the committed state when the call comes again', async () => {
@@ -117,7 +155,10 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
         instance.known = undefined;
         forgot++;
       });
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 9)] } });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 9)] },
+    });
     expect([lost.lost, forgot]).toEqual([1, 1]);
     expect(res.status).toBe(200);
     expect(res.body.version).toBe(2);
@@ -125,28 +166,41 @@ describe('exactly once when replies are lost (CONTRACT §8)', () => {
     expect(await changeCount(id)).toBe(2);
   });
 
-  it('answers 503 only when the outcome cannot be learned, and then a retry with the same Idempotency-Key tells the truth', { timeout: 30_000 }, async () => {
-    const { editor, workspaceId, ids } = await setup();
-    const id = ids[0] as number;
-    // The object's write commits and its reply is lost; every later attempt fails before it runs,
-    // so the object cannot learn within its 10 s whether the first went through.
-    let attempts = 0;
-    chaos.decide = (c) => (writesRecords(c) && c.from === 'object' ? (attempts++ === 0 ? 'lose' : 'fail') : undefined);
-    const path = `/workspaces/${workspaceId}/records/${id}`;
-    const first = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 4)] }, headers: { 'Idempotency-Key': 'k-503' } });
-    expectProblem(first, 503, 'unavailable');
-    expect(first.headers.get('Retry-After')).toBe('1');
-    expect(first.body.title).toBe('Outcome unknown');
-    expect(attempts).toBeGreaterThan(2);
-    chaos.decide = undefined;
-    // It did commit (the replies were lost after D1 wrote), once.
-    expect((await stored(id))?.version).toBe(2);
-    const retry = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 4)] }, headers: { 'Idempotency-Key': 'k-503' } });
-    expect(retry.status).toBe(200);
-    expect(retry.headers.get('Idempotent-Replayed')).toBe('true');
-    expect(retry.body.version).toBe(2);
-    expect((await stored(id))?.version).toBe(2);
-  });
+  it(
+    'answers 503 only when the outcome cannot be learned, and then a retry with the same Idempotency-Key tells the truth',
+    { timeout: 30_000 },
+    async () => {
+      const { editor, workspaceId, ids } = await setup();
+      const id = ids[0] as number;
+      // The object's write commits and its reply is lost; every later attempt fails before it runs,
+      // so the object cannot learn within its 10 s whether the first went through.
+      let attempts = 0;
+      chaos.decide = (c) =>
+        writesRecords(c) && c.from === 'object' ? (attempts++ === 0 ? 'lose' : 'fail') : undefined;
+      const path = `/workspaces/${workspaceId}/records/${id}`;
+      const first = await call('PATCH', path, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 4)] },
+        headers: { 'Idempotency-Key': 'k-503' },
+      });
+      expectProblem(first, 503, 'unavailable');
+      expect(first.headers.get('Retry-After')).toBe('1');
+      expect(first.body.title).toBe('Outcome unknown');
+      expect(attempts).toBeGreaterThan(2);
+      chaos.decide = undefined;
+      // It did commit (the replies were lost after D1 wrote), once.
+      expect((await stored(id))?.version).toBe(2);
+      const retry = await call('PATCH', path, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 4)] },
+        headers: { 'Idempotency-Key': 'k-503' },
+      });
+      expect(retry.status).toBe(200);
+      expect(retry.headers.get('Idempotent-Replayed')).toBe('true');
+      expect(retry.body.version).toBe(2);
+      expect((await stored(id))?.version).toBe(2);
+    },
+  );
 });
 
 describe('one bad patch never fails another (CONTRACT §8)', () => {
@@ -154,17 +208,27 @@ describe('one bad patch never fails another (CONTRACT §8)', () => {
     const { editor, workspaceId, ids } = await setup();
     const id = ids[0] as number;
     // A refusal our checks do not foresee: storage aborts any write holding this value.
-    await env.DB.exec(`CREATE TRIGGER poison BEFORE INSERT ON changes WHEN NEW.data LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`);
+    await env.DB.exec(
+      `CREATE TRIGGER poison BEFORE INSERT ON changes WHEN NEW.data LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`,
+    );
     try {
       const answers = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
-          call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('lastName', i === 17 ? 'poison' : `ok${i}`)] } }),
+          call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('lastName', i === 17 ? 'poison' : `ok${i}`)] },
+          }),
         ),
       );
       expect(answers.filter((a) => a.status === 200)).toHaveLength(39);
       expectProblem(answers[17] as any, 422, 'unprocessable');
       expect(answers[17]?.body.errors[0].code).toBe('storage_refused');
-      expect(answers.filter((a) => a.status === 200).map((a) => a.body.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
+      expect(
+        answers
+          .filter((a) => a.status === 200)
+          .map((a) => a.body.version)
+          .sort((a, b) => a - b),
+      ).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
       const row = await stored(id);
       expect(row?.version).toBe(40);
       expect(row?.field_values).not.toContain('poison');
@@ -175,7 +239,7 @@ describe('one bad patch never fails another (CONTRACT §8)', () => {
 });
 
 describe('a batch answers what D1 holds at its commit (CONTRACT §8)', () => {
-  it('an element that changes nothing is guarded: a patch committed between the batch\'s read and write shows in its answer', async () => {
+  it("an element that changes nothing is guarded: a patch committed between the batch's read and write shows in its answer", async () => {
     const { editor, workspaceId, ids } = await setup(2);
     const [a, b] = ids as [number, number];
     chaos.delayMs = 400;
@@ -187,9 +251,18 @@ describe('a batch answers what D1 holds at its commit (CONTRACT §8)', () => {
       }
       return undefined;
     };
-    const batch = call('PATCH', '/records/batch', { key: editor.key, body: [{ id: a, fieldValues: [fv('age', 1)] }, { id: b, fieldValues: [fv('firstName', 'R1')] }] });
+    const batch = call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [
+        { id: a, fieldValues: [fv('age', 1)] },
+        { id: b, fieldValues: [fv('firstName', 'R1')] },
+      ],
+    });
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const single = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
+    const single = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 2)] },
+    });
     expect(single.body.version).toBe(2);
     const res = await batch;
     expect(res.status).toBe(200);
@@ -234,10 +307,15 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
   it('a batch whose coordinator answer is lost is sent again and answered from its memory: written once', async () => {
     const { editor, ids } = await setup(3);
     const lost = loseReplies(nearCall, 1);
-    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })) });
+    const res = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('age', 5)] })),
+    });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
-    expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 5)]]));
+    expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(
+      ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 5)]]),
+    );
     for (const id of ids) {
       expect((await stored(id))?.version).toBe(2);
       expect(await changeCount(id)).toBe(2);
@@ -248,7 +326,11 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
     const { editor, ids } = await setup(2);
     const lost = loseReplies(nearCall, 1);
     chaos.onLost = restartCoordinators(ids);
-    const options = { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })), headers: { 'Idempotency-Key': 'near-restart' } };
+    const options = {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
+      headers: { 'Idempotency-Key': 'near-restart' },
+    };
     const res = await call('PATCH', '/records/batch', options);
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
@@ -263,7 +345,10 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
     const { editor, ids } = await setup(2);
     const lost = loseReplies(nearCall, 1);
     chaos.onLost = restartCoordinators(ids);
-    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })) });
+    const res = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
+    });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
     expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
@@ -277,15 +362,27 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
     let between: { body: any } | undefined;
     chaos.onLost = async () => {
       await restartCoordinators(ids)();
-      between = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, { key: editor.key, body: { fieldValues: [fv('age', 6)] } });
+      between = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 6)] },
+      });
     };
-    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })) });
+    const res = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
+    });
     expect(lost.lost).toBe(1);
     expect(res.status).toBe(200);
-    expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 8)]]));
+    expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(
+      ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 8)]]),
+    );
     expect(between?.body.version).toBe(3);
     // The batch's write (v2) and the patch (v3) each once; the batch was not applied over the patch.
-    expect([(await stored(a))?.version, await changeCount(a), JSON.parse((await stored(a))?.field_values ?? '[]')]).toEqual([3, 3, [fv('firstName', 'R0'), fv('age', 6)]]);
+    expect([
+      (await stored(a))?.version,
+      await changeCount(a),
+      JSON.parse((await stored(a))?.field_values ?? '[]'),
+    ]).toEqual([3, 3, [fv('firstName', 'R0'), fv('age', 6)]]);
     expect([(await stored(ids[1] as number))?.version, await changeCount(ids[1] as number)]).toEqual([2, 2]);
   });
 
@@ -301,13 +398,27 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
         instance.calls = new Expiring(60_000, 10, () => Date.now());
         instance.known = undefined;
       });
-      between = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 6)] } });
+      between = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 6)] },
+      });
     };
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 5)] } });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 5)] },
+    });
     expect(lost.lost).toBe(1);
-    expect([res.status, res.body.version, res.body.fieldValues]).toEqual([200, 2, [fv('firstName', 'cold'), fv('age', 5)]]);
+    expect([res.status, res.body.version, res.body.fieldValues]).toEqual([
+      200,
+      2,
+      [fv('firstName', 'cold'), fv('age', 5)],
+    ]);
     expect(between?.body.version).toBe(3);
-    expect([(await stored(id))?.version, await changeCount(id), JSON.parse((await stored(id))?.field_values ?? '[]')]).toEqual([3, 3, [fv('firstName', 'cold'), fv('age', 6)]]);
+    expect([
+      (await stored(id))?.version,
+      await changeCount(id),
+      JSON.parse((await stored(id))?.field_values ?? '[]'),
+    ]).toEqual([3, 3, [fv('firstName', 'cold'), fv('age', 6)]]);
   });
 
   it('a keyed patch claims its key and writes near D1: one object call from the Worker, the claim and write inside', async () => {
@@ -318,11 +429,19 @@ describe('batches and keyed writes run in a coordinator near D1 (issue 10), exac
       if (c.from === 'worker') fromWorker.push(`${c.target}:${c.method}`);
       return undefined;
     };
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 3)] }, headers: { 'Idempotency-Key': 'near-one' } });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 3)] },
+      headers: { 'Idempotency-Key': 'near-one' },
+    });
     expect([res.status, res.body.version]).toEqual([200, 2]);
     // Not even the caller is read by the Worker: the coordinator checks it, claims the key, and writes.
     expect(fromWorker).toEqual(['object:near']);
-    const again = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('age', 3)] }, headers: { 'Idempotency-Key': 'near-one' } });
+    const again = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 3)] },
+      headers: { 'Idempotency-Key': 'near-one' },
+    });
     expect([again.headers.get('Idempotent-Replayed'), again.body]).toEqual(['true', res.body]);
   });
 });

@@ -24,7 +24,11 @@ export interface OutgoingCall {
  * Decides the fault of each call; tests replace it, the chaos build draws from its vars.
  * `onLost` runs after a call whose reply is to be lost has completed, before the caller hears.
  */
-export const chaos: { decide: ((call: OutgoingCall) => Fault) | undefined; delayMs: number; onLost: (() => Promise<void>) | undefined } = {
+export const chaos: {
+  decide: ((call: OutgoingCall) => Fault) | undefined;
+  delayMs: number;
+  onLost: (() => Promise<void>) | undefined;
+} = {
   decide: undefined,
   delayMs: 0,
   onLost: undefined,
@@ -116,9 +120,12 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
   const latency = roundTrip(env, from);
   const chance = Number(env.CHAOS_RESTART ?? 0);
   // The restart nemesis: after a write of records commits, before anyone hears of it.
-  const committed = restart === undefined || chance <= 0 ? undefined : (sql: readonly string[]) => {
-    if (sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)) && Math.random() < chance) restart();
-  };
+  const committed =
+    restart === undefined || chance <= 0
+      ? undefined
+      : (sql: readonly string[]) => {
+          if (sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)) && Math.random() < chance) restart();
+        };
   return {
     ...env,
     DB: wrapD1(withProductionLimits(env.DB), decide, from, latency, committed),
@@ -126,7 +133,13 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
   };
 }
 
-function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object', latency: number, committed?: (sql: readonly string[]) => void): D1Database {
+function wrapD1(
+  db: D1Database,
+  decide: (call: OutgoingCall) => Fault,
+  from: 'worker' | 'object',
+  latency: number,
+  committed?: (sql: readonly string[]) => void,
+): D1Database {
   // Statements keep their SQL beside them; the real batch() is handed the real statements.
   const real = new WeakMap<object, D1PreparedStatement>();
   const sqlOf = new WeakMap<D1PreparedStatement, string>();
@@ -137,7 +150,11 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
         if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
         if (property === 'first' || property === 'all' || property === 'run' || property === 'raw') {
           return (...args: unknown[]) =>
-            inject(decide({ target: 'd1', method: property, sql: [sql], from }), () => (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args), latency);
+            inject(
+              decide({ target: 'd1', method: property, sql: [sql], from }),
+              () => (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args),
+              latency,
+            );
         }
         const value = Reflect.get(target, property, target) as unknown;
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
@@ -153,7 +170,12 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
         return (statements: D1PreparedStatement[]) => {
           const unwrapped = statements.map((s) => real.get(s) ?? s);
           const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
-          return inject(decide({ target: 'd1', method: 'batch', sql, from }), () => target.batch(unwrapped), latency, committed && (() => committed(sql)));
+          return inject(
+            decide({ target: 'd1', method: 'batch', sql, from }),
+            () => target.batch(unwrapped),
+            latency,
+            committed && (() => committed(sql)),
+          );
         };
       }
       const value = Reflect.get(target, property, target) as unknown;
@@ -163,21 +185,37 @@ function wrapD1(db: D1Database, decide: (call: OutgoingCall) => Fault, from: 'wo
 }
 
 // Stubs are handled as plain objects: their RPC types are too deep for the checker here.
-function wrapObjects<N extends object>(namespace: N, decide: (call: OutgoingCall) => Fault, from: 'worker' | 'object', latency: number): N {
+function wrapObjects<N extends object>(
+  namespace: N,
+  decide: (call: OutgoingCall) => Fault,
+  from: 'worker' | 'object',
+  latency: number,
+): N {
   const wrapStub = (stub: object): object =>
     new Proxy(stub, {
       get(target, property) {
         const value = Reflect.get(target, property, target) as unknown;
-        if (typeof property !== 'string' || typeof value !== 'function' || property === 'fetch' || property === 'connect') return value;
+        if (
+          typeof property !== 'string' ||
+          typeof value !== 'function' ||
+          property === 'fetch' ||
+          property === 'connect'
+        )
+          return value;
         return (...args: unknown[]) =>
           // Called on the stub itself: an RPC method has no `apply` of its own (the stub would send it).
-          inject(decide({ target: 'object', method: property, sql: [], from }), () => (target as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[property]!(...args), latency);
+          inject(
+            decide({ target: 'object', method: property, sql: [], from }),
+            () => (target as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[property]!(...args),
+            latency,
+          );
       },
     });
   return new Proxy(namespace, {
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;
-      if (property === 'get' || property === 'getByName') return (...args: unknown[]) => wrapStub((value as (...a: unknown[]) => object).call(target, ...args));
+      if (property === 'get' || property === 'getByName')
+        return (...args: unknown[]) => wrapStub((value as (...a: unknown[]) => object).call(target, ...args));
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });

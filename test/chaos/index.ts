@@ -11,7 +11,10 @@ export class RecordObject extends Production {
   constructor(ctx: DurableObjectState, env: Env & ChaosVars) {
     // CHAOS_RESTART: the object resets itself (losing its memory and every call in flight)
     // after a write commits and before it answers.
-    super(ctx, chaosEnv(env, 'object', undefined, () => ctx.abort('chaos: restart after commit')));
+    super(
+      ctx,
+      chaosEnv(env, 'object', undefined, () => ctx.abort('chaos: restart after commit')),
+    );
   }
 }
 
@@ -23,7 +26,11 @@ export default {
    */
   async fetch(request: Request, env: Env & ChaosVars, ctx: ExecutionContext): Promise<Response> {
     let faults = 0;
-    const answer = await worker.fetch(request, chaosEnv(env, 'worker', () => faults++), ctx);
+    const answer = await worker.fetch(
+      request,
+      chaosEnv(env, 'worker', () => faults++),
+      ctx,
+    );
     const counted = new Response(answer.body, answer);
     counted.headers.set('Chaos-Faults', String(faults));
     return counted;

@@ -58,12 +58,20 @@ async function send(method: string, path: string, key: string, body: unknown, id
       faults += Number(res.headers.get('Chaos-Faults') ?? 0);
       const final = res.status < 500 && !(res.status === 409 && res.headers.has('Retry-After'));
       last = `${res.status} ${text.slice(0, 300)}`;
-      if (final) return { status: res.status, body: text === '' ? undefined : JSON.parse(text), replayed: res.headers.get('Idempotent-Replayed') === 'true', tries, faults };
+      if (final)
+        return {
+          status: res.status,
+          body: text === '' ? undefined : JSON.parse(text),
+          replayed: res.headers.get('Idempotent-Replayed') === 'true',
+          tries,
+          faults,
+        };
     } catch (error) {
       last = String(error);
       // A network error: the request may or may not have run; the key makes a retry safe.
     }
-    if (tries > 200) throw new Error(`${method} ${path} (${idempotencyKey}): no final answer after 200 tries; last: ${last}`);
+    if (tries > 200)
+      throw new Error(`${method} ${path} (${idempotencyKey}): no final answer after 200 tries; last: ${last}`);
     await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
   }
 }
@@ -76,70 +84,88 @@ async function setup(method: string, path: string, body?: unknown): Promise<any>
 }
 
 describe('exactly once under injected faults (chaos build over HTTP)', () => {
-  it('16 clients patching their own fields of 3 shared records, singly and in batches, every request retried with its key', { timeout: 120_000 }, async () => {
-    const user = await setup('POST', '/admin/users', { name: 'chaos' });
-    const { key } = await setup('POST', `/admin/users/${user.id}/keys`);
-    const workspace = await setup('POST', '/admin/workspaces', { name: 'chaos' });
-    await setup('PUT', `/admin/workspaces/${workspace.id}/members/${user.id}`, { role: 'editor' });
-    const fields = Array.from({ length: CLIENTS }, (_, c) => ({ name: `c${c}`, type: 'integer' }));
-    const object = await setup('POST', '/admin/objects', { name: 'Shared', workspaceIds: [workspace.id], fields });
+  it(
+    '16 clients patching their own fields of 3 shared records, singly and in batches, every request retried with its key',
+    { timeout: 120_000 },
+    async () => {
+      const user = await setup('POST', '/admin/users', { name: 'chaos' });
+      const { key } = await setup('POST', `/admin/users/${user.id}/keys`);
+      const workspace = await setup('POST', '/admin/workspaces', { name: 'chaos' });
+      await setup('PUT', `/admin/workspaces/${workspace.id}/members/${user.id}`, { role: 'editor' });
+      const fields = Array.from({ length: CLIENTS }, (_, c) => ({ name: `c${c}`, type: 'integer' }));
+      const object = await setup('POST', '/admin/objects', { name: 'Shared', workspaceIds: [workspace.id], fields });
 
-    // Creates with keys: exactly one record per key, however often each is sent.
-    const creates = await Promise.all(
-      Array.from({ length: RECORDS }, (_, i) => send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], `create-${i}`)),
-    );
-    expect(creates.map((c) => c.status)).toEqual(Array(RECORDS).fill(201));
-    const ids: number[] = creates.map((c) => c.body[0].record.id);
-    const again = await send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], 'create-0');
-    expect([again.replayed, again.body[0].record.id]).toEqual([true, ids[0]]);
+      // Creates with keys: exactly one record per key, however often each is sent.
+      const creates = await Promise.all(
+        Array.from({ length: RECORDS }, (_, i) =>
+          send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], `create-${i}`),
+        ),
+      );
+      expect(creates.map((c) => c.status)).toEqual(Array(RECORDS).fill(201));
+      const ids: number[] = creates.map((c) => c.body[0].record.id);
+      const again = await send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], 'create-0');
+      expect([again.replayed, again.body[0].record.id]).toEqual([true, ids[0]]);
 
-    // The history: every acknowledged write, per record, with the version its answer reported.
-    const acknowledged = new Map<number, number[]>(ids.map((id) => [id, []]));
-    const last = new Map<string, number>(); // `${client}:${record}` -> last acknowledged value
-    let faults = 0;
-    let requests = 0;
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, client) => {
-        for (let round = 1; round <= ROUNDS; round++) {
-          const value = round;
-          const idempotencyKey = `c${client}-r${round}`;
-          requests++;
-          if (round % 3 === 0) {
-            const answer = await send('PATCH', '/records/batch', key, ids.map((id) => ({ id, fieldValues: [{ fieldName: `c${client}`, value }] })), idempotencyKey);
-            faults += answer.faults;
-            expect(answer.status).toBe(200);
-            for (const item of answer.body) {
-              acknowledged.get(item.record.id)?.push(item.record.version);
-              last.set(`${client}:${item.record.id}`, value);
+      // The history: every acknowledged write, per record, with the version its answer reported.
+      const acknowledged = new Map<number, number[]>(ids.map((id) => [id, []]));
+      const last = new Map<string, number>(); // `${client}:${record}` -> last acknowledged value
+      let faults = 0;
+      let requests = 0;
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async (_, client) => {
+          for (let round = 1; round <= ROUNDS; round++) {
+            const value = round;
+            const idempotencyKey = `c${client}-r${round}`;
+            requests++;
+            if (round % 3 === 0) {
+              const answer = await send(
+                'PATCH',
+                '/records/batch',
+                key,
+                ids.map((id) => ({ id, fieldValues: [{ fieldName: `c${client}`, value }] })),
+                idempotencyKey,
+              );
+              faults += answer.faults;
+              expect(answer.status).toBe(200);
+              for (const item of answer.body) {
+                acknowledged.get(item.record.id)?.push(item.record.version);
+                last.set(`${client}:${item.record.id}`, value);
+              }
+            } else {
+              const id = ids[(client + round) % RECORDS] as number;
+              const answer = await send(
+                'PATCH',
+                `/workspaces/${workspace.id}/records/${id}`,
+                key,
+                { fieldValues: [{ fieldName: `c${client}`, value }] },
+                idempotencyKey,
+              );
+              faults += answer.faults;
+              expect(answer.status).toBe(200);
+              acknowledged.get(id)?.push(answer.body.version);
+              last.set(`${client}:${id}`, value);
             }
-          } else {
-            const id = ids[(client + round) % RECORDS] as number;
-            const answer = await send('PATCH', `/workspaces/${workspace.id}/records/${id}`, key, { fieldValues: [{ fieldName: `c${client}`, value }] }, idempotencyKey);
-            faults += answer.faults;
-            expect(answer.status).toBe(200);
-            acknowledged.get(id)?.push(answer.body.version);
-            last.set(`${client}:${id}`, value);
           }
-        }
-      }),
-    );
-    // The faults did happen, many of them: the service absorbs most (its own retries), so the
-    // count comes from the chaos build, not from how often clients had to try again. Each request
-    // makes at least one call of its own, a quarter of which fail: expect well over a tenth.
-    expect(faults).toBeGreaterThan(requests / 10);
+        }),
+      );
+      // The faults did happen, many of them: the service absorbs most (its own retries), so the
+      // count comes from the chaos build, not from how often clients had to try again. Each request
+      // makes at least one call of its own, a quarter of which fail: expect well over a tenth.
+      expect(faults).toBeGreaterThan(requests / 10);
 
-    for (const id of ids) {
-      const versions = [...(acknowledged.get(id) ?? [])].sort((a, b) => a - b);
-      // Every write changed the record (a client's field takes a new value each round), so:
-      // the versions answered are distinct and consecutive from 2, and the stored version counts them all.
-      expect(versions).toEqual(Array.from({ length: versions.length }, (_, i) => i + 2));
-      const stored = await send('GET', `/records/${id}`, key, undefined);
-      expect(stored.body.version).toBe(1 + versions.length);
-      for (let client = 0; client < CLIENTS; client++) {
-        const value = last.get(`${client}:${id}`);
-        const held = stored.body.fieldValues.find((v: any) => v.fieldName === `c${client}`)?.value;
-        expect(held).toBe(value);
+      for (const id of ids) {
+        const versions = [...(acknowledged.get(id) ?? [])].sort((a, b) => a - b);
+        // Every write changed the record (a client's field takes a new value each round), so:
+        // the versions answered are distinct and consecutive from 2, and the stored version counts them all.
+        expect(versions).toEqual(Array.from({ length: versions.length }, (_, i) => i + 2));
+        const stored = await send('GET', `/records/${id}`, key, undefined);
+        expect(stored.body.version).toBe(1 + versions.length);
+        for (let client = 0; client < CLIENTS; client++) {
+          const value = last.get(`${client}:${id}`);
+          const held = stored.body.fieldValues.find((v: any) => v.fieldName === `c${client}`)?.value;
+          expect(held).toBe(value);
+        }
       }
-    }
-  });
+    },
+  );
 });

@@ -14,7 +14,9 @@ export class OpenApiCheck {
 
   /** Records a failure when `answer` is not what the document promises for `method path`. */
   check(method: string, path: string, status: number, contentType: string | null, body: unknown): void {
-    const template = Object.keys(this.doc.paths).find((t) => new RegExp(`^${t.replace(/\{\w+\}/g, '[^/]+')}$`).test(path));
+    const template = Object.keys(this.doc.paths).find((t) =>
+      new RegExp(`^${t.replace(/\{\w+\}/g, '[^/]+')}$`).test(path),
+    );
     const op = template && this.doc.paths[template][method.toLowerCase()];
     // A request for no documented operation (unknown path, other method) is the validator's own
     // to refuse, as OpenAPI validators do; our 404/405 answers to those are tested elsewhere.
@@ -27,8 +29,11 @@ export class OpenApiCheck {
       if (body !== undefined) this.failures.push(`${where}: undocumented body`);
       return;
     }
-    if (!contentType?.startsWith(media)) this.failures.push(`${where}: content type ${contentType}, documented ${media}`);
-    const schema = JSON.parse(JSON.stringify(response.content[media].schema).replaceAll('"#/components', '"doc#/components'));
+    if (!contentType?.startsWith(media))
+      this.failures.push(`${where}: content type ${contentType}, documented ${media}`);
+    const schema = JSON.parse(
+      JSON.stringify(response.content[media].schema).replaceAll('"#/components', '"doc#/components'),
+    );
     const validate = this.ajv.compile(schema);
     if (!validate(body)) this.failures.push(`${where}: ${this.ajv.errorsText(validate.errors)}`);
   }

@@ -17,5 +17,7 @@ export function servePage(port: number, host = '127.0.0.1'): Promise<Server> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const port = Number(process.env.PORT ?? 8000);
   await servePage(port, 'localhost');
-  console.log(`The browser page: http://localhost:${port}/ (start the service with --var CORS_ORIGINS:http://localhost:${port})`);
+  console.log(
+    `The browser page: http://localhost:${port}/ (start the service with --var CORS_ORIGINS:http://localhost:${port})`,
+  );
 }

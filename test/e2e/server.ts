@@ -11,7 +11,12 @@ import { copyDocs } from '../tools/copy-docs.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 // Nothing may wait on Cloudflare's servers: these turn off telemetry, `request.cf` data and the update check.
-const QUIET = { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_HIDE_BANNER: 'true', NO_COLOR: '1' };
+const QUIET = {
+  WRANGLER_SEND_METRICS: 'false',
+  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+  WRANGLER_HIDE_BANNER: 'true',
+  NO_COLOR: '1',
+};
 
 export interface LocalWorker {
   url: string;
@@ -26,27 +31,52 @@ export async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
 
 /** Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first. */
-export async function startLocalWorker(options: { config?: string; vars?: Record<string, string>; migrate?: boolean } = {}): Promise<LocalWorker> {
+export async function startLocalWorker(
+  options: { config?: string; vars?: Record<string, string>; migrate?: boolean } = {},
+): Promise<LocalWorker> {
   const config = options.config ?? join(ROOT, 'wrangler.toml');
   // /docs serves Redoc's bundle from the static assets: a fresh clone has not copied it yet.
   copyDocs();
   const state = mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
   if (options.migrate !== false) {
-    const migrated = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', state, '--config', config], { env, encoding: 'utf8' });
+    const migrated = spawnSync(
+      process.execPath,
+      [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', state, '--config', config],
+      { env, encoding: 'utf8' },
+    );
     if (migrated.status !== 0) throw new Error(`migrations failed: ${migrated.stderr}${migrated.stdout}`);
   }
   const [port, inspector] = [await freePort(), await freePort()];
   const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
   const child = spawn(
     process.execPath,
-    [WRANGLER, 'dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', state, '--log-level', 'error', '--show-interactive-dev-session=false', ...vars],
+    [
+      WRANGLER,
+      'dev',
+      '--config',
+      config,
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--inspector-port',
+      String(inspector),
+      '--persist-to',
+      state,
+      '--log-level',
+      'error',
+      '--show-interactive-dev-session=false',
+      ...vars,
+    ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

@@ -32,49 +32,79 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
   const user = need(await admin.POST('/admin/users', { body: { name: 'Ada' } }));
   const key = need(await admin.POST('/admin/users/{userId}/keys', { params: { path: { userId: String(user.id) } } }));
   const workspace = need(await admin.POST('/admin/workspaces', { body: { name: 'Sales' } }));
-  need(await admin.PUT('/admin/workspaces/{workspaceId}/members/{userId}', {
-    params: { path: { workspaceId: String(workspace.id), userId: String(user.id) } },
-    body: { role: 'editor' },
-  }));
-  const object = need(await admin.POST('/admin/objects', {
-    body: {
-      name: 'Contact', workspaceIds: [workspace.id], nameTemplate: '{firstName} {lastName}',
-      fields: [
-        { name: 'firstName', type: 'text', required: true },
-        { name: 'lastName', type: 'text' },
-        { name: 'stage', type: 'select', options: ['lead', 'customer'] },
-      ],
-    },
-  }));
+  need(
+    await admin.PUT('/admin/workspaces/{workspaceId}/members/{userId}', {
+      params: { path: { workspaceId: String(workspace.id), userId: String(user.id) } },
+      body: { role: 'editor' },
+    }),
+  );
+  const object = need(
+    await admin.POST('/admin/objects', {
+      body: {
+        name: 'Contact',
+        workspaceIds: [workspace.id],
+        nameTemplate: '{firstName} {lastName}',
+        fields: [
+          { name: 'firstName', type: 'text', required: true },
+          { name: 'lastName', type: 'text' },
+          { name: 'stage', type: 'select', options: ['lead', 'customer'] },
+        ],
+      },
+    }),
+  );
 
   const client = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key.key}` } });
-  const created = need(await client.POST('/records/batch', {
-    body: [
-      { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'Ada' }, { fieldName: 'lastName', value: 'Lovelace' }] },
-      { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'Alan' }, { fieldName: 'stage', value: 'lead' }] },
-    ],
-  })).map((item) => item.record);
+  const created = need(
+    await client.POST('/records/batch', {
+      body: [
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'firstName', value: 'Ada' },
+            { fieldName: 'lastName', value: 'Lovelace' },
+          ],
+        },
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'firstName', value: 'Alan' },
+            { fieldName: 'stage', value: 'lead' },
+          ],
+        },
+      ],
+    }),
+  ).map((item) => item.record);
   const first = created[0];
   if (first === undefined) throw new Error('nothing created');
   const recordPath = { workspaceId: String(workspace.id), recordId: String(first.id) };
 
   const read = await client.GET('/records/{recordId}', { params: { path: { recordId: String(first.id) } } });
-  const patched = need(await client.PATCH('/workspaces/{workspaceId}/records/{recordId}', {
-    params: { path: recordPath, header: { 'If-Match': read.response.headers.get('ETag') ?? '*' } },
-    body: { fieldValues: [{ fieldName: 'stage', value: 'customer' }] },
-  }));
+  const patched = need(
+    await client.PATCH('/workspaces/{workspaceId}/records/{recordId}', {
+      params: { path: recordPath, header: { 'If-Match': read.response.headers.get('ETag') ?? '*' } },
+      body: { fieldValues: [{ fieldName: 'stage', value: 'customer' }] },
+    }),
+  );
   const stale = await client.PATCH('/workspaces/{workspaceId}/records/{recordId}', {
     params: { path: recordPath, header: { 'If-Match': '"1"' } },
     body: { fieldValues: [] },
   });
-  const invalid = await client.POST('/records/batch', { body: [{ objectId: object.id, fieldValues: [{ fieldName: 'stage', value: 'won' }] }] });
+  const invalid = await client.POST('/records/batch', {
+    body: [{ objectId: object.id, fieldValues: [{ fieldName: 'stage', value: 'won' }] }],
+  });
 
   // The admin API's lists and deletes, typed the same way.
   const users = need(await admin.GET('/admin/users', { params: { query: { limit: 100 } } }));
   const workspaces = need(await admin.GET('/admin/workspaces', { params: { query: { limit: 100 } } }));
-  const members = need(await admin.GET('/admin/workspaces/{workspaceId}/members', { params: { path: { workspaceId: String(workspace.id) } } }));
+  const members = need(
+    await admin.GET('/admin/workspaces/{workspaceId}/members', {
+      params: { path: { workspaceId: String(workspace.id) } },
+    }),
+  );
   const objects = need(await admin.GET('/admin/objects', { params: { query: {} } }));
-  const workspaceInUse = await admin.DELETE('/admin/workspaces/{workspaceId}', { params: { path: { workspaceId: String(workspace.id) } } });
+  const workspaceInUse = await admin.DELETE('/admin/workspaces/{workspaceId}', {
+    params: { path: { workspaceId: String(workspace.id) } },
+  });
   const userDeleted = await admin.DELETE('/admin/users/{userId}', { params: { path: { userId: String(user.id) } } });
   const keyAfterDelete = await client.GET('/me');
   return {

@@ -32,14 +32,24 @@ describe('identity and reads', () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'Ada' }]);
     const elsewhere = await newWorkspace({ [editor.id]: 'editor' });
-    expectProblem(await call('GET', `/workspaces/${elsewhere}/records/${record.id}`, { key: editor.key }), 404, 'not_found');
+    expectProblem(
+      await call('GET', `/workspaces/${elsewhere}/records/${record.id}`, { key: editor.key }),
+      404,
+      'not_found',
+    );
     // Shared with the workspace, but the caller is not a member of it.
     const outsider = await newWorkspace();
     const twoWs = await newObject([workspaceId, outsider]);
     const both = await createOne(editor.key, twoWs.id, [{ fieldName: 'firstName', value: 'Bo' }]);
     expect(both.sharedWorkspaceIds).toEqual([workspaceId, outsider].sort((a, b) => a - b));
-    expectProblem(await call('GET', `/workspaces/${outsider}/records/${both.id}`, { key: editor.key }), 404, 'not_found');
-    expect((await call('GET', `/workspaces/${workspaceId}/records/${both.id}`, { key: editor.key })).body).toEqual(both);
+    expectProblem(
+      await call('GET', `/workspaces/${outsider}/records/${both.id}`, { key: editor.key }),
+      404,
+      'not_found',
+    );
+    expect((await call('GET', `/workspaces/${workspaceId}/records/${both.id}`, { key: editor.key })).body).toEqual(
+      both,
+    );
   });
 
   it('takes a removed membership into account', async () => {

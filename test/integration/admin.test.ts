@@ -4,14 +4,20 @@ import worker from '../../src/index.ts';
 import { admin, call, createOne, expectProblem, newObject, newUser, newWorkspace } from './helpers.ts';
 
 const sha256 = async (text: string): Promise<string> =>
-  [...new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))].map((b) => b.toString(16).padStart(2, '0')).join('');
+  [...new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))]
+    .map((b) => b.toString(16).padStart(2, '0'))
+    .join('');
 
 describe('admin API', () => {
   it('answers 503 when no ADMIN_TOKEN is configured, 401 for a wrong token', async () => {
     const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
     const { ADMIN_TOKEN: _configured, ...withoutAdminToken } = env;
     const res = await worker.fetch(
-      new Request('http://x/admin/users', { method: 'POST', headers: { Authorization: 'Bearer anything', 'Content-Type': 'application/json' }, body: '{"name":"a"}' }),
+      new Request('http://x/admin/users', {
+        method: 'POST',
+        headers: { Authorization: 'Bearer anything', 'Content-Type': 'application/json' },
+        body: '{"name":"a"}',
+      }),
       withoutAdminToken,
       ctx,
     );
@@ -30,7 +36,9 @@ describe('admin API', () => {
     const key = await admin('POST', `/admin/users/${created.body.id}/keys`);
     expect(key.status).toBe(201);
     expect(key.body.key).toMatch(/^rk_[A-Za-z0-9_-]{43}$/);
-    const stored = await env.DB.prepare('SELECT key_hash FROM api_keys WHERE user_id = ?').bind(created.body.id).all<{ key_hash: string }>();
+    const stored = await env.DB.prepare('SELECT key_hash FROM api_keys WHERE user_id = ?')
+      .bind(created.body.id)
+      .all<{ key_hash: string }>();
     expect(stored.results).toEqual([{ key_hash: await sha256(key.body.key) }]);
     // The key works: a valid key with no visible record gets 404, not 401.
     expectProblem(await call('GET', '/records/1', { key: key.body.key }), 404, 'not_found');
@@ -52,19 +60,31 @@ describe('admin API', () => {
     const put = await admin('PUT', `/admin/workspaces/${ws}/members/${user.id}`, { role: 'viewer' });
     expect(put.body).toEqual({ workspaceId: ws, userId: user.id, role: 'viewer' });
     await admin('PUT', `/admin/workspaces/${ws}/members/${user.id}`, { role: 'editor' });
-    const rows = await env.DB.prepare('SELECT role FROM memberships WHERE workspace_id = ? AND user_id = ?').bind(ws, user.id).all();
+    const rows = await env.DB.prepare('SELECT role FROM memberships WHERE workspace_id = ? AND user_id = ?')
+      .bind(ws, user.id)
+      .all();
     expect(rows.results).toEqual([{ role: 'editor' }]);
-    expectProblem(await admin('PUT', `/admin/workspaces/${ws}/members/${user.id}`, { role: 'owner' }), 400, 'invalid_request');
+    expectProblem(
+      await admin('PUT', `/admin/workspaces/${ws}/members/${user.id}`, { role: 'owner' }),
+      400,
+      'invalid_request',
+    );
     expectProblem(await admin('PUT', `/admin/workspaces/999/members/${user.id}`, { role: 'viewer' }), 404, 'not_found');
     expect((await admin('DELETE', `/admin/workspaces/${ws}/members/${user.id}`)).status).toBe(204);
-    const after = await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?').bind(ws).first<{ n: number }>();
+    const after = await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
+      .bind(ws)
+      .first<{ n: number }>();
     expect(after?.n).toBe(0);
     expectProblem(await admin('DELETE', `/admin/workspaces/${ws}/members/424242`), 404, 'not_found');
   });
 
   it('keeps every version of an object definition', async () => {
     const ws = await newWorkspace();
-    const definition = { name: 'Deal', workspaceIds: [ws], fields: [{ name: 'amount', type: 'number', required: true }] };
+    const definition = {
+      name: 'Deal',
+      workspaceIds: [ws],
+      fields: [{ name: 'amount', type: 'number', required: true }],
+    };
     const created = await admin('POST', '/admin/objects', definition);
     expect(created.status).toBe(201);
     expect(created.body).toEqual({ id: expect.any(Number), version: 1, ...definition });
@@ -73,7 +93,9 @@ describe('admin API', () => {
     expect(put.body).toEqual({ id: created.body.id, version: 2, ...next });
     const got = await admin('GET', `/admin/objects/${created.body.id}`);
     expect(got.body).toEqual(put.body);
-    const versions = await env.DB.prepare('SELECT version FROM object_versions WHERE object_id = ? ORDER BY version').bind(created.body.id).all();
+    const versions = await env.DB.prepare('SELECT version FROM object_versions WHERE object_id = ? ORDER BY version')
+      .bind(created.body.id)
+      .all();
     expect(versions.results).toEqual([{ version: 1 }, { version: 2 }]);
     expectProblem(await admin('PUT', '/admin/objects/9999', next), 404, 'not_found');
     expectProblem(await admin('GET', '/admin/objects/9999'), 404, 'not_found');
@@ -81,7 +103,8 @@ describe('admin API', () => {
 
   it('rejects inconsistent definitions (400) and unknown workspaces (422)', async () => {
     const ws = await newWorkspace();
-    const countObjects = async () => (await env.DB.prepare('SELECT count(*) AS n FROM objects').first<{ n: number }>())?.n;
+    const countObjects = async () =>
+      (await env.DB.prepare('SELECT count(*) AS n FROM objects').first<{ n: number }>())?.n;
     const before = await countObjects();
     const bad = await admin('POST', '/admin/objects', {
       name: 'X',
@@ -119,7 +142,9 @@ describe('admin API', () => {
     ]);
     const unknown = await admin('POST', '/admin/objects', { name: 'X', workspaceIds: [ws, 31337], fields: [] });
     expectProblem(unknown, 422, 'unprocessable');
-    expect(unknown.body.errors).toEqual([{ pointer: '/workspaceIds/1', code: 'unknown_workspace', message: 'no such workspace' }]);
+    expect(unknown.body.errors).toEqual([
+      { pointer: '/workspaceIds/1', code: 'unknown_workspace', message: 'no such workspace' },
+    ]);
     expect(await countObjects()).toBe(before);
   });
 
@@ -131,7 +156,10 @@ describe('admin API', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: any = await admin('GET', `/admin/users?limit=2${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      const page: any = await admin(
+        'GET',
+        `/admin/users?limit=2${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      );
       expect(page.status).toBe(200);
       expect(page.body.items.length).toBeLessThanOrEqual(2);
       all.push(...page.body.items);
@@ -176,12 +204,22 @@ describe('admin API', () => {
     const [a, b] = [await newUser('a'), await newUser('b')];
     const ws = await newWorkspace({ [b.id]: 'viewer', [a.id]: 'editor' });
     const first = await admin('GET', `/admin/workspaces/${ws}/members?limit=1`);
-    expect(first.body).toEqual({ items: [{ workspaceId: ws, userId: a.id, role: 'editor' }], nextCursor: expect.any(String) });
-    const second = await admin('GET', `/admin/workspaces/${ws}/members?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(first.body).toEqual({
+      items: [{ workspaceId: ws, userId: a.id, role: 'editor' }],
+      nextCursor: expect.any(String),
+    });
+    const second = await admin(
+      'GET',
+      `/admin/workspaces/${ws}/members?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+    );
     expect(second.body).toEqual({ items: [{ workspaceId: ws, userId: b.id, role: 'viewer' }], nextCursor: null });
     // A cursor is bound to its workspace.
     const other = await newWorkspace();
-    expectProblem(await admin('GET', `/admin/workspaces/${other}/members?cursor=${encodeURIComponent(first.body.nextCursor)}`), 400, 'invalid_request');
+    expectProblem(
+      await admin('GET', `/admin/workspaces/${other}/members?cursor=${encodeURIComponent(first.body.nextCursor)}`),
+      400,
+      'invalid_request',
+    );
     expect((await admin('GET', `/admin/workspaces/${other}/members`)).body).toEqual({ items: [], nextCursor: null });
     expectProblem(await admin('GET', '/admin/workspaces/424242/members'), 404, 'not_found');
   });
@@ -196,22 +234,36 @@ describe('admin API', () => {
     // A patch makes this isolate remember the caller behind the key (writes may be decided from
     // memory), so the 401 below proves it forgot the key at once.
     const patch = { fieldValues: [{ fieldName: 'lastName', value: 'Lovelace' }] };
-    expect((await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: patch })).body.version).toBe(2);
+    expect(
+      (await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: patch })).body.version,
+    ).toBe(2);
 
     const deleted = await admin('DELETE', `/admin/users/${user.id}`);
     expect(deleted.status).toBe(204);
     expect(deleted.body).toBeUndefined();
     const again = { fieldValues: [{ fieldName: 'lastName', value: 'Byron' }] };
-    expectProblem(await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: again }), 401, 'unauthorized');
+    expectProblem(
+      await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: again }),
+      401,
+      'unauthorized',
+    );
     expectProblem(await call('GET', '/me', { key: second }), 401, 'unauthorized');
     const count = async (sql: string) => (await env.DB.prepare(sql).bind(user.id).first<{ n: number }>())?.n;
     expect(await count('SELECT count(*) AS n FROM api_keys WHERE user_id = ?')).toBe(0);
     expect(await count('SELECT count(*) AS n FROM memberships WHERE user_id = ?')).toBe(0);
     expect(await count('SELECT count(*) AS n FROM users WHERE id = ?')).toBe(0);
     // The other member and the record stay; the record still names its creator.
-    expect((await admin('GET', `/admin/workspaces/${ws}/members`)).body.items).toEqual([{ workspaceId: ws, userId: stayer.id, role: 'viewer' }]);
+    expect((await admin('GET', `/admin/workspaces/${ws}/members`)).body.items).toEqual([
+      { workspaceId: ws, userId: stayer.id, role: 'viewer' },
+    ]);
     const read = await call('GET', `/records/${record.id}`, { key: stayer.key });
-    expect(read.body).toMatchObject({ id: record.id, version: 2, createdBy: user.id, updatedBy: user.id, ownedBy: user.id });
+    expect(read.body).toMatchObject({
+      id: record.id,
+      version: 2,
+      createdBy: user.id,
+      updatedBy: user.id,
+      ownedBy: user.id,
+    });
     expect(read.body.fieldValues).toContainEqual({ fieldName: 'lastName', value: 'Lovelace' });
 
     expectProblem(await admin('DELETE', `/admin/users/${user.id}`), 404, 'not_found');
@@ -226,8 +278,19 @@ describe('admin API', () => {
 
     const listed = await admin('DELETE', `/admin/workspaces/${ws}`);
     expectProblem(listed, 409, 'conflict');
-    expect(listed.body.errors).toEqual([{ parameter: 'workspaceId', code: 'workspace_in_use', message: `object definition ${object.id} lists this workspace` }]);
-    const memberships = async () => (await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?').bind(ws).first<{ n: number }>())?.n;
+    expect(listed.body.errors).toEqual([
+      {
+        parameter: 'workspaceId',
+        code: 'workspace_in_use',
+        message: `object definition ${object.id} lists this workspace`,
+      },
+    ]);
+    const memberships = async () =>
+      (
+        await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
+          .bind(ws)
+          .first<{ n: number }>()
+      )?.n;
     expect(await memberships()).toBe(1);
 
     // A record shared with it keeps it even once no definition lists it (records are never deleted).
@@ -236,14 +299,26 @@ describe('admin API', () => {
     expect((await admin('PUT', `/admin/objects/${object.id}`, definition)).status).toBe(200);
     const shared = await admin('DELETE', `/admin/workspaces/${ws}`);
     expectProblem(shared, 409, 'conflict');
-    expect(shared.body.errors).toEqual([{ parameter: 'workspaceId', code: 'workspace_in_use', message: 'records are shared with this workspace' }]);
+    expect(shared.body.errors).toEqual([
+      { parameter: 'workspaceId', code: 'workspace_in_use', message: 'records are shared with this workspace' },
+    ]);
 
     // A workspace nothing keeps goes, with its memberships.
     const free = await newWorkspace({ [user.id]: 'viewer' });
     expect((await admin('DELETE', `/admin/workspaces/${free}`)).status).toBe(204);
-    expect((await env.DB.prepare('SELECT count(*) AS n FROM workspaces WHERE id = ?').bind(free).first<{ n: number }>())?.n).toBe(0);
-    expect((await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?').bind(free).first<{ n: number }>())?.n).toBe(0);
-    expect((await call('GET', '/me', { key: user.key })).body.workspaces).toEqual([{ workspaceId: ws, role: 'editor' }]);
+    expect(
+      (await env.DB.prepare('SELECT count(*) AS n FROM workspaces WHERE id = ?').bind(free).first<{ n: number }>())?.n,
+    ).toBe(0);
+    expect(
+      (
+        await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
+          .bind(free)
+          .first<{ n: number }>()
+      )?.n,
+    ).toBe(0);
+    expect((await call('GET', '/me', { key: user.key })).body.workspaces).toEqual([
+      { workspaceId: ws, role: 'editor' },
+    ]);
     expectProblem(await admin('DELETE', `/admin/workspaces/${free}`), 404, 'not_found');
   });
 });

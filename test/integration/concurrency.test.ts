@@ -25,8 +25,15 @@ const shuffled = <T>(list: readonly T[]): T[] =>
     .map(({ item }) => item);
 
 async function storedRecord(id: number): Promise<{ version: number; values: Record<string, number> }> {
-  const row = await env.DB.prepare('SELECT version, field_values FROM records WHERE id = ?').bind(id).first<{ version: number; field_values: string }>();
-  const values = Object.fromEntries((JSON.parse(row?.field_values ?? '[]') as { fieldName: string; value: number }[]).map((e) => [e.fieldName, e.value]));
+  const row = await env.DB.prepare('SELECT version, field_values FROM records WHERE id = ?')
+    .bind(id)
+    .first<{ version: number; field_values: string }>();
+  const values = Object.fromEntries(
+    (JSON.parse(row?.field_values ?? '[]') as { fieldName: string; value: number }[]).map((e) => [
+      e.fieldName,
+      e.value,
+    ]),
+  );
   return { version: row?.version ?? -1, values };
 }
 
@@ -37,7 +44,10 @@ describe('no lost update, ever', () => {
     const N = 150;
     const answers = await Promise.all(
       Array.from({ length: N }, (_, i) =>
-        call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv(`f${i % FIELDS}`, i)] } }),
+        call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+          key: editor.key,
+          body: { fieldValues: [fv(`f${i % FIELDS}`, i)] },
+        }),
       ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(N).fill(200));
@@ -47,7 +57,9 @@ describe('no lost update, ever', () => {
     expect(final.version).toBe(N + 1);
     // Each field holds the value of the patch that was applied last among those that set it.
     for (let f = 0; f < FIELDS; f++) {
-      const setters = answers.map((a, i) => ({ i, version: a.body.version as number })).filter(({ i }) => i % FIELDS === f);
+      const setters = answers
+        .map((a, i) => ({ i, version: a.body.version as number }))
+        .filter(({ i }) => i % FIELDS === f);
       const last = setters.reduce((a, b) => (b.version > a.version ? b : a));
       expect(final.values[`f${f}`]).toBe(last.i);
     }
@@ -61,7 +73,10 @@ describe('no lost update, ever', () => {
     const B = 12;
     const answers = await Promise.all(
       Array.from({ length: B }, (_, b) =>
-        call('PATCH', '/records/batch', { key: editor.key, body: shuffled(ids).map((id) => ({ id, fieldValues: [fv(`f${b}`, b)] })) }),
+        call('PATCH', '/records/batch', {
+          key: editor.key,
+          body: shuffled(ids).map((id) => ({ id, fieldValues: [fv(`f${b}`, b)] })),
+        }),
       ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(B).fill(200));
@@ -70,7 +85,9 @@ describe('no lost update, ever', () => {
       expect(record.version).toBe(1 + B);
       for (let b = 0; b < B; b++) expect(record.values[`f${b}`]).toBe(b);
       // The versions answered for this record across batches are distinct and consecutive.
-      const seen = answers.map((a) => (a.body as any[]).find((item) => item.record.id === id).record.version).sort((x, y) => x - y);
+      const seen = answers
+        .map((a) => (a.body as any[]).find((item) => item.record.id === id).record.version)
+        .sort((x, y) => x - y);
       expect(seen).toEqual(Array.from({ length: B }, (_, i) => i + 2));
     }
   });
@@ -80,9 +97,25 @@ describe('no lost update, ever', () => {
     const work: Promise<{ status: number }>[] = [];
     let expected = 0;
     for (let round = 0; round < 8; round++) {
-      work.push(call('PATCH', '/records/batch', { key: editor.key, body: shuffled(ids).map((id) => ({ id, fieldValues: [fv('f0', round)] })) }));
-      work.push(call('PATCH', `/workspaces/${workspaceId}/records/batch`, { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('f1', round)] })) }));
-      for (const id of ids) work.push(call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('f2', round)] } }));
+      work.push(
+        call('PATCH', '/records/batch', {
+          key: editor.key,
+          body: shuffled(ids).map((id) => ({ id, fieldValues: [fv('f0', round)] })),
+        }),
+      );
+      work.push(
+        call('PATCH', `/workspaces/${workspaceId}/records/batch`, {
+          key: editor.key,
+          body: ids.map((id) => ({ id, fieldValues: [fv('f1', round)] })),
+        }),
+      );
+      for (const id of ids)
+        work.push(
+          call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('f2', round)] },
+          }),
+        );
       expected += 3;
     }
     const answers = await Promise.all(work);

@@ -9,11 +9,19 @@ describe('conventions of every request', () => {
     const body = JSON.stringify([{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] }]);
     const before = await countRows('records');
     for (const type of ['text/plain', 'application/jsonx', '']) {
-      const res = await call('POST', '/records/batch', { key: editor.key, raw: body, headers: { 'Content-Type': type } });
+      const res = await call('POST', '/records/batch', {
+        key: editor.key,
+        raw: body,
+        headers: { 'Content-Type': type },
+      });
       expectProblem(res, 415, 'unsupported_media_type');
     }
     expect(await countRows('records')).toBe(before);
-    const ok = await call('POST', '/records/batch', { key: editor.key, raw: body, headers: { 'Content-Type': 'Application/JSON; charset=utf-8' } });
+    const ok = await call('POST', '/records/batch', {
+      key: editor.key,
+      raw: body,
+      headers: { 'Content-Type': 'Application/JSON; charset=utf-8' },
+    });
     expect(ok.status).toBe(201);
     expect(ok.body[0].record.fieldValues).toEqual([{ fieldName: 'firstName', value: 'x' }]);
   });
@@ -21,7 +29,9 @@ describe('conventions of every request', () => {
   it('answers 413 past 1 MiB and 400 for malformed JSON, writing nothing', async () => {
     const { editor, object } = await world();
     const before = await countRows('records');
-    const huge = JSON.stringify([{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x'.repeat(1024 * 1024) }] }]);
+    const huge = JSON.stringify([
+      { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x'.repeat(1024 * 1024) }] },
+    ]);
     expectProblem(await call('POST', '/records/batch', { key: editor.key, raw: huge }), 413, 'payload_too_large');
     const malformed = await call('POST', '/records/batch', { key: editor.key, raw: '[{"objectId": 1,' });
     expectProblem(malformed, 400, 'invalid_request');
@@ -30,7 +40,11 @@ describe('conventions of every request', () => {
   });
 
   it('checks the key before the body: 401 wins over 400/415', async () => {
-    const res = await call('POST', '/records/batch', { key: 'rk_unknown', raw: 'not json', headers: { 'Content-Type': 'text/plain' } });
+    const res = await call('POST', '/records/batch', {
+      key: 'rk_unknown',
+      raw: 'not json',
+      headers: { 'Content-Type': 'text/plain' },
+    });
     expectProblem(res, 401, 'unauthorized');
     expect(res.headers.get('WWW-Authenticate')).toBe('Bearer');
     const none = await call('POST', '/records/batch', { body: [] });
@@ -40,7 +54,10 @@ describe('conventions of every request', () => {
 
   it('validates path ids: digits only, leading zeros allowed, beyond the integer range 404', async () => {
     const { editor, workspaceId, object } = await world();
-    const created = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] }] });
+    const created = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] }],
+    });
     const id = created.body[0].record.id;
     const zeros = await call('GET', `/records/000${id}`, { key: editor.key });
     expect(zeros.body.id).toBe(id);
@@ -50,7 +67,11 @@ describe('conventions of every request', () => {
       { parameter: 'workspaceId', code: 'invalid_format', message: 'workspaceId must be digits only' },
       { parameter: 'recordId', code: 'invalid_format', message: 'recordId must be digits only' },
     ]);
-    expectProblem(await call('GET', `/workspaces/${workspaceId}/records/99999999999999999999`, { key: editor.key }), 404, 'not_found');
+    expectProblem(
+      await call('GET', `/workspaces/${workspaceId}/records/99999999999999999999`, { key: editor.key }),
+      404,
+      'not_found',
+    );
   });
 
   it('answers 404 for unknown routes and 405 with Allow for other methods', async () => {
@@ -86,7 +107,13 @@ describe('conventions of every request', () => {
     );
     expect(res.status).toBe(500);
     const body = await res.json<any>();
-    expect(body).toEqual({ type: 'about:blank', title: 'Internal error', status: 500, code: 'internal', detail: 'Quote request id req-500 when reporting this.' });
+    expect(body).toEqual({
+      type: 'about:blank',
+      title: 'Internal error',
+      status: 500,
+      code: 'internal',
+      detail: 'Quote request id req-500 when reporting this.',
+    });
     expect(res.headers.get('Content-Type')).toBe('application/problem+json');
   });
 });

@@ -7,7 +7,13 @@ const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknow
 const APP = 'https://app.example.com';
 
 /** A request to the Worker configured with `CORS_ORIGINS` (undefined: the var is absent). */
-async function fetchWith(corsOrigins: string | undefined, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
+async function fetchWith(
+  corsOrigins: string | undefined,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+) {
   const { CORS_ORIGINS: _none, ...rest } = env;
   const configured = corsOrigins === undefined ? rest : { ...rest, CORS_ORIGINS: corsOrigins };
   const res = await worker.fetch(
@@ -23,14 +29,20 @@ async function fetchWith(corsOrigins: string | undefined, method: string, path: 
   return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
 }
 
-const preflight = (origin: string) => ({ Origin: origin, 'Access-Control-Request-Method': 'PATCH', 'Access-Control-Request-Headers': 'authorization, content-type, if-match' });
+const preflight = (origin: string) => ({
+  Origin: origin,
+  'Access-Control-Request-Method': 'PATCH',
+  'Access-Control-Request-Headers': 'authorization, content-type, if-match',
+});
 
 describe('CORS from CORS_ORIGINS', () => {
-  it('answers a preflight of a listed origin with 204 and the path\'s methods', async () => {
+  it("answers a preflight of a listed origin with 204 and the path's methods", async () => {
     const res = await fetchWith(`https://other.example, ${APP}`, 'OPTIONS', '/workspaces/1/records/2', preflight(APP));
     expect(res.status).toBe(204);
     expect(res.body).toBeUndefined();
-    expect(Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary'))).toEqual({
+    expect(
+      Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary')),
+    ).toEqual({
       'access-control-allow-origin': APP,
       'access-control-allow-methods': 'PATCH, DELETE, GET',
       'access-control-allow-headers': 'Authorization, Content-Type, If-Match, Idempotency-Key, X-Request-Id',
@@ -45,22 +57,42 @@ describe('CORS from CORS_ORIGINS', () => {
     const ws = await newWorkspace({ [user.id]: 'editor' });
     const object = await newObject([ws]);
     const auth = { Origin: APP, Authorization: `Bearer ${user.key}` };
-    const created = await fetchWith(APP, 'POST', '/records/batch', auth, [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'Ada' }] }]);
+    const created = await fetchWith(APP, 'POST', '/records/batch', auth, [
+      { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'Ada' }] },
+    ]);
     expect(created.status).toBe(201);
     expect(created.body[0].record.name).toBe('Ada');
     expect(created.headers.get('Access-Control-Allow-Origin')).toBe(APP);
     expect(created.headers.get('Access-Control-Expose-Headers')).toContain('ETag');
     const id = created.body[0].record.id;
-    const stale = await fetchWith(APP, 'PATCH', `/workspaces/${ws}/records/${id}`, { ...auth, 'If-Match': '"7"' }, { fieldValues: [] });
+    const stale = await fetchWith(
+      APP,
+      'PATCH',
+      `/workspaces/${ws}/records/${id}`,
+      { ...auth, 'If-Match': '"7"' },
+      { fieldValues: [] },
+    );
     expect(stale.status).toBe(412);
     expect(stale.body).toMatchObject({ status: 412, code: 'precondition_failed' });
     expect(stale.headers.get('Access-Control-Allow-Origin')).toBe(APP);
     const missing = await fetchWith(APP, 'GET', '/records/999999', auth);
-    expect([missing.status, missing.body.code, missing.headers.get('Access-Control-Allow-Origin')]).toEqual([404, 'not_found', APP]);
+    expect([missing.status, missing.body.code, missing.headers.get('Access-Control-Allow-Origin')]).toEqual([
+      404,
+      'not_found',
+      APP,
+    ]);
     const anonymous = await fetchWith(APP, 'GET', '/records/1', { Origin: APP });
-    expect([anonymous.status, anonymous.body.code, anonymous.headers.get('Access-Control-Allow-Origin')]).toEqual([401, 'unauthorized', APP]);
+    expect([anonymous.status, anonymous.body.code, anonymous.headers.get('Access-Control-Allow-Origin')]).toEqual([
+      401,
+      'unauthorized',
+      APP,
+    ]);
     const read = await fetchWith('*', 'GET', `/records/${id}`, auth);
-    expect([read.status, read.headers.get('ETag'), read.headers.get('Access-Control-Allow-Origin')]).toEqual([200, '"1"', '*']);
+    expect([read.status, read.headers.get('ETag'), read.headers.get('Access-Control-Allow-Origin')]).toEqual([
+      200,
+      '"1"',
+      '*',
+    ]);
     expect(await countRows('records')).toBe(1);
   });
 
@@ -96,7 +128,10 @@ describe('rate limit per API key', () => {
       const res = await worker.fetch(
         new Request(`http://records.test${path}`, {
           method,
-          headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+          headers: {
+            Authorization: `Bearer ${key}`,
+            ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+          },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         }),
         tight,
@@ -108,18 +143,28 @@ describe('rate limit per API key', () => {
     const other = await newUser();
     const ws = await newWorkspace({ [user.id]: 'editor', [other.id]: 'editor' });
     const object = await newObject([ws]);
-    const create = (key: string) => call(key, 'POST', '/records/batch', [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'A' }] }]);
+    const create = (key: string) =>
+      call(key, 'POST', '/records/batch', [
+        { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'A' }] },
+      ]);
     const before = await countRows('records');
     const answers = [await create(user.key), await create(user.key), await create(user.key), await create(user.key)];
     expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 429]);
     const limited = answers[3]!;
-    expect(limited.body).toEqual({ type: 'about:blank', title: 'Too many requests', status: 429, code: 'rate_limited', detail: 'This API key sent too many requests; retry after 10 s.' });
+    expect(limited.body).toEqual({
+      type: 'about:blank',
+      title: 'Too many requests',
+      status: 429,
+      code: 'rate_limited',
+      detail: 'This API key sent too many requests; retry after 10 s.',
+    });
     expect(limited.headers.get('Retry-After')).toBe('10');
     expect(limited.headers.get('Content-Type')).toBe('application/problem+json');
     expect(await countRows('records')).toBe(before + 3);
     expect((await call(user.key, 'GET', '/records/1')).status).toBe(429);
     expect((await create(other.key)).status).toBe(201);
-    for (let i = 0; i < 5; i++) expect((await call(ADMIN_TOKEN, 'GET', `/admin/objects/${object.id}`)).status).toBe(200);
+    for (let i = 0; i < 5; i++)
+      expect((await call(ADMIN_TOKEN, 'GET', `/admin/objects/${object.id}`)).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await call(user.key, 'GET', '/health')).status).toBe(200);
     expect(await countRows('records')).toBe(before + 4);
   });
@@ -129,7 +174,11 @@ describe('rate limit per API key', () => {
     const user = await newUser();
     const statuses = [];
     for (let i = 0; i < 5; i++) {
-      const res = await worker.fetch(new Request('http://records.test/records/999999', { headers: { Authorization: `Bearer ${user.key}` } }), off, ctx);
+      const res = await worker.fetch(
+        new Request('http://records.test/records/999999', { headers: { Authorization: `Bearer ${user.key}` } }),
+        off,
+        ctx,
+      );
       statuses.push(res.status);
     }
     expect(statuses).toEqual([404, 404, 404, 404, 404]);

@@ -10,7 +10,13 @@ describe('POST /records/batch', () => {
     const res = await call('POST', '/records/batch', {
       key: editor.key,
       body: [
-        { objectId: object.id, fieldValues: [{ fieldName: 'lastName', value: 'Lovelace' }, { fieldName: 'firstName', value: 'Ada' }] },
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'lastName', value: 'Lovelace' },
+            { fieldName: 'firstName', value: 'Ada' },
+          ],
+        },
         { objectId: shared.id, fieldValues: [{ fieldName: 'firstName', value: 'Bob' }], isTemplate: true },
       ],
     });
@@ -26,7 +32,10 @@ describe('POST /records/batch', () => {
       objectVersion: 1,
       name: 'Ada Lovelace',
       // In the definition's order, not the request's.
-      fieldValues: [{ fieldName: 'firstName', value: 'Ada' }, { fieldName: 'lastName', value: 'Lovelace' }],
+      fieldValues: [
+        { fieldName: 'firstName', value: 'Ada' },
+        { fieldName: 'lastName', value: 'Lovelace' },
+      ],
       creationType: 'User',
       version: 1,
       deleted: false,
@@ -73,7 +82,10 @@ describe('POST /records/batch', () => {
     for (let i = 0; i < 3; i++) {
       const res = await call('POST', '/records/batch', {
         key: editor.key,
-        body: Array.from({ length: 20 }, () => ({ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] })),
+        body: Array.from({ length: 20 }, () => ({
+          objectId: object.id,
+          fieldValues: [{ fieldName: 'firstName', value: 'x' }],
+        })),
       });
       for (const item of res.body) ids.add(item.record.id);
     }
@@ -101,7 +113,13 @@ describe('POST /records/batch', () => {
         { fieldValues: [] },
         { objectId: 1.5, fieldValues: [] },
         { objectId: '1', fieldValues: [], feildValues: [] },
-        { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'a' }, { fieldName: 'firstName', value: 'b' }] },
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'firstName', value: 'a' },
+            { fieldName: 'firstName', value: 'b' },
+          ],
+        },
         { objectId: -1, fieldValues: [{ fieldName: 'firstName' }], isTemplate: 'yes' },
         { objectId: Number.MAX_SAFE_INTEGER + 1, fieldValues: [{ fieldName: '9bad', value: 1, extra: true }] },
       ],
@@ -137,10 +155,29 @@ describe('POST /records/batch', () => {
       key: editor.key,
       body: [
         { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'fine' }] },
-        { objectId: object.id, fieldValues: [{ fieldName: 'nickname', value: 'x' }, { fieldName: 'firstName', value: 'a' }] },
-        { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 1 }, { fieldName: 'age', value: 1.5 }] },
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'nickname', value: 'x' },
+            { fieldName: 'firstName', value: 'a' },
+          ],
+        },
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'firstName', value: 1 },
+            { fieldName: 'age', value: 1.5 },
+          ],
+        },
         { objectId: object.id, fieldValues: [{ fieldName: 'lastName', value: 'no first name' }] },
-        { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'a' }, { fieldName: 'stage', value: 'prospect' }, { fieldName: 'tags', value: ['a', 'a'] }] },
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'firstName', value: 'a' },
+            { fieldName: 'stage', value: 'prospect' },
+            { fieldName: 'tags', value: ['a', 'a'] },
+          ],
+        },
         { objectId: 999999, fieldValues: [] },
         { objectId: viewOnly.id, fieldValues: [] },
       ],
@@ -160,24 +197,33 @@ describe('POST /records/batch', () => {
     expect(await countRows('record_workspaces')).toBe(sharesBefore);
 
     // A viewer of the object's only workspace may not create.
-    const asViewer = await call('POST', '/records/batch', { key: viewer.key, body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] }] });
+    const asViewer = await call('POST', '/records/batch', {
+      key: viewer.key,
+      body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'x' }] }],
+    });
     expectProblem(asViewer, 422, 'unprocessable');
     expect(asViewer.body.errors[0].pointer).toBe('/0/objectId');
     expect(workspaceId).toBeGreaterThan(0);
   });
 
-  it('uses the object\'s current version for new records', async () => {
+  it("uses the object's current version for new records", async () => {
     const { editor, workspaceId, object } = await world();
     const put = await call('PUT', `/admin/objects/${object.id}`, {
       key: 'test-admin-token',
       body: { name: 'Person', workspaceIds: [workspaceId], fields: [{ name: 'nick', type: 'text', required: true }] },
     });
     expect(put.body.version).toBe(2);
-    const res = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [{ fieldName: 'nick', value: 'n' }] }] });
+    const res = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [{ objectId: object.id, fieldValues: [{ fieldName: 'nick', value: 'n' }] }],
+    });
     expect(res.status).toBe(201);
     expect(res.body[0].record.objectVersion).toBe(2);
     expect(res.body[0].record.name).toBe(`Person #${res.body[0].record.id}`);
-    const old = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'n' }] }] });
+    const old = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'n' }] }],
+    });
     expectProblem(old, 422, 'unprocessable');
   });
 
@@ -185,10 +231,21 @@ describe('POST /records/batch', () => {
     const { editor, object } = await world();
     const res = await call('POST', '/records/batch', {
       key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'A' }, { fieldName: 'age', value: null }] }],
+      body: [
+        {
+          objectId: object.id,
+          fieldValues: [
+            { fieldName: 'firstName', value: 'A' },
+            { fieldName: 'age', value: null },
+          ],
+        },
+      ],
     });
     expect(res.body[0].record.fieldValues).toEqual([{ fieldName: 'firstName', value: 'A' }]);
-    const required = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: null }] }] });
+    const required = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [{ objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: null }] }],
+    });
     expectProblem(required, 422, 'unprocessable');
     expect(required.body.errors.map((e: any) => e.pointer)).toEqual(['/0/fieldValues/0/value', '/0/fieldValues']);
   });

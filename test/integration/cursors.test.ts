@@ -8,7 +8,8 @@ import { ADMIN_TOKEN, call, countRows, createOne, expectProblem, world } from '.
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const b64url = (text: string) => btoa(text).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
-const storedKey = async () => (await env.DB.prepare('SELECT secret FROM cursor_key').first<{ secret: string }>())?.secret;
+const storedKey = async () =>
+  (await env.DB.prepare('SELECT secret FROM cursor_key').first<{ secret: string }>())?.secret;
 
 describe('cursors are signed with a key of their own, and only their exact text is accepted', () => {
   it('the stored key is made once, whoever races to make it', async () => {
@@ -32,9 +33,15 @@ describe('cursors are signed with a key of their own, and only their exact text 
       expect(page.body.nextCursor).not.toBe(await signCursor(wrong, first.id, scope));
     }
     const feed = await call('GET', `/workspaces/${workspaceId}/changes?limit=1`, { key: editor.key });
-    expect(feed.body.nextCursor.split('.')[1]).toBe((await signCursor(key, Number(atob(feed.body.nextCursor.split('.')[0])), `changes/${workspaceId}`)).split('.')[1]);
+    expect(feed.body.nextCursor.split('.')[1]).toBe(
+      (await signCursor(key, Number(atob(feed.body.nextCursor.split('.')[0])), `changes/${workspaceId}`)).split('.')[1],
+    );
     // A cursor signed with ADMIN_TOKEN, as they were before, is refused.
-    const forged = await call('GET', `/workspaces/${workspaceId}/records?limit=1&cursor=${await signCursor(ADMIN_TOKEN, first.id, scope)}`, { key: editor.key });
+    const forged = await call(
+      'GET',
+      `/workspaces/${workspaceId}/records?limit=1&cursor=${await signCursor(ADMIN_TOKEN, first.id, scope)}`,
+      { key: editor.key },
+    );
     expectProblem(forged, 400, 'invalid_request');
   });
 
@@ -49,22 +56,35 @@ describe('cursors are signed with a key of their own, and only their exact text 
     const edits = [
       ...['0', ' ', '+'].map((prefix) => `${b64url(prefix + atob(head))}.${tag}`),
       `${b64url(atob(head) + '.0')}.${tag}`,
-      ...[...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].filter((c) => c !== cursor.at(-1)).map((c) => cursor.slice(0, -1) + c),
+      ...[...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_']
+        .filter((c) => c !== cursor.at(-1))
+        .map((c) => cursor.slice(0, -1) + c),
     ];
     for (const edited of edits) {
-      const res = await call('GET', `/workspaces/${workspaceId}/records?limit=1&cursor=${encodeURIComponent(edited)}`, { key: editor.key });
+      const res = await call('GET', `/workspaces/${workspaceId}/records?limit=1&cursor=${encodeURIComponent(edited)}`, {
+        key: editor.key,
+      });
       expectProblem(res, 400, 'invalid_request');
-      expect(res.body.errors, edited).toEqual([{ query: 'cursor', code: 'invalid_cursor', message: 'not a cursor this service issued for this query' }]);
+      expect(res.body.errors, edited).toEqual([
+        { query: 'cursor', code: 'invalid_cursor', message: 'not a cursor this service issued for this query' },
+      ]);
     }
     const next = await call('GET', `/workspaces/${workspaceId}/records?limit=1&cursor=${cursor}`, { key: editor.key });
     expect(next.body.items.map((r: any) => r.id)).toEqual([records[1].id]);
 
     const feed = await call('GET', `/workspaces/${workspaceId}/changes?limit=1`, { key: editor.key });
     const after: string = feed.body.nextCursor;
-    for (const edited of [`${b64url('0' + atob(after.split('.')[0] as string))}.${after.split('.')[1]}`, after.slice(0, -1) + (after.endsWith('A') ? 'B' : 'A')]) {
-      const res = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(edited)}`, { key: editor.key });
+    for (const edited of [
+      `${b64url('0' + atob(after.split('.')[0] as string))}.${after.split('.')[1]}`,
+      after.slice(0, -1) + (after.endsWith('A') ? 'B' : 'A'),
+    ]) {
+      const res = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(edited)}`, {
+        key: editor.key,
+      });
       expectProblem(res, 400, 'invalid_request');
-      expect(res.body.errors).toEqual([{ query: 'after', code: 'invalid_cursor', message: 'not a cursor this service issued for this query' }]);
+      expect(res.body.errors).toEqual([
+        { query: 'after', code: 'invalid_cursor', message: 'not a cursor this service issued for this query' },
+      ]);
     }
   });
 

@@ -8,7 +8,13 @@ import { TURN_TIMEOUT_MS } from '../../src/writing/deadlines.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
-  (await env.DB.prepare('SELECT id, version, field_values FROM records WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id').bind(JSON.stringify(ids)).all()).results;
+  (
+    await env.DB.prepare(
+      'SELECT id, version, field_values FROM records WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
+    )
+      .bind(JSON.stringify(ids))
+      .all()
+  ).results;
 /** The record's object, with the plain answer types (RPC stub types lose `unknown` values). */
 const objectOf = (id: number) => {
   const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
@@ -29,16 +35,25 @@ describe('faults', () => {
   it('a batch whose D1 write fails part-way leaves every record as it was and every object usable', async () => {
     const { editor, list, ids } = await records(4);
     const last = ids[3] as number;
-    await env.DB.exec(`CREATE TRIGGER injected_failure BEFORE UPDATE ON records WHEN NEW.id = ${last} BEGIN SELECT RAISE(ABORT, 'injected'); END`);
+    await env.DB.exec(
+      `CREATE TRIGGER injected_failure BEFORE UPDATE ON records WHEN NEW.id = ${last} BEGIN SELECT RAISE(ABORT, 'injected'); END`,
+    );
     const before = await versions(ids);
-    const res = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'x')] })) });
+    const res = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'x')] })),
+    });
     expect(res.status).toBe(500);
     expect(JSON.stringify(res.body)).not.toContain('injected');
     expect(await versions(ids)).toEqual(before);
     await env.DB.exec('DROP TRIGGER injected_failure');
     // Every object still serves turns at once, and knows nothing that was not committed.
-    for (const record of list) expect(await objectOf(record.id).turn(1)).toEqual({ granted: true, work: { d1Trips: 0, d1Ms: 0 } });
-    const next = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'y')] })) });
+    for (const record of list)
+      expect(await objectOf(record.id).turn(1)).toEqual({ granted: true, work: { d1Trips: 0, d1Ms: 0 } });
+    const next = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id) => ({ id, fieldValues: [fv('lastName', 'y')] })),
+    });
     expect(next.status).toBe(200);
     expect(next.body.map((item: any) => item.record.version)).toEqual([2, 2, 2, 2]);
   });
@@ -48,39 +63,62 @@ describe('faults', () => {
     const [a, b] = list;
     const writes = new RecordWrites(env.DB, new Meter());
     const soon = Date.now() + 1000;
-    await expect(writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, 0)], [], soon)).rejects.toBeInstanceOf(VersionConflict);
     await expect(
-      writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1), writes.update({ ...b, version: 3, name: 'stale' }, 2)], [], soon),
+      writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, 0)], [], soon),
+    ).rejects.toBeInstanceOf(VersionConflict);
+    await expect(
+      writes.commit(
+        [writes.update({ ...a, version: 2, name: 'good' }, 1), writes.update({ ...b, version: 3, name: 'stale' }, 2)],
+        [],
+        soon,
+      ),
     ).rejects.toBeInstanceOf(VersionConflict);
     // A guard of an unchanged record passes only at its version, and changes nothing.
     await expect(writes.commit([writes.guard(a.id, 2)], [], soon)).rejects.toBeInstanceOf(VersionConflict);
     await writes.commit([writes.guard(a.id, 1)], [], soon);
     // An update that does not raise the version is refused too.
-    await expect(env.DB.prepare('UPDATE records SET name = ? WHERE id = ?').bind('sneaky', a.id).run()).rejects.toThrow(/version_conflict/);
+    await expect(env.DB.prepare('UPDATE records SET name = ? WHERE id = ?').bind('sneaky', a.id).run()).rejects.toThrow(
+      /version_conflict/,
+    );
     expect((await versions([a.id, b.id])).map((r: any) => r.version)).toEqual([1, 1]);
     await writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1)], [], soon);
     expect((await versions([a.id]))[0]).toMatchObject({ version: 2 });
   });
 
-  it('a write behind the object\'s back (a twin, an expired lease) is detected and built upon, not overwritten', async () => {
+  it("a write behind the object's back (a twin, an expired lease) is detected and built upon, not overwritten", async () => {
     const { editor, workspaceId, list } = await records(1);
     const id = list[0].id;
     const path = `/workspaces/${workspaceId}/records/${id}`;
-    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(2);
+    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(
+      2,
+    );
     // Another writer moves the record to version 3 directly in D1.
-    await env.DB.prepare(`UPDATE records SET version = 3, field_values = json('[{"fieldName":"firstName","value":"R0"},{"fieldName":"lastName","value":"twin"},{"fieldName":"age","value":1}]') WHERE id = ?`).bind(id).run();
+    await env.DB.prepare(
+      `UPDATE records SET version = 3, field_values = json('[{"fieldName":"firstName","value":"R0"},{"fieldName":"lastName","value":"twin"},{"fieldName":"age","value":1}]') WHERE id = ?`,
+    )
+      .bind(id)
+      .run();
     const res = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
     expect(res.body.version).toBe(4);
     expect(res.body.fieldValues).toEqual([fv('firstName', 'R0'), fv('lastName', 'twin'), fv('age', 2)]);
     expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(res.body);
   });
 
-  it('a batch\'s turn comes after the patches queued before it, and sees their result', async () => {
+  it("a batch's turn comes after the patches queued before it, and sees their result", async () => {
     const { editor, object, list } = await records(1);
     const record = list[0];
     const def = (await admin('GET', `/admin/objects/${object.id}`)).body;
     const stub = objectOf(record.id);
-    const patches = [1, 2, 3].map((age) => stub.patch({ recordId: record.id, callId: crypto.randomUUID(), snapshot: record, def, userId: editor.id, patch: { fieldValues: [fv('age', age)] } }));
+    const patches = [1, 2, 3].map((age) =>
+      stub.patch({
+        recordId: record.id,
+        callId: crypto.randomUUID(),
+        snapshot: record,
+        def,
+        userId: editor.id,
+        patch: { fieldValues: [fv('age', age)] },
+      }),
+    );
     const turn = stub.turn(record.version);
     const answers = await Promise.all(patches);
     expect(answers.map((a) => a.record?.version)).toEqual([2, 3, 4]);
@@ -90,43 +128,79 @@ describe('faults', () => {
     expect((await stub.turn(4)).newer).toBeUndefined();
   });
 
-  it('an object that remembers a state older than a batch\'s write never answers from it without checking', async () => {
+  it("an object that remembers a state older than a batch's write never answers from it without checking", async () => {
     const { editor, workspaceId, list } = await records(1);
     const id = list[0].id;
     const path = `/workspaces/${workspaceId}/records/${id}`;
     // The object remembers version 2 (age 1); a batch then writes version 3 behind its back.
-    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(2);
-    expect((await call('PATCH', '/records/batch', { key: editor.key, body: [{ id, fieldValues: [fv('lastName', 'B')] }] })).body[0].record.version).toBe(3);
+    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(
+      2,
+    );
+    expect(
+      (await call('PATCH', '/records/batch', { key: editor.key, body: [{ id, fieldValues: [fv('lastName', 'B')] }] }))
+        .body[0].record.version,
+    ).toBe(3);
     // A no-op on the remembered state must not answer it: it is checked against D1 first.
     const noop = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
-    expect(noop.body).toMatchObject({ version: 3, fieldValues: [fv('firstName', 'R0'), fv('lastName', 'B'), fv('age', 1)] });
+    expect(noop.body).toMatchObject({
+      version: 3,
+      fieldValues: [fv('firstName', 'R0'), fv('lastName', 'B'), fv('age', 1)],
+    });
     expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(noop.body);
     // Nor an If-Match refusal: version 3 is the current one.
-    const another = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id, fieldValues: [fv('lastName', 'C')] }] });
+    const another = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ id, fieldValues: [fv('lastName', 'C')] }],
+    });
     expect(another.body[0].record.version).toBe(4);
-    const matched = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] }, headers: { 'If-Match': '"4"' } });
-    expect(matched.body).toMatchObject({ version: 5, fieldValues: [fv('firstName', 'R0'), fv('lastName', 'C'), fv('age', 2)] });
+    const matched = await call('PATCH', path, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 2)] },
+      headers: { 'If-Match': '"4"' },
+    });
+    expect(matched.body).toMatchObject({
+      version: 5,
+      fieldValues: [fv('firstName', 'R0'), fv('lastName', 'C'), fv('age', 2)],
+    });
   });
 
-  it('a record that cannot take its turn for 10 s answers 503 with Retry-After, and nothing is written', { timeout: 40_000 }, async () => {
-    const { editor, workspaceId, ids } = await records(3);
-    const [stuck, other] = ids as [number, number];
-    // Every write of one record loses, as to a writer that always comes first.
-    await env.DB.exec(`CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${stuck} BEGIN SELECT RAISE(ABORT, 'version_conflict'); END`);
-    const before = await versions(ids);
-    const start = Date.now();
-    const [single, batch] = await Promise.all([
-      call('PATCH', `/workspaces/${workspaceId}/records/${stuck}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } }),
-      call('PATCH', '/records/batch', { key: editor.key, body: [{ id: other, fieldValues: [fv('age', 2)] }, { id: stuck, fieldValues: [fv('age', 3)] }] }),
-    ]);
-    expect(Date.now() - start).toBeGreaterThanOrEqual(TURN_TIMEOUT_MS);
-    for (const answer of [single, batch]) {
-      expectProblem(answer, 503, 'unavailable');
-      expect(answer.headers.get('Retry-After')).toBe('1');
-    }
-    expect(await versions(ids)).toEqual(before);
-    await env.DB.exec('DROP TRIGGER always_conflict');
-    const next = await call('PATCH', `/workspaces/${workspaceId}/records/${stuck}`, { key: editor.key, body: { fieldValues: [fv('age', 4)] } });
-    expect(next.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 4)] });
-  });
+  it(
+    'a record that cannot take its turn for 10 s answers 503 with Retry-After, and nothing is written',
+    { timeout: 40_000 },
+    async () => {
+      const { editor, workspaceId, ids } = await records(3);
+      const [stuck, other] = ids as [number, number];
+      // Every write of one record loses, as to a writer that always comes first.
+      await env.DB.exec(
+        `CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${stuck} BEGIN SELECT RAISE(ABORT, 'version_conflict'); END`,
+      );
+      const before = await versions(ids);
+      const start = Date.now();
+      const [single, batch] = await Promise.all([
+        call('PATCH', `/workspaces/${workspaceId}/records/${stuck}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('age', 1)] },
+        }),
+        call('PATCH', '/records/batch', {
+          key: editor.key,
+          body: [
+            { id: other, fieldValues: [fv('age', 2)] },
+            { id: stuck, fieldValues: [fv('age', 3)] },
+          ],
+        }),
+      ]);
+      expect(Date.now() - start).toBeGreaterThanOrEqual(TURN_TIMEOUT_MS);
+      for (const answer of [single, batch]) {
+        expectProblem(answer, 503, 'unavailable');
+        expect(answer.headers.get('Retry-After')).toBe('1');
+      }
+      expect(await versions(ids)).toEqual(before);
+      await env.DB.exec('DROP TRIGGER always_conflict');
+      const next = await call('PATCH', `/workspaces/${workspaceId}/records/${stuck}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 4)] },
+      });
+      expect(next.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 4)] });
+    },
+  );
 });

@@ -32,7 +32,11 @@ export async function call<T = any>(method: string, path: string, options: CallO
   let body: string | undefined = options.raw;
   if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers['Content-Type'] ??= 'application/json';
-  const res = await exports.default.fetch(`http://records.test${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const res = await exports.default.fetch(`http://records.test${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
 }
@@ -41,7 +45,8 @@ export const admin = <T = any>(method: string, path: string, body?: unknown): Pr
   call<T>(method, path, { key: ADMIN_TOKEN, ...(body === undefined ? {} : { body }) });
 
 async function expectCreated<T>(answer: Answer<T>): Promise<T> {
-  if (answer.status !== 201 && answer.status !== 200) throw new Error(`setup failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+  if (answer.status !== 201 && answer.status !== 200)
+    throw new Error(`setup failed: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.body;
 }
 
@@ -90,7 +95,12 @@ export async function world() {
   return { editor, viewer, stranger, workspaceId, object };
 }
 
-export async function createOne(key: string, objectId: number, fieldValues: unknown[], extra: Record<string, unknown> = {}): Promise<any> {
+export async function createOne(
+  key: string,
+  objectId: number,
+  fieldValues: unknown[],
+  extra: Record<string, unknown> = {},
+): Promise<any> {
   const answer = await call('POST', '/records/batch', { key, body: [{ objectId, fieldValues, ...extra }] });
   if (answer.status !== 201) throw new Error(`create failed: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.body[0].record;

@@ -5,12 +5,20 @@ import { admin, ADMIN_TOKEN, call, countRows, createOne, expectProblem, newObjec
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const nestedText = (levels: number): string => '['.repeat(levels) + '1' + ']'.repeat(levels);
 const row = (id: number) =>
-  env.DB.prepare('SELECT version, name, field_values FROM records WHERE id = ?').bind(id).first<{ version: number; name: string; field_values: string }>();
+  env.DB.prepare('SELECT version, name, field_values FROM records WHERE id = ?')
+    .bind(id)
+    .first<{ version: number; name: string; field_values: string }>();
 
 /** A world whose object names records after a json field, so a deep value reaches the name renderer. */
 async function jsonWorld() {
   const w = await world();
-  const object = await newObject([w.workspaceId], { nameTemplate: '{doc}', fields: [{ name: 'doc', type: 'json' }, { name: 'n', type: 'number' }] });
+  const object = await newObject([w.workspaceId], {
+    nameTemplate: '{doc}',
+    fields: [
+      { name: 'doc', type: 'json' },
+      { name: 'n', type: 'number' },
+    ],
+  });
   const record = await createOne(w.editor.key, object.id, [fv('doc', 'start')]);
   return { ...w, object, record };
 }
@@ -23,10 +31,16 @@ describe('a body nested deeper than 100 levels is 400 before anything reads it',
     const { editor, workspaceId, object, record } = await jsonWorld();
     const deep = `{"fieldName":"doc","value":${nestedText(3800)}}`;
     const before = await countRows('records');
-    const create = await call('POST', '/records/batch', { key: editor.key, raw: `[{"objectId":${object.id},"fieldValues":[${deep}]}]` });
+    const create = await call('POST', '/records/batch', {
+      key: editor.key,
+      raw: `[{"objectId":${object.id},"fieldValues":[${deep}]}]`,
+    });
     expectProblem(create, 400, 'invalid_request');
     tooDeep(create, '/0/fieldValues/0/value' + '/0'.repeat(96));
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, raw: `{"fieldValues":[${deep}]}` });
+    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      raw: `{"fieldValues":[${deep}]}`,
+    });
     expectProblem(patch, 400, 'invalid_request');
     tooDeep(patch, '/fieldValues/0/value' + '/0'.repeat(97));
     expect(await countRows('records')).toBe(before);
@@ -41,7 +55,12 @@ describe('a body nested deeper than 100 levels is 400 before anything reads it',
       ['POST', '/records/batch', `[{"objectId":${object.id},"fieldValues":[{"fieldName":"n","value":${deep}}]}]`],
       ['POST', '/records/batch', `[{"objectId":${object.id},"fieldValues":[],"extra":${deep}}]`, withKey],
       ['PATCH', '/records/batch', `[{"id":${record.id},"fieldValues":[{"fieldName":"doc","value":${deep}}]}]`],
-      ['PATCH', `/workspaces/${workspaceId}/records/batch`, `[{"id":${record.id},"fieldValues":[{"fieldName":"doc","value":${deep}}]}]`, withKey],
+      [
+        'PATCH',
+        `/workspaces/${workspaceId}/records/batch`,
+        `[{"id":${record.id},"fieldValues":[{"fieldName":"doc","value":${deep}}]}]`,
+        withKey,
+      ],
       ['PATCH', `/workspaces/${workspaceId}/records/${record.id}`, `{"ownedBy":${deep}}`, withKey],
       ['DELETE', `/workspaces/${workspaceId}/records/${record.id}`, `{"x":${deep}}`],
       ['POST', `/workspaces/${workspaceId}/records/${record.id}/restore`, deep, withKey],
@@ -55,7 +74,10 @@ describe('a body nested deeper than 100 levels is 400 before anything reads it',
       expect(res.body.errors[0].code, `${method} ${path}`).toBe('too_deep');
     }
     // Exactly 100 levels is fine: the bound is the body's, the json value's own bound (64) answers 422.
-    const hundred = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, raw: `{"fieldValues":[{"fieldName":"doc","value":${nestedText(97)}}]}` });
+    const hundred = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      raw: `{"fieldValues":[{"fieldName":"doc","value":${nestedText(97)}}]}`,
+    });
     expectProblem(hundred, 422, 'unprocessable');
     expect((await row(record.id))?.version).toBe(1);
     expect(await countRows('idempotency_keys')).toBe(0);
@@ -71,9 +93,14 @@ describe('I-JSON: a repeated member name or a number a double cannot hold as wri
   it('the same member name twice is refused, never "last one wins"', async () => {
     const { editor, object } = await jsonWorld();
     const before = await countRows('records');
-    const res = await call('POST', '/records/batch', { key: editor.key, raw: `[{"objectId":999999,"objectId":${object.id},"fieldValues":[]}]` });
+    const res = await call('POST', '/records/batch', {
+      key: editor.key,
+      raw: `[{"objectId":999999,"objectId":${object.id},"fieldValues":[]}]`,
+    });
     expectProblem(res, 400, 'invalid_request');
-    expect(res.body.errors).toEqual([{ pointer: '/0/objectId', code: 'duplicate', message: 'member name appears more than once in this object' }]);
+    expect(res.body.errors).toEqual([
+      { pointer: '/0/objectId', code: 'duplicate', message: 'member name appears more than once in this object' },
+    ]);
     const user = await call('POST', '/admin/users', { key: ADMIN_TOKEN, raw: '{"name":"a","n\\u0061me":"b"}' });
     expectProblem(user, 400, 'invalid_request');
     expect(user.body.errors[0]).toMatchObject({ pointer: '/name', code: 'duplicate' });
@@ -84,8 +111,16 @@ describe('I-JSON: a repeated member name or a number a double cannot hold as wri
     const { editor, workspaceId, record } = await jsonWorld();
     const path = `/workspaces/${workspaceId}/records/${record.id}`;
     const cases: [string, string, string][] = [
-      ['{"fieldValues":[{"fieldName":"doc","value":{"a":[9007199254740993]}}]}', '/fieldValues/0/value/a/0', 'integer beyond ±2^53 cannot be held exactly'],
-      ['{"fieldValues":[{"fieldName":"doc","value":18446744073709551617}]}', '/fieldValues/0/value', 'integer beyond ±2^53 cannot be held exactly'],
+      [
+        '{"fieldValues":[{"fieldName":"doc","value":{"a":[9007199254740993]}}]}',
+        '/fieldValues/0/value/a/0',
+        'integer beyond ±2^53 cannot be held exactly',
+      ],
+      [
+        '{"fieldValues":[{"fieldName":"doc","value":18446744073709551617}]}',
+        '/fieldValues/0/value',
+        'integer beyond ±2^53 cannot be held exactly',
+      ],
       ['{"fieldValues":[{"fieldName":"n","value":1e-400}]}', '/fieldValues/0/value', 'number underflows to 0'],
       ['{"fieldValues":[{"fieldName":"n","value":-1.8e308}]}', '/fieldValues/0/value', 'number out of range'],
       ['{"ownedBy":12345678901234567890}', '/ownedBy', 'integer beyond ±2^53 cannot be held exactly'],
@@ -97,18 +132,26 @@ describe('I-JSON: a repeated member name or a number a double cannot hold as wri
     }
     expect((await row(record.id))?.version).toBe(1);
     // What a double holds exactly is taken: 2^53, 5e-324, a long fraction.
-    const fine = await call('PATCH', path, { key: editor.key, raw: '{"fieldValues":[{"fieldName":"doc","value":[9007199254740992,5e-324,1.7976931348623157e308]}]}' });
+    const fine = await call('PATCH', path, {
+      key: editor.key,
+      raw: '{"fieldValues":[{"fieldName":"doc","value":[9007199254740992,5e-324,1.7976931348623157e308]}]}',
+    });
     expect(fine.status).toBe(200);
     expect(fine.body.fieldValues[0].value).toEqual([9007199254740992, 5e-324, 1.7976931348623157e308]);
   });
 
   it('-0 is stored and answered as 0', async () => {
     const { editor, workspaceId, record } = await jsonWorld();
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, raw: '{"fieldValues":[{"fieldName":"n","value":-0},{"fieldName":"doc","value":[-0.0,-0e5]}]}' });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      raw: '{"fieldValues":[{"fieldName":"n","value":-0},{"fieldName":"doc","value":[-0.0,-0e5]}]}',
+    });
     expect(res.status).toBe(200);
     expect(res.body.fieldValues).toEqual([fv('doc', [0, 0]), fv('n', 0)]);
     expect(Object.is(res.body.fieldValues[1].value, 0)).toBe(true);
-    expect((await row(record.id))?.field_values).toBe('[{"fieldName":"doc","value":[0,0]},{"fieldName":"n","value":0}]');
+    expect((await row(record.id))?.field_values).toBe(
+      '[{"fieldName":"doc","value":[0,0]},{"fieldName":"n","value":0}]',
+    );
     expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toEqual(res.body);
   });
 });
@@ -126,7 +169,11 @@ describe('charsets and query encodings', () => {
       expectProblem(res, 415, 'unsupported_media_type');
     }
     expect(await countRows('records')).toBe(before);
-    const utf8 = await call('POST', '/records/batch', { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('doc', 'x')] }], headers: { 'Content-Type': 'application/json; Charset=UTF-8' } });
+    const utf8 = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [{ objectId: object.id, fieldValues: [fv('doc', 'x')] }],
+      headers: { 'Content-Type': 'application/json; Charset=UTF-8' },
+    });
     expect(utf8.status).toBe(201);
   });
 
@@ -135,10 +182,14 @@ describe('charsets and query encodings', () => {
     await createOne(editor.key, object.id, [fv('doc', '\ufffd')]);
     const list = await call('GET', `/workspaces/${workspaceId}/records?field.doc=%ED%A0%80`, { key: editor.key });
     expectProblem(list, 400, 'invalid_request');
-    expect(list.body.errors).toEqual([{ query: 'field.doc', code: 'invalid_encoding', message: 'not valid UTF-8 once percent-decoded' }]);
+    expect(list.body.errors).toEqual([
+      { query: 'field.doc', code: 'invalid_encoding', message: 'not valid UTF-8 once percent-decoded' },
+    ]);
     const feed = await call('GET', `/workspaces/${workspaceId}/changes?after=%FF`, { key: editor.key });
     expectProblem(feed, 400, 'invalid_request');
-    expect(feed.body.errors).toEqual([{ query: 'after', code: 'invalid_encoding', message: 'not valid UTF-8 once percent-decoded' }]);
+    expect(feed.body.errors).toEqual([
+      { query: 'after', code: 'invalid_encoding', message: 'not valid UTF-8 once percent-decoded' },
+    ]);
     // The same character sent as UTF-8 is searched.
     const found = await call('GET', `/workspaces/${workspaceId}/records?field.doc=%EF%BF%BD`, { key: editor.key });
     expect(found.body.items.map((r: any) => r.fieldValues[0].value)).toEqual(['\ufffd']);
@@ -149,11 +200,16 @@ describe('lengths count Unicode code points, in validation and in /openapi.json 
   it('an admin name of 150 emoji (300 UTF-16 units) is taken as the document allows; 201 emoji are refused', async () => {
     const emoji = '😀';
     const doc = (await call('GET', '/openapi.json')).body;
-    expect(doc.components.schemas.NamedInput?.properties.name.maxLength ?? doc.paths['/admin/users'].post.requestBody.content['application/json'].schema.properties.name.maxLength).toBe(200);
+    expect(
+      doc.components.schemas.NamedInput?.properties.name.maxLength ??
+        doc.paths['/admin/users'].post.requestBody.content['application/json'].schema.properties.name.maxLength,
+    ).toBe(200);
     const user = await admin('POST', '/admin/users', { name: emoji.repeat(150) });
     expect(user.status).toBe(201);
     expect(user.body.name).toBe(emoji.repeat(150));
-    expect((await env.DB.prepare('SELECT name FROM users WHERE id = ?').bind(user.body.id).first<{ name: string }>())?.name).toBe(emoji.repeat(150));
+    expect(
+      (await env.DB.prepare('SELECT name FROM users WHERE id = ?').bind(user.body.id).first<{ name: string }>())?.name,
+    ).toBe(emoji.repeat(150));
     const long = await admin('POST', '/admin/workspaces', { name: emoji.repeat(201) });
     expectProblem(long, 400, 'invalid_request');
     expect(long.body.errors).toEqual([{ pointer: '/name', code: 'invalid_length', message: 'expected length <=200' }]);

@@ -13,47 +13,111 @@ describe('GET /openapi.json', () => {
       const documented = doc.paths[op.path.replace(/:(\w+)/g, '{$1}')]?.[op.method.toLowerCase()];
       expect(documented, `${op.method} ${op.path}`).toBeDefined();
       expect(Object.keys(documented.responses)).toContain(String(op.ok.status));
-      expect(documented).toMatchObject({ operationId: op.operationId, tags: [op.tag], summary: op.summary, description: op.description });
+      expect(documented).toMatchObject({
+        operationId: op.operationId,
+        tags: [op.tag],
+        summary: op.summary,
+        description: op.description,
+      });
     }
     expect(new Set(operations.map((op) => op.operationId)).size).toBe(operations.length);
     const create = doc.paths['/records/batch'].post;
-    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(create.responses).sort()).toEqual([
+      '201',
+      '400',
+      '401',
+      '409',
+      '413',
+      '415',
+      '422',
+      '429',
+      '500',
+      '503',
+    ]);
     // Every write documents Idempotency-Key, and its success answer Idempotent-Replayed.
-    expect(create.parameters.find((p: any) => p.name === 'Idempotency-Key')).toMatchObject({ in: 'header', required: false });
-    expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
+    expect(create.parameters.find((p: any) => p.name === 'Idempotency-Key')).toMatchObject({
+      in: 'header',
+      required: false,
+    });
+    expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({
+      $ref: '#/components/headers/IdempotentReplayed',
+    });
     const list = doc.paths['/workspaces/{workspaceId}/records'].get;
-    expect(list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)).toEqual(['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter', 'fieldFilters']);
+    expect(list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)).toEqual([
+      'limit',
+      'cursor',
+      'objectId',
+      'deleted',
+      'updatedAfter',
+      'fieldFilters',
+    ]);
     // field.<name> parameters: an exploded form object, so each property is a query parameter of its own.
     const fields = list.parameters.find((p: any) => p.name === 'fieldFilters');
-    expect(fields).toMatchObject({ in: 'query', style: 'form', explode: true, schema: { type: 'object', additionalProperties: { type: 'string' } } });
+    expect(fields).toMatchObject({
+      in: 'query',
+      style: 'form',
+      explode: true,
+      schema: { type: 'object', additionalProperties: { type: 'string' } },
+    });
     expect(new RegExp(fields.schema.propertyNames.pattern).test('field.stage')).toBe(true);
     expect(new RegExp(fields.schema.propertyNames.pattern).test('stage')).toBe(false);
     // Every status an operation can answer is listed: a DELETE reads a body too (none, or {}).
     const remove = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].delete;
-    expect(Object.keys(remove.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '409', '412', '413', '415', '422', '429', '500', '503']));
+    expect(Object.keys(remove.responses)).toEqual(
+      expect.arrayContaining([
+        '200',
+        '400',
+        '401',
+        '403',
+        '404',
+        '409',
+        '412',
+        '413',
+        '415',
+        '422',
+        '429',
+        '500',
+        '503',
+      ]),
+    );
     expect(doc.servers).toContainEqual({ url: 'http://localhost:8787', description: expect.any(String) });
     expect(doc.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
     expect(Object.keys(doc.paths['/workspaces/{workspaceId}/changes'].get.responses)).toContain('410');
     // Generated from the validating schemas: bounds and strictness show.
     const body = create.requestBody.content['application/json'].schema;
-    expect(body).toEqual({ type: 'array', items: { $ref: '#/components/schemas/CreateItem' }, minItems: 1, maxItems: 20 });
+    expect(body).toEqual({
+      type: 'array',
+      items: { $ref: '#/components/schemas/CreateItem' },
+      minItems: 1,
+      maxItems: 20,
+    });
     const item = doc.components.schemas.CreateItem;
     expect(item).toMatchObject({ additionalProperties: false, required: ['objectId', 'fieldValues'] });
     expect(item.properties.objectId).toEqual({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
     expect(item.properties.fieldValues).toEqual({ type: 'array', items: { $ref: '#/components/schemas/FieldValue' } });
     const read = doc.paths['/records/{recordId}'].get;
     expect(read.parameters).toEqual([
-      { name: 'recordId', in: 'path', required: true, description: expect.any(String), schema: { type: 'string', pattern: '^[0-9]+$' } },
+      {
+        name: 'recordId',
+        in: 'path',
+        required: true,
+        description: expect.any(String),
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
     ]);
     expect(read.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Record' });
     expect(read.responses['200'].headers.ETag).toEqual({ $ref: '#/components/headers/ETag' });
-    expect(read.responses['404'].content['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
+    expect(read.responses['404'].content['application/problem+json'].schema).toEqual({
+      $ref: '#/components/schemas/Problem',
+    });
     expect(doc.paths['/health'].get.security).toEqual([]);
   });
 
   it('names its schemas, closes the set of problem codes and declares every header a client relies on', async () => {
     const doc = (await call('GET', '/openapi.json')).body;
-    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Record', 'FieldValue', 'BatchItem', 'ObjectDefinition', 'Problem']));
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining(['Record', 'FieldValue', 'BatchItem', 'ObjectDefinition', 'Problem']),
+    );
     expect(doc.components.schemas.BatchItem.properties.record).toEqual({ $ref: '#/components/schemas/Record' });
     expect(doc.components.schemas.Record.required).toContain('isTemplate');
     expect(doc.components.schemas.Problem.properties.code).toEqual({ type: 'string', enum: [...PROBLEM_CODES] });
@@ -67,7 +131,9 @@ describe('GET /openapi.json', () => {
     expect(doc.tags.map((t: any) => t.name)).toEqual(['Records', 'Admin', 'Service']);
 
     const patch = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].patch;
-    expect(patch.responses['401'].headers['WWW-Authenticate']).toEqual({ $ref: '#/components/headers/WWWAuthenticate' });
+    expect(patch.responses['401'].headers['WWW-Authenticate']).toEqual({
+      $ref: '#/components/headers/WWWAuthenticate',
+    });
     expect(patch.responses['503'].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
     expect(patch.responses['429'].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
     expect(patch.responses['200'].headers).toEqual({
@@ -80,7 +146,8 @@ describe('GET /openapi.json', () => {
     const pattern = new RegExp(ifMatch.schema.pattern);
     for (const ok of ['*', '"1"', '"1", "2"', 'W/"3"', ' \t"1"\t,"2" ']) expect(pattern.test(ok), ok).toBe(true);
     // Only spaces and tabs may surround tags.
-    for (const bad of ['1', '"1"\n', '\n"1"', '"1",\r\n"2"', '\u00a0"1"']) expect(pattern.test(bad), JSON.stringify(bad)).toBe(false);
+    for (const bad of ['1', '"1"\n', '\n"1"', '"1",\r\n"2"', '\u00a0"1"'])
+      expect(pattern.test(bad), JSON.stringify(bad)).toBe(false);
     const idempotency = patch.parameters.find((p: any) => p.name === 'Idempotency-Key');
     expect(idempotency.schema).toEqual({ type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' });
     expect(patch.responses['409'].headers['Retry-After']).toBeDefined();
@@ -90,7 +157,14 @@ describe('GET /openapi.json', () => {
       const takesKey = (documented.parameters ?? []).some((p: any) => p.name === 'Idempotency-Key');
       expect(takesKey, op.operationId).toBe(op.idempotencyKey === true);
     }
-    expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual(['createRecords', 'patchRecords', 'patchWorkspaceRecords', 'patchRecord', 'deleteRecord', 'restoreRecord']);
+    expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual([
+      'createRecords',
+      'patchRecords',
+      'patchWorkspaceRecords',
+      'patchRecord',
+      'deleteRecord',
+      'restoreRecord',
+    ]);
   });
 
   it('lists 413 and 415 for every operation that reads a body, DELETE included, and answers them as documented', async () => {
@@ -99,15 +173,27 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(del.responses)).toEqual(expect.arrayContaining(['400', '413', '415']));
     expect(del.requestBody).toEqual({
       required: false,
-      content: { 'application/json': { schema: { type: 'object', properties: {}, required: [], additionalProperties: false }, example: {} } },
+      content: {
+        'application/json': {
+          schema: { type: 'object', properties: {}, required: [], additionalProperties: false },
+          example: {},
+        },
+      },
     });
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'A' }]);
     const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    const latin1 = await call('DELETE', path, { key: editor.key, raw: '{}', headers: { 'Content-Type': 'application/json; charset=latin1' } });
+    const latin1 = await call('DELETE', path, {
+      key: editor.key,
+      raw: '{}',
+      headers: { 'Content-Type': 'application/json; charset=latin1' },
+    });
     expectProblem(latin1, 415, 'unsupported_media_type');
     const huge = await call('DELETE', path, { key: editor.key, raw: `{"x":"${'a'.repeat(1024 * 1024)}"}` });
     expectProblem(huge, 413, 'payload_too_large');
-    expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toMatchObject({ version: 1, deleted: false });
+    expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toMatchObject({
+      version: 1,
+      deleted: false,
+    });
   });
 });

@@ -8,7 +8,11 @@ import { call, countRows, createOne, expectProblem, newObject, newWorkspace, wor
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
-  (await env.DB.prepare('SELECT id, version FROM records WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id').bind(JSON.stringify(ids)).all()).results;
+  (
+    await env.DB.prepare('SELECT id, version FROM records WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id')
+      .bind(JSON.stringify(ids))
+      .all()
+  ).results;
 
 async function three() {
   const w = await world();
@@ -42,7 +46,9 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
 
   it('writes nothing when any element fails, listing every failing element; status of the first', async () => {
     const { editor, workspaceId, ids } = await three();
-    const hidden = await createOne(editor.key, (await newObject([await newWorkspace({ [editor.id]: 'editor' })])).id, [fv('firstName', 'H')]);
+    const hidden = await createOne(editor.key, (await newObject([await newWorkspace({ [editor.id]: 'editor' })])).id, [
+      fv('firstName', 'H'),
+    ]);
     await env.DB.prepare('UPDATE records SET deleted = 1, version = version + 1 WHERE id = ?').bind(ids[2]).run();
     const before = await versions([...ids, hidden.id]);
     const res = await call('PATCH', `/workspaces/${workspaceId}/records/batch`, {
@@ -65,9 +71,15 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
     ]);
     expect(await versions([...ids, hidden.id])).toEqual(before);
 
-    const notFoundFirst = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id: 999999 }, { id: ids[1], fieldValues: [fv('age', 'x')] }] });
+    const notFoundFirst = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ id: 999999 }, { id: ids[1], fieldValues: [fv('age', 'x')] }],
+    });
     expectProblem(notFoundFirst, 404, 'not_found');
-    const deletedFirst = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id: ids[2] }, { id: 999999 }] });
+    const deletedFirst = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ id: ids[2] }, { id: 999999 }],
+    });
     expectProblem(deletedFirst, 409, 'record_deleted');
     expect(await versions([...ids, hidden.id])).toEqual(before);
   });
@@ -76,22 +88,41 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
     const { editor, viewer, ids } = await three();
     const own = await newObject([await newWorkspace({ [viewer.id]: 'editor' })]);
     const mine = await createOne(viewer.key, own.id, [fv('firstName', 'V')]);
-    const res = await call('PATCH', '/records/batch', { key: viewer.key, body: [{ id: mine.id, fieldValues: [fv('lastName', 'x')] }, { id: ids[0], fieldValues: [fv('lastName', 'x')] }] });
+    const res = await call('PATCH', '/records/batch', {
+      key: viewer.key,
+      body: [
+        { id: mine.id, fieldValues: [fv('lastName', 'x')] },
+        { id: ids[0], fieldValues: [fv('lastName', 'x')] },
+      ],
+    });
     expectProblem(res, 403, 'forbidden');
-    expect(res.body.errors).toEqual([{ pointer: '/1/id', code: 'forbidden', message: 'you may not change this record' }]);
-    expect(await versions([mine.id, ids[0]])).toEqual([{ id: ids[0], version: 1 }, { id: mine.id, version: 1 }].sort((a, b) => a.id - b.id));
+    expect(res.body.errors).toEqual([
+      { pointer: '/1/id', code: 'forbidden', message: 'you may not change this record' },
+    ]);
+    expect(await versions([mine.id, ids[0]])).toEqual(
+      [
+        { id: ids[0], version: 1 },
+        { id: mine.id, version: 1 },
+      ].sort((a, b) => a.id - b.id),
+    );
     expect(editor.id).toBeGreaterThan(0);
   });
 
   it('rejects duplicate ids, bad sizes and shapes with 400 before anything else', async () => {
     const { editor, ids } = await three();
-    const dup = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id: ids[0] }, { id: ids[1] }, { id: ids[0] }] });
+    const dup = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ id: ids[0] }, { id: ids[1] }, { id: ids[0] }],
+    });
     expectProblem(dup, 400, 'invalid_request');
     expect(dup.body.errors).toEqual([{ pointer: '/2/id', code: 'duplicate', message: 'id appears more than once' }]);
     for (const body of [[], Array.from({ length: 21 }, (_, i) => ({ id: i })), { id: 1 }]) {
       expectProblem(await call('PATCH', '/records/batch', { key: editor.key, body }), 400, 'invalid_request');
     }
-    const shape = await call('PATCH', '/records/batch', { key: editor.key, body: [{ fieldValues: [] }, { id: ids[0], fieldValues: [fv('a', 1), fv('a', 2)], name: 'x' }] });
+    const shape = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ fieldValues: [] }, { id: ids[0], fieldValues: [fv('a', 1), fv('a', 2)], name: 'x' }],
+    });
     expect(shape.body.errors.map((e: any) => [e.pointer, e.code])).toEqual([
       ['/0/id', 'required'],
       ['/1/name', 'unknown_property'],
@@ -103,7 +134,10 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
   it('counts a record under a workspace path only if shared with it', async () => {
     const { editor, ids } = await three();
     const other = await newWorkspace({ [editor.id]: 'editor' });
-    const res = await call('PATCH', `/workspaces/${other}/records/batch`, { key: editor.key, body: [{ id: ids[0], fieldValues: [fv('lastName', 'x')] }] });
+    const res = await call('PATCH', `/workspaces/${other}/records/batch`, {
+      key: editor.key,
+      body: [{ id: ids[0], fieldValues: [fv('lastName', 'x')] }],
+    });
     expectProblem(res, 404, 'not_found');
     expect(await versions([ids[0]])).toEqual([{ id: ids[0], version: 1 }]);
   });
@@ -112,17 +146,33 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
 describe('a batch writes its rows as a few JSON statements, a record near its size bound alone', () => {
   it('big and small, changed and unchanged elements: every state stored, change rows in the batch order, each as answered', async () => {
     const { editor, viewer, workspaceId } = await world();
-    const fields = [...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })), { name: 'n', type: 'number' }];
+    const fields = [
+      ...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })),
+      { name: 'n', type: 'number' },
+    ];
     const object = await newObject([workspaceId], { nameTemplate: 'doc {n}', fields });
     // 700 000 characters: past what one statement's tuples may hold, so written on its own;
     // 300 000: two of them do not fit in one statement together.
-    const texts = (count: number, letter: string) => Array.from({ length: count }, (_, i) => fv(`t${i}`, letter.repeat(100_000)));
-    const make = async (count: number, letter: string) => (await createOne(editor.key, object.id, [...texts(count, letter), fv('n', 0)])).id as number;
-    const [big1, small1, medium1, medium2, big2, small2] = [await make(7, 'a'), await make(0, 'b'), await make(3, 'c'), await make(3, 'd'), await make(7, 'e'), await make(0, 'f')];
-    const start = (await call('GET', `/workspaces/${workspaceId}/changes?limit=1000`, { key: viewer.key })).body.nextCursor as string;
+    const texts = (count: number, letter: string) =>
+      Array.from({ length: count }, (_, i) => fv(`t${i}`, letter.repeat(100_000)));
+    const make = async (count: number, letter: string) =>
+      (await createOne(editor.key, object.id, [...texts(count, letter), fv('n', 0)])).id as number;
+    const [big1, small1, medium1, medium2, big2, small2] = [
+      await make(7, 'a'),
+      await make(0, 'b'),
+      await make(3, 'c'),
+      await make(3, 'd'),
+      await make(7, 'e'),
+      await make(0, 'f'),
+    ];
+    const start = (await call('GET', `/workspaces/${workspaceId}/changes?limit=1000`, { key: viewer.key })).body
+      .nextCursor as string;
 
     const body = [big1, small1, medium1, medium2, big2].map((id, i) => ({ id, fieldValues: [fv('n', 0.1 * (i + 1))] }));
-    const res = await call('PATCH', '/records/batch', { key: editor.key, body: [...body, { id: small2, fieldValues: [fv('n', 0)] }] });
+    const res = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [...body, { id: small2, fieldValues: [fv('n', 0)] }],
+    });
     expect(res.status).toBe(200);
     const answered = res.body.map((item: any) => item.record);
     expect(answered.map((r: any) => [r.id, r.version, r.name])).toEqual([
@@ -133,21 +183,44 @@ describe('a batch writes its rows as a few JSON statements, a record near its si
       [big2, 2, 'doc 0.5'],
       [small2, 1, 'doc 0'],
     ]);
-    for (const record of answered) expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toEqual(record);
-    const feed = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(start)}`, { key: viewer.key });
+    for (const record of answered)
+      expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toEqual(record);
+    const feed = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(start)}`, {
+      key: viewer.key,
+    });
     // Each change row holds what changed (the number and the name), not the record's 700 000 characters.
-    expect(feed.body.items.map((item: any) => [item.type, item.recordId, item.version, item.fieldValues, item.name])).toEqual(
-      answered.slice(0, 5).map((record: any) => ['updated', record.id, 2, [fv('n', record.fieldValues.at(-1).value)], record.name]),
+    expect(
+      feed.body.items.map((item: any) => [item.type, item.recordId, item.version, item.fieldValues, item.name]),
+    ).toEqual(
+      answered
+        .slice(0, 5)
+        .map((record: any) => ['updated', record.id, 2, [fv('n', record.fieldValues.at(-1).value)], record.name]),
     );
   });
 
   it('the statements refuse a state computed on a stale version of any element, big or small, changed or not: nothing written', async () => {
     const { editor, workspaceId } = await world();
-    const fields = [...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })), { name: 'n', type: 'number' }];
+    const fields = [
+      ...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })),
+      { name: 'n', type: 'number' },
+    ];
     const object = await newObject([workspaceId], { nameTemplate: 'doc {n}', fields });
-    const big = (await createOne(editor.key, object.id, [...Array.from({ length: 7 }, (_, i) => fv(`t${i}`, 'x'.repeat(100_000))), fv('n', 0)])).id as number;
+    const big = (
+      await createOne(editor.key, object.id, [
+        ...Array.from({ length: 7 }, (_, i) => fv(`t${i}`, 'x'.repeat(100_000))),
+        fv('n', 0),
+      ])
+    ).id as number;
     const small = (await createOne(editor.key, object.id, [fv('n', 0)])).id as number;
-    for (const id of [big, small]) expect((await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, { key: editor.key, body: { fieldValues: [fv('n', 1)] } })).status).toBe(200);
+    for (const id of [big, small])
+      expect(
+        (
+          await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('n', 1)] },
+          })
+        ).status,
+      ).toBe(200);
     const writes = new RecordWrites(env.DB, new Meter());
     const stored = await new Store(env.DB, new Meter()).getRecords([big, small]);
     const changesBefore = await countRows('changes');
@@ -155,21 +228,31 @@ describe('a batch writes its rows as a few JSON statements, a record near its si
       const states = [big, small].map((id) => {
         const current = stored.get(id) as RecordOut;
         const base = id === stale ? { ...current, version: current.version - 1 } : current;
-        return id === stale && !staleChanges ? { base } : { base, record: { ...base, version: base.version + 1, name: `v${base.version + 1}` } };
+        return id === stale && !staleChanges
+          ? { base }
+          : { base, record: { ...base, version: base.version + 1, name: `v${base.version + 1}` } };
       });
-      const changes = states.flatMap(({ base, record }) => (record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }]));
+      const changes = states.flatMap(({ base, record }) =>
+        record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
+      );
       return writes.commit(writes.batchWrites(states, changes), [], Date.now() + 5_000);
     };
     for (const stale of [big, small]) {
       for (const staleChanges of [true, false]) {
         await expect(attempt(stale, staleChanges)).rejects.toBeInstanceOf(VersionConflict);
-        expect(await versions([big, small])).toEqual([{ id: big, version: 2 }, { id: small, version: 2 }]);
+        expect(await versions([big, small])).toEqual([
+          { id: big, version: 2 },
+          { id: small, version: 2 },
+        ]);
         expect(await countRows('changes')).toBe(changesBefore);
       }
     }
     // The same write on the current states goes through.
     await attempt(undefined, true);
-    expect(await versions([big, small])).toEqual([{ id: big, version: 3 }, { id: small, version: 3 }]);
+    expect(await versions([big, small])).toEqual([
+      { id: big, version: 3 },
+      { id: small, version: 3 },
+    ]);
     expect(await countRows('changes')).toBe(changesBefore + 2);
   });
 });

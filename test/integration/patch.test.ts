@@ -5,13 +5,19 @@ import { admin, call, createOne, expectProblem, newObject, newWorkspace, world }
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
 async function stored(id: number): Promise<any> {
-  return env.DB.prepare('SELECT version, name, field_values, updated_at, updated_by FROM records WHERE id = ?').bind(id).first();
+  return env.DB.prepare('SELECT version, name, field_values, updated_at, updated_by FROM records WHERE id = ?')
+    .bind(id)
+    .first();
 }
 
 describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
   it('merges by field, removes with null, raises the version by one and re-renders the name', async () => {
     const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada'), fv('lastName', 'Byron'), fv('age', 36)]);
+    const record = await createOne(editor.key, object.id, [
+      fv('firstName', 'Ada'),
+      fv('lastName', 'Byron'),
+      fv('age', 36),
+    ]);
     const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
       key: editor.key,
       body: { fieldValues: [fv('lastName', 'Lovelace'), fv('age', null)] },
@@ -34,7 +40,12 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
   it('leaves version and updatedAt alone for a patch that changes nothing', async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
-    for (const body of [{}, { fieldValues: [fv('firstName', 'Ada')] }, { ownedBy: editor.id }, { fieldValues: [fv('age', null)] }]) {
+    for (const body of [
+      {},
+      { fieldValues: [fv('firstName', 'Ada')] },
+      { ownedBy: editor.id },
+      { fieldValues: [fv('age', null)] },
+    ]) {
       const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body });
       expect(res.status).toBe(200);
       expect(res.body).toEqual(record);
@@ -51,7 +62,9 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
         body: { ownedBy, fieldValues: [fv('firstName', 'Eve')] },
       });
       expectProblem(res, 422, 'unprocessable');
-      expect(res.body.errors).toEqual([{ pointer: '/ownedBy', code: 'not_editable', message: 'ownedBy cannot be changed' }]);
+      expect(res.body.errors).toEqual([
+        { pointer: '/ownedBy', code: 'not_editable', message: 'ownedBy cannot be changed' },
+      ]);
     }
     expect((await stored(record.id)).version).toBe(1);
   });
@@ -60,14 +73,20 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
     const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    const shape = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1), fv('age', 2)], owner: 1, ownedBy: -1 } });
+    const shape = await call('PATCH', path, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 1), fv('age', 2)], owner: 1, ownedBy: -1 },
+    });
     expectProblem(shape, 400, 'invalid_request');
     expect(shape.body.errors.map((e: any) => [e.pointer, e.code])).toEqual([
       ['/ownedBy', 'out_of_range'],
       ['/owner', 'unknown_property'],
       ['/fieldValues/1/fieldName', 'duplicate'],
     ]);
-    const values = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('nick', 1), fv('age', 'old'), fv('firstName', null)] } });
+    const values = await call('PATCH', path, {
+      key: editor.key,
+      body: { fieldValues: [fv('nick', 1), fv('age', 'old'), fv('firstName', null)] },
+    });
     expectProblem(values, 422, 'unprocessable');
     expect(values.body.errors.map((e: any) => [e.pointer, e.code])).toEqual([
       ['/fieldValues/0/fieldName', 'unknown_field'],
@@ -81,18 +100,33 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
     const { editor, viewer, stranger, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
     const body = { fieldValues: [fv('lastName', 'X')] };
-    const asStranger = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: stranger.key, body });
+    const asStranger = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: stranger.key,
+      body,
+    });
     expectProblem(asStranger, 404, 'not_found');
     const missing = await call('PATCH', `/workspaces/${workspaceId}/records/777777`, { key: stranger.key, body });
     expect(missing.body).toEqual(asStranger.body);
     const other = await newWorkspace({ [editor.id]: 'editor' });
-    expectProblem(await call('PATCH', `/workspaces/${other}/records/${record.id}`, { key: editor.key, body }), 404, 'not_found');
-    expectProblem(await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: viewer.key, body }), 403, 'forbidden');
+    expectProblem(
+      await call('PATCH', `/workspaces/${other}/records/${record.id}`, { key: editor.key, body }),
+      404,
+      'not_found',
+    );
+    expectProblem(
+      await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: viewer.key, body }),
+      403,
+      'forbidden',
+    );
     // Editor elsewhere, viewer here: the path's workspace decides.
     const both = await newWorkspace({ [viewer.id]: 'editor' });
     const sharedTwice = await newObject([workspaceId, both]);
     const r2 = await createOne(editor.key, sharedTwice.id, [fv('firstName', 'B')]);
-    expectProblem(await call('PATCH', `/workspaces/${workspaceId}/records/${r2.id}`, { key: viewer.key, body }), 403, 'forbidden');
+    expectProblem(
+      await call('PATCH', `/workspaces/${workspaceId}/records/${r2.id}`, { key: viewer.key, body }),
+      403,
+      'forbidden',
+    );
     expect((await call('PATCH', `/workspaces/${both}/records/${r2.id}`, { key: viewer.key, body })).status).toBe(200);
     expect((await stored(record.id)).version).toBe(1);
   });
@@ -101,7 +135,10 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
     await env.DB.prepare('UPDATE records SET deleted = 1, version = version + 1 WHERE id = ?').bind(record.id).run();
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('lastName', 'X')] } });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('lastName', 'X')] },
+    });
     expectProblem(res, 409, 'record_deleted');
     expect((await stored(record.id)).version).toBe(2);
   });
@@ -110,7 +147,12 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
     const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    const patch = (ifMatch: string, value: string) => call('PATCH', path, { key: editor.key, headers: { 'If-Match': ifMatch }, body: { fieldValues: [fv('lastName', value)] } });
+    const patch = (ifMatch: string, value: string) =>
+      call('PATCH', path, {
+        key: editor.key,
+        headers: { 'If-Match': ifMatch },
+        body: { fieldValues: [fv('lastName', value)] },
+      });
     for (const tag of ['"2"', 'W/"1"', '1', '"1", "3"x']) {
       const res = await patch(tag, 'no');
       expectProblem(res, 412, 'precondition_failed');
@@ -123,16 +165,27 @@ describe('PATCH /workspaces/{workspaceId}/records/{recordId}', () => {
     expect(final.body.fieldValues).toEqual([fv('firstName', 'Ada'), fv('lastName', 'three')]);
   });
 
-  it('validates against the current definition but keeps the record\'s objectVersion', async () => {
+  it("validates against the current definition but keeps the record's objectVersion", async () => {
     const { editor, workspaceId, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
     await admin('PUT', `/admin/objects/${object.id}`, {
-      name: 'Contact', workspaceIds: [workspaceId], nameTemplate: '{firstName} ({nick})',
-      fields: [{ name: 'firstName', type: 'text', required: true }, { name: 'nick', type: 'text' }],
+      name: 'Contact',
+      workspaceIds: [workspaceId],
+      nameTemplate: '{firstName} ({nick})',
+      fields: [
+        { name: 'firstName', type: 'text', required: true },
+        { name: 'nick', type: 'text' },
+      ],
     });
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('nick', 'A')] } });
+    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('nick', 'A')] },
+    });
     expect(res.body).toMatchObject({ objectVersion: 1, version: 2, name: 'Ada (A)' });
-    const old = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 3)] } });
+    const old = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 3)] },
+    });
     expectProblem(old, 422, 'unprocessable');
   });
 });

@@ -4,7 +4,11 @@ import worker from '../../src/index.ts';
 import { ADMIN_TOKEN, call, countRows, createOne, expectProblem, world } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-const ctx = { waitUntil: () => undefined, passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
+const ctx = {
+  waitUntil: () => undefined,
+  passThroughOnException: () => undefined,
+  props: {},
+} as unknown as ExecutionContext;
 
 /** A request whose URL text is handed to the Worker unresolved, as a runtime that does not normalize would. */
 async function unresolved(method: string, url: string, key: string) {
@@ -18,10 +22,16 @@ describe('dot segments never resolve into another route', () => {
   it('in this runtime, the Request constructor resolves %2e%2e before the Worker sees it (a client-side fetch sends /records/ID)', async () => {
     const { editor, object } = await world();
     const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
-    expect(new Request(`http://records.test/workspaces/%2e%2e/records/${record.id}`).url).toBe(`http://records.test/records/${record.id}`);
+    expect(new Request(`http://records.test/workspaces/%2e%2e/records/${record.id}`).url).toBe(
+      `http://records.test/records/${record.id}`,
+    );
     expect(new Request('http://records.test/x/%2E%2e/admin/users').url).toBe('http://records.test/admin/users');
     // The admin API reached that way still needs the admin token.
-    const res = await exports.default.fetch('http://records.test/x/%2e%2e/admin/users', { method: 'POST', headers: { Authorization: `Bearer ${editor.key}`, 'Content-Type': 'application/json' }, body: '{"name":"x"}' });
+    const res = await exports.default.fetch('http://records.test/x/%2e%2e/admin/users', {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${editor.key}`, 'Content-Type': 'application/json' },
+      body: '{"name":"x"}',
+    });
     expect(res.status).toBe(401);
   });
 

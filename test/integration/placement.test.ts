@@ -7,7 +7,8 @@ function recording(hint: string) {
   const seen: unknown[] = [];
   const namespace = new Proxy(env.RECORDS, {
     get(target, prop) {
-      if (prop === 'get') return (id: DurableObjectId, options?: unknown) => (seen.push(options), target.get(id, options as never));
+      if (prop === 'get')
+        return (id: DurableObjectId, options?: unknown) => (seen.push(options), target.get(id, options as never));
       const value = Reflect.get(target, prop);
       return typeof value === 'function' ? value.bind(target) : value;
     },

@@ -8,34 +8,63 @@ describe('every accepted request is stored and replayed under production D1 limi
   it('the test build refuses what production refuses: long SQL, 101 parameters, a 2 MB value', () => {
     expect(() => checkStatement('SELECT 1', ['x'.repeat(2_000_001)])).toThrow(/SQLITE_TOOBIG/);
     expect(() => checkStatement('SELECT 1', ['é'.repeat(1_000_001)])).toThrow(/SQLITE_TOOBIG/);
-    expect(() => checkStatement('SELECT 1', Array.from({ length: 101 }, () => 1))).toThrow(/SQLITE_TOOBIG/);
+    expect(() =>
+      checkStatement(
+        'SELECT 1',
+        Array.from({ length: 101 }, () => 1),
+      ),
+    ).toThrow(/SQLITE_TOOBIG/);
     expect(() => checkStatement(`SELECT '${'x'.repeat(100_001)}'`, [])).toThrow(/SQLITE_TOOBIG/);
     expect(() => checkStatement('SELECT 1', ['x'.repeat(1_999_999)])).not.toThrow();
   });
 
-  it('a keyed batch of 20 records near 1 MiB each, and a keyed create near 1 MiB of multi-byte text, are written and replayed byte for byte', { timeout: 120_000 }, async () => {
-    const { editor, workspaceId } = await world();
-    // Text values hold at most 100,000 characters: a record near 1 MiB spreads over ten of them.
-    const bodies = Array.from({ length: 10 }, (_, i) => ({ name: `body${i}`, type: 'text' }));
-    const object = await newObject([workspaceId], { nameTemplate: '{title}', fields: [{ name: 'title', type: 'text' }, ...bodies, { name: 'n', type: 'integer' }] });
-    const near1MiB = (letter: string, count: number) => bodies.map(({ name }) => fv(name, letter.repeat(count)));
-    const title = '😀'.repeat(10_000);
-    const keyedCreate = { key: editor.key, body: [{ objectId: object.id, fieldValues: [fv('title', title), ...near1MiB('é', 50_000), fv('n', 0)] }], headers: { 'Idempotency-Key': 'big-create' } };
-    const created = await call('POST', '/records/batch', keyedCreate);
-    expect(created.status).toBe(201);
-    expect(created.body[0].record.name).toBe(title);
-    const replayedCreate = await call('POST', '/records/batch', keyedCreate);
-    expect([replayedCreate.headers.get('Idempotent-Replayed'), JSON.stringify(replayedCreate.body)]).toEqual(['true', JSON.stringify(created.body)]);
+  it(
+    'a keyed batch of 20 records near 1 MiB each, and a keyed create near 1 MiB of multi-byte text, are written and replayed byte for byte',
+    { timeout: 120_000 },
+    async () => {
+      const { editor, workspaceId } = await world();
+      // Text values hold at most 100,000 characters: a record near 1 MiB spreads over ten of them.
+      const bodies = Array.from({ length: 10 }, (_, i) => ({ name: `body${i}`, type: 'text' }));
+      const object = await newObject([workspaceId], {
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text' }, ...bodies, { name: 'n', type: 'integer' }],
+      });
+      const near1MiB = (letter: string, count: number) => bodies.map(({ name }) => fv(name, letter.repeat(count)));
+      const title = '😀'.repeat(10_000);
+      const keyedCreate = {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('title', title), ...near1MiB('é', 50_000), fv('n', 0)] }],
+        headers: { 'Idempotency-Key': 'big-create' },
+      };
+      const created = await call('POST', '/records/batch', keyedCreate);
+      expect(created.status).toBe(201);
+      expect(created.body[0].record.name).toBe(title);
+      const replayedCreate = await call('POST', '/records/batch', keyedCreate);
+      expect([replayedCreate.headers.get('Idempotent-Replayed'), JSON.stringify(replayedCreate.body)]).toEqual([
+        'true',
+        JSON.stringify(created.body),
+      ]);
 
-    const ids: number[] = [];
-    for (let i = 0; i < 20; i++) ids.push((await createOne(editor.key, object.id, [fv('title', `r${i}`), ...near1MiB('x', 100_000), fv('n', 0)])).id);
-    const options = { key: editor.key, body: ids.map((id) => ({ id, fieldValues: [fv('n', 1)] })), headers: { 'Idempotency-Key': 'big-batch' } };
-    const batch = await call('PATCH', '/records/batch', options);
-    expect(batch.status).toBe(200);
-    expect(batch.body.map((item: any) => item.record.version)).toEqual(ids.map(() => 2));
-    const replayed = await call('PATCH', '/records/batch', options);
-    expect(replayed.headers.get('Idempotent-Replayed')).toBe('true');
-    expect(JSON.stringify(replayed.body)).toBe(JSON.stringify(batch.body));
-    for (const id of [ids[0], ids[19]]) expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(batch.body.find((item: any) => item.record.id === id).record);
-  });
+      const ids: number[] = [];
+      for (let i = 0; i < 20; i++)
+        ids.push(
+          (await createOne(editor.key, object.id, [fv('title', `r${i}`), ...near1MiB('x', 100_000), fv('n', 0)])).id,
+        );
+      const options = {
+        key: editor.key,
+        body: ids.map((id) => ({ id, fieldValues: [fv('n', 1)] })),
+        headers: { 'Idempotency-Key': 'big-batch' },
+      };
+      const batch = await call('PATCH', '/records/batch', options);
+      expect(batch.status).toBe(200);
+      expect(batch.body.map((item: any) => item.record.version)).toEqual(ids.map(() => 2));
+      const replayed = await call('PATCH', '/records/batch', options);
+      expect(replayed.headers.get('Idempotent-Replayed')).toBe('true');
+      expect(JSON.stringify(replayed.body)).toBe(JSON.stringify(batch.body));
+      for (const id of [ids[0], ids[19]])
+        expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(
+          batch.body.find((item: any) => item.record.id === id).record,
+        );
+    },
+  );
 });

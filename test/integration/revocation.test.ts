@@ -4,7 +4,8 @@ import { Store } from '../../src/storage/store.ts';
 import { admin, call, createOne, expectProblem, letMemoryExpire, world } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-const version = async (id: number) => (await env.DB.prepare('SELECT version FROM records WHERE id = ?').bind(id).first<{ version: number }>())?.version;
+const version = async (id: number) =>
+  (await env.DB.prepare('SELECT version FROM records WHERE id = ?').bind(id).first<{ version: number }>())?.version;
 const original = Store.prototype.recordContext;
 
 afterEach(() => {
@@ -43,7 +44,10 @@ describe('a revocation is never undone by a read that was in flight', () => {
     expect((await admin('DELETE', `/admin/keys/${keyId}`)).status).toBe(204);
     held.release();
     expect((await read).status).toBe(200); // answered before the revocation: fine to show
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 1)] },
+    });
     expectProblem(patch, 401, 'unauthorized');
     expect(await version(record.id)).toBe(1);
   });
@@ -58,9 +62,15 @@ describe('a revocation is never undone by a read that was in flight', () => {
     expect((await admin('DELETE', `/admin/workspaces/${workspaceId}/members/${editor.id}`)).status).toBe(204);
     held.release();
     expect((await read).status).toBe(200);
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 1)] },
+    });
     expectProblem(patch, 404, 'not_found');
-    const batch = await call('PATCH', '/records/batch', { key: editor.key, body: [{ id: record.id, fieldValues: [fv('age', 2)] }] });
+    const batch = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ id: record.id, fieldValues: [fv('age', 2)] }],
+    });
     expectProblem(batch, 404, 'not_found');
     expect(await version(record.id)).toBe(1);
   });
@@ -72,10 +82,15 @@ describe('a revocation is never undone by a read that was in flight', () => {
     const held = holdNextRead();
     const read = call('GET', `/records/${record.id}`, { key: editor.key });
     await held.answered;
-    expect((await admin('PUT', `/admin/workspaces/${workspaceId}/members/${editor.id}`, { role: 'viewer' })).status).toBe(200);
+    expect(
+      (await admin('PUT', `/admin/workspaces/${workspaceId}/members/${editor.id}`, { role: 'viewer' })).status,
+    ).toBe(200);
     held.release();
     await read;
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 1)] },
+    });
     expectProblem(patch, 403, 'forbidden');
     expect(await version(record.id)).toBe(1);
   });

@@ -20,8 +20,19 @@ async function databaseBytes(): Promise<number> {
 describe('what a write costs: storage grows with what it changed, and rows written stay within budget', () => {
   it('200 one-field patches of a 20 KB record add at most 1 KB each to the database', { timeout: 60_000 }, async () => {
     const { editor, workspaceId } = await world();
-    const object = await newObject([workspaceId], { nameTemplate: '{title}', fields: [{ name: 'title', type: 'text' }, { name: 'body', type: 'text' }, { name: 'n', type: 'integer' }] });
-    const record = await createOne(editor.key, object.id, [fv('title', 'big'), fv('body', 'x'.repeat(20_000)), fv('n', 0)]);
+    const object = await newObject([workspaceId], {
+      nameTemplate: '{title}',
+      fields: [
+        { name: 'title', type: 'text' },
+        { name: 'body', type: 'text' },
+        { name: 'n', type: 'integer' },
+      ],
+    });
+    const record = await createOne(editor.key, object.id, [
+      fv('title', 'big'),
+      fv('body', 'x'.repeat(20_000)),
+      fv('n', 0),
+    ]);
     const path = `/workspaces/${workspaceId}/records/${record.id}`;
     await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('n', -1)] } });
     const before = await databaseBytes();
@@ -30,7 +41,9 @@ describe('what a write costs: storage grows with what it changed, and rows writt
       expect(res.body.version).toBe(n + 2);
     }
     const added = (await databaseBytes()) - before;
-    console.log(JSON.stringify({ storage: { patches: 200, recordBytes: 20_000, bytesAdded: added, perPatch: added / 200 } }));
+    console.log(
+      JSON.stringify({ storage: { patches: 200, recordBytes: 20_000, bytesAdded: added, perPatch: added / 200 } }),
+    );
     expect(added / 200).toBeLessThanOrEqual(1024);
     // Every version is still rebuilt exactly: the feed folds to the stored record.
     const stored = (await call('GET', path, { key: editor.key })).body;
@@ -43,10 +56,20 @@ describe('what a write costs: storage grows with what it changed, and rows writt
     const path = `/workspaces/${workspaceId}/records/${record.id}`;
     await call('GET', path, { key: editor.key }); // in use: remembered by the Worker
     const patch = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
-    const keyed = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] }, headers: { 'Idempotency-Key': 'cost' } });
-    const created = await call('POST', '/records/batch', { key: editor.key, body: Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [fv('firstName', `c${i}`)] })) });
+    const keyed = await call('PATCH', path, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 2)] },
+      headers: { 'Idempotency-Key': 'cost' },
+    });
+    const created = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [fv('firstName', `c${i}`)] })),
+    });
     const ids = created.body.map((item: any) => item.record.id);
-    const batch = await call('PATCH', '/records/batch', { key: editor.key, body: ids.map((id: number) => ({ id, fieldValues: [fv('age', 3)] })) });
+    const batch = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id: number) => ({ id, fieldValues: [fv('age', 3)] })),
+    });
     const figures = { patch: rows(patch), keyed: rows(keyed), create20: rows(created), batch20: rows(batch) };
     console.log(JSON.stringify({ rowsWritten: figures }));
     expect([patch.status, keyed.status, created.status, batch.status]).toEqual([200, 200, 201, 200]);

@@ -16,6 +16,8 @@ export class RecordObject extends Production {
 }
 
 export default {
-  fetch: (request: Request, env: Env, ctx: ExecutionContext): Promise<Response> => worker.fetch(request, limited(env), ctx),
-  scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext): void => worker.scheduled(controller, limited(env), ctx),
+  fetch: (request: Request, env: Env, ctx: ExecutionContext): Promise<Response> =>
+    worker.fetch(request, limited(env), ctx),
+  scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext): void =>
+    worker.scheduled(controller, limited(env), ctx),
 } satisfies ExportedHandler<Env>;

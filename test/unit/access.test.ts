@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { canCreate, recordAccess, type Caller } from '../../src/domain/access.ts';
 
-const caller: Caller = { userId: 1, roles: new Map([[10, 'editor'], [20, 'viewer']]) };
+const caller: Caller = {
+  userId: 1,
+  roles: new Map([
+    [10, 'editor'],
+    [20, 'viewer'],
+  ]),
+};
 
 describe('access rules', () => {
   it('derives read/write from the best role among shared workspaces', () => {

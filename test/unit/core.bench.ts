@@ -48,9 +48,16 @@ const values = (i: number) => [
 ];
 
 // As the body arrives: parsed JSON, not yet trusted.
-const createBody: unknown = JSON.parse(JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ objectId: 1, fieldValues: values(i) }))));
+const createBody: unknown = JSON.parse(
+  JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ objectId: 1, fieldValues: values(i) }))),
+);
 const patchBody: unknown = JSON.parse(
-  JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ id: i, fieldValues: [fv('stage', 'customer'), fv('score', i + 1), fv('lastName', null)] }))),
+  JSON.stringify(
+    Array.from({ length: 20 }, (_, i) => ({
+      id: i,
+      fieldValues: [fv('stage', 'customer'), fv('score', i + 1), fv('lastName', null)],
+    })),
+  ),
 );
 const stored: RecordOut[] = Array.from({ length: 20 }, (_, i) => ({
   id: i,
@@ -70,8 +77,12 @@ const stored: RecordOut[] = Array.from({ length: 20 }, (_, i) => ({
   isTemplate: false,
 }));
 
-const createDuplicates = (items: readonly unknown[]) => items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i)));
-const patchDuplicates = (items: readonly unknown[]) => [...duplicateProblems(items, 'id', ''), ...createDuplicates(items)];
+const createDuplicates = (items: readonly unknown[]) =>
+  items.flatMap((item, i) => fieldValueDuplicates(item, pointer('', i)));
+const patchDuplicates = (items: readonly unknown[]) => [
+  ...duplicateProblems(items, 'id', ''),
+  ...createDuplicates(items),
+];
 
 describe('pure core, one 20-record batch', () => {
   bench('create: parse + validate + render', () => {
@@ -86,7 +97,8 @@ describe('pure core, one 20-record batch', () => {
     if (!parsed.ok) throw new Error('fixture should parse');
     parsed.value.forEach((item, i) => {
       const record = stored[item.id] as RecordOut;
-      if (patchProblems(record, 'write', def, item, pointer('', i)).length > 0) throw new Error('fixture should validate');
+      if (patchProblems(record, 'write', def, item, pointer('', i)).length > 0)
+        throw new Error('fixture should validate');
       const applied = applyPatch(record, def, item, 7, 2, pointer('', i));
       if (!applied.ok || !applied.changed) throw new Error('fixture should change');
     });

@@ -22,7 +22,10 @@ describe("why not itty-router's cors()", () => {
   it('its corsify answers 200 for a 412 (so we keep our own)', async () => {
     const { cors } = await import('itty-router');
     const { corsify } = cors({ origin: 'https://a.example' });
-    const answer = corsify(new Response('{}', { status: 412 }), new Request('http://x/', { headers: { Origin: 'https://a.example' } }));
+    const answer = corsify(
+      new Response('{}', { status: 412 }),
+      new Request('http://x/', { headers: { Origin: 'https://a.example' } }),
+    );
     expect(answer.status).toBe(200);
   });
 });

@@ -9,7 +9,11 @@ async function refused(cursor: string, scope = 's'): Promise<boolean> {
     await readCursor(SECRET, cursor, scope, 'cursor');
     return false;
   } catch (error) {
-    expect(error).toMatchObject({ status: 400, code: 'invalid_request', errors: [{ query: 'cursor', code: 'invalid_cursor' }] });
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      errors: [{ query: 'cursor', code: 'invalid_cursor' }],
+    });
     return true;
   }
 }

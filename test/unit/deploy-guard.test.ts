@@ -16,7 +16,9 @@ describe('npm run deploy refuses the placeholder database_id', () => {
     const run = spawnSync(process.execPath, [GUARD], { cwd: ROOT, encoding: 'utf8' });
     expect(run.status).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('Refusing to deploy: wrangler.toml still has database_id = "00000000-0000-0000-0000-000000000000"');
+    expect(run.stderr).toContain(
+      'Refusing to deploy: wrangler.toml still has database_id = "00000000-0000-0000-0000-000000000000"',
+    );
     expect(run.stderr).toContain('npx wrangler d1 create record-service');
   });
 

@@ -17,7 +17,7 @@ describe('what JSON.parse lets through but storage would alter', () => {
       { pointer: '/b~1c', code: 'invalid_string', message: 'string holds a lone surrogate' },
     ]);
     expect(unstorableJson({ ['\udc00']: 1 })[0]).toMatchObject({ pointer: '/\udc00', code: 'invalid_string' });
-    expect(unstorableJson(JSON.parse('[' .repeat(5000) + ']'.repeat(5000)))).toEqual([]);
+    expect(unstorableJson(JSON.parse('['.repeat(5000) + ']'.repeat(5000)))).toEqual([]);
   });
   it('measures nesting without recursion', () => {
     expect([nesting(1), nesting([]), nesting({ a: [{}] })]).toEqual([0, 1, 3]);
@@ -31,8 +31,16 @@ describe('what JSON.parse lets through but storage would alter', () => {
 
 describe('a created record serializes the same whether built here or assembled by storage', () => {
   const base: NewRecord = {
-    objectId: 3, objectVersion: 2, name: undefined, objectName: 'Deal "big"', fieldValues: [fv('x', '\u0000€')],
-    sharedWorkspaceIds: [1, 4], userId: 9, now: 1000, isTemplate: false, creationType: 'User',
+    objectId: 3,
+    objectVersion: 2,
+    name: undefined,
+    objectName: 'Deal "big"',
+    fieldValues: [fv('x', '\u0000€')],
+    sharedWorkspaceIds: [1, 4],
+    userId: 9,
+    now: 1000,
+    isTemplate: false,
+    creationType: 'User',
   };
   it('with the fallback name, which holds the id', () => {
     const t = createdRecordTemplate(base);
@@ -58,20 +66,42 @@ describe('names and values', () => {
   });
 });
 
-describe('delete and restore in a record\'s sequence', () => {
+describe("delete and restore in a record's sequence", () => {
   const record = {
-    id: 1, objectId: 1, objectVersion: 1, name: 'n', fieldValues: [], creationType: 'User' as const, version: 4, deleted: false,
-    sharedWorkspaceIds: [1], ownedBy: 1, createdAt: 1, createdBy: 1, updatedAt: 5, updatedBy: 1, isTemplate: false,
+    id: 1,
+    objectId: 1,
+    objectVersion: 1,
+    name: 'n',
+    fieldValues: [],
+    creationType: 'User' as const,
+    version: 4,
+    deleted: false,
+    sharedWorkspaceIds: [1],
+    ownedBy: 1,
+    createdAt: 1,
+    createdBy: 1,
+    updatedAt: 5,
+    updatedBy: 1,
+    isTemplate: false,
   };
   const def = { id: 1, version: 1, name: 'C', workspaceIds: [1], fields: [{ name: 'a', type: 'text' as const }] };
   it('a delete raises the version; a second delete changes nothing; a patch after it is 409; a restore brings it back', () => {
-    const { final, outcomes } = applySequence(record, [
-      { def, patch: {}, userId: 2, action: 'delete' },
-      { def, patch: {}, userId: 2, action: 'delete' },
-      { def, patch: { fieldValues: [fv('a', 'x')] }, userId: 2 },
-      { def, patch: {}, userId: 3, action: 'restore' },
-    ], 10);
-    expect(outcomes.map((o) => (o.ok ? [o.record.version, o.change ?? 'none'] : o.status))).toEqual([[5, 'deleted'], [5, 'none'], 409, [6, 'restored']]);
+    const { final, outcomes } = applySequence(
+      record,
+      [
+        { def, patch: {}, userId: 2, action: 'delete' },
+        { def, patch: {}, userId: 2, action: 'delete' },
+        { def, patch: { fieldValues: [fv('a', 'x')] }, userId: 2 },
+        { def, patch: {}, userId: 3, action: 'restore' },
+      ],
+      10,
+    );
+    expect(outcomes.map((o) => (o.ok ? [o.record.version, o.change ?? 'none'] : o.status))).toEqual([
+      [5, 'deleted'],
+      [5, 'none'],
+      409,
+      [6, 'restored'],
+    ]);
     expect(final).toMatchObject({ version: 6, deleted: false, updatedBy: 3, updatedAt: 10 });
     expect(applyDeletion(record, false, 9, 99)).toBe(record);
   });
@@ -93,7 +123,7 @@ describe('isolate memory is bounded from when a read was issued', () => {
   });
 });
 
-describe('packing a batch\'s tuples into statements', () => {
+describe("packing a batch's tuples into statements", () => {
   it('keeps the order, stays within the bound, and leaves a longer tuple alone', () => {
     const t = (n: number) => JSON.stringify(['x'.repeat(n)]); // n + 4 characters
     expect(packTuples([], 100)).toEqual([]);

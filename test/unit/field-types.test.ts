@@ -4,28 +4,120 @@ import { checkValue } from '../../src/domain/field-types.ts';
 
 const field = (type: FieldType, options?: string[]): FieldDef => ({ name: 'f', type, ...(options ? { options } : {}) });
 
-const cases: Record<FieldType, { accepts: unknown[]; rejects: [unknown, 'invalid_type' | 'invalid_value'][]; options?: string[] }> = {
-  text: { accepts: ['', 'hello', 'x'.repeat(100_000), '😀'.repeat(100_000)], rejects: [[1, 'invalid_type'], [['a'], 'invalid_type'], ['x'.repeat(100_001), 'invalid_value']] },
-  number: { accepts: [0, -1.5, 1e300], rejects: [['1', 'invalid_type'], [true, 'invalid_type'], [Number.NaN, 'invalid_type'], [Infinity, 'invalid_type']] },
-  integer: { accepts: [0, -5, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER], rejects: [[1.5, 'invalid_type'], ['1', 'invalid_type'], [2 ** 53, 'invalid_type']] },
-  boolean: { accepts: [true, false], rejects: [[0, 'invalid_type'], ['true', 'invalid_type']] },
-  date: { accepts: ['2024-02-29', '0001-01-01', '9999-12-31'], rejects: [['2023-02-29', 'invalid_value'], ['2024-13-01', 'invalid_value'], ['2024-1-01', 'invalid_value'], ['2024-01-01T00:00:00Z', 'invalid_value'], [20240101, 'invalid_type']] },
-  datetime: {
-    accepts: ['2026-11-22T10:00:00Z', '2026-11-22t10:00:00.123+05:30', '2016-12-31T23:59:60Z', '2026-11-22T10:00:00-00:00'],
-    rejects: [['2026-11-22T10:00:00', 'invalid_value'], ['2026-11-22 10:00:00Z', 'invalid_value'], ['2026-02-30T10:00:00Z', 'invalid_value'], ['2026-11-22T24:00:00Z', 'invalid_value'], ['2026-11-22T10:00:00+24:00', 'invalid_value'], [0, 'invalid_type']],
+const cases: Record<
+  FieldType,
+  { accepts: unknown[]; rejects: [unknown, 'invalid_type' | 'invalid_value'][]; options?: string[] }
+> = {
+  text: {
+    accepts: ['', 'hello', 'x'.repeat(100_000), '😀'.repeat(100_000)],
+    rejects: [
+      [1, 'invalid_type'],
+      [['a'], 'invalid_type'],
+      ['x'.repeat(100_001), 'invalid_value'],
+    ],
   },
-  select: { options: ['a', 'b'], accepts: ['a', 'b'], rejects: [['c', 'invalid_value'], [['a'], 'invalid_type']] },
-  multiSelect: { options: ['a', 'b'], accepts: [[], ['a'], ['b', 'a']], rejects: [['a', 'invalid_type'], [[1], 'invalid_type'], [['a', 'a'], 'invalid_value'], [['c'], 'invalid_value']] },
-  email: { accepts: ['a@b', 'first.last+tag@example.co.uk'], rejects: [['no-at', 'invalid_value'], ['a@@b', 'invalid_value'], ['a b@c', 'invalid_value'], ['a@b.', 'invalid_value'], [`${'x'.repeat(250)}@b.co`, 'invalid_value'], [5, 'invalid_type']] },
-  url: { accepts: ['https://example.com', 'http://localhost:8787/x?y=1#z'], rejects: [['ftp://example.com', 'invalid_value'], ['/relative', 'invalid_value'], ['https://', 'invalid_value'], ['javascript:alert(1)', 'invalid_value'], [{}, 'invalid_type']] },
+  number: {
+    accepts: [0, -1.5, 1e300],
+    rejects: [
+      ['1', 'invalid_type'],
+      [true, 'invalid_type'],
+      [Number.NaN, 'invalid_type'],
+      [Infinity, 'invalid_type'],
+    ],
+  },
+  integer: {
+    accepts: [0, -5, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER],
+    rejects: [
+      [1.5, 'invalid_type'],
+      ['1', 'invalid_type'],
+      [2 ** 53, 'invalid_type'],
+    ],
+  },
+  boolean: {
+    accepts: [true, false],
+    rejects: [
+      [0, 'invalid_type'],
+      ['true', 'invalid_type'],
+    ],
+  },
+  date: {
+    accepts: ['2024-02-29', '0001-01-01', '9999-12-31'],
+    rejects: [
+      ['2023-02-29', 'invalid_value'],
+      ['2024-13-01', 'invalid_value'],
+      ['2024-1-01', 'invalid_value'],
+      ['2024-01-01T00:00:00Z', 'invalid_value'],
+      [20240101, 'invalid_type'],
+    ],
+  },
+  datetime: {
+    accepts: [
+      '2026-11-22T10:00:00Z',
+      '2026-11-22t10:00:00.123+05:30',
+      '2016-12-31T23:59:60Z',
+      '2026-11-22T10:00:00-00:00',
+    ],
+    rejects: [
+      ['2026-11-22T10:00:00', 'invalid_value'],
+      ['2026-11-22 10:00:00Z', 'invalid_value'],
+      ['2026-02-30T10:00:00Z', 'invalid_value'],
+      ['2026-11-22T24:00:00Z', 'invalid_value'],
+      ['2026-11-22T10:00:00+24:00', 'invalid_value'],
+      [0, 'invalid_type'],
+    ],
+  },
+  select: {
+    options: ['a', 'b'],
+    accepts: ['a', 'b'],
+    rejects: [
+      ['c', 'invalid_value'],
+      [['a'], 'invalid_type'],
+    ],
+  },
+  multiSelect: {
+    options: ['a', 'b'],
+    accepts: [[], ['a'], ['b', 'a']],
+    rejects: [
+      ['a', 'invalid_type'],
+      [[1], 'invalid_type'],
+      [['a', 'a'], 'invalid_value'],
+      [['c'], 'invalid_value'],
+    ],
+  },
+  email: {
+    accepts: ['a@b', 'first.last+tag@example.co.uk'],
+    rejects: [
+      ['no-at', 'invalid_value'],
+      ['a@@b', 'invalid_value'],
+      ['a b@c', 'invalid_value'],
+      ['a@b.', 'invalid_value'],
+      [`${'x'.repeat(250)}@b.co`, 'invalid_value'],
+      [5, 'invalid_type'],
+    ],
+  },
+  url: {
+    accepts: ['https://example.com', 'http://localhost:8787/x?y=1#z'],
+    rejects: [
+      ['ftp://example.com', 'invalid_value'],
+      ['/relative', 'invalid_value'],
+      ['https://', 'invalid_value'],
+      ['javascript:alert(1)', 'invalid_value'],
+      [{}, 'invalid_type'],
+    ],
+  },
   json: { accepts: [0, 'x', [1, { a: null }], { nested: { deep: true } }, false], rejects: [] },
 };
 
 describe('checkValue: every field type', () => {
-  for (const [type, { accepts, rejects, options }] of Object.entries(cases) as [FieldType, (typeof cases)[FieldType]][]) {
+  for (const [type, { accepts, rejects, options }] of Object.entries(cases) as [
+    FieldType,
+    (typeof cases)[FieldType],
+  ][]) {
     it(`${type} accepts its values and rejects others with the right code`, () => {
-      for (const value of accepts) expect(checkValue(field(type, options), value), JSON.stringify(value)?.slice(0, 40)).toBeUndefined();
-      for (const [value, code] of rejects) expect(checkValue(field(type, options), value)?.code, String(value).slice(0, 40)).toBe(code);
+      for (const value of accepts)
+        expect(checkValue(field(type, options), value), JSON.stringify(value)?.slice(0, 40)).toBeUndefined();
+      for (const [value, code] of rejects)
+        expect(checkValue(field(type, options), value)?.code, String(value).slice(0, 40)).toBe(code);
     });
   }
 });

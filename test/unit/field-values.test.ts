@@ -3,7 +3,10 @@ import type { ObjectDef } from '../../src/domain/definition.ts';
 import { applyFieldValues } from '../../src/domain/field-values.ts';
 
 const def: ObjectDef = {
-  id: 1, version: 2, name: 'Contact', workspaceIds: [1],
+  id: 1,
+  version: 2,
+  name: 'Contact',
+  workspaceIds: [1],
   fields: [
     { name: 'first', type: 'text', required: true },
     { name: 'last', type: 'text' },
@@ -31,7 +34,12 @@ describe('applyFieldValues', () => {
   it('reports unknown fields, wrong types and required fields with pointers and 422', () => {
     const { problems } = applyFieldValues(def, [], [fv('nick', 'x'), fv('age', '3')], '/4', 'create');
     expect(problems).toEqual([
-      { pointer: '/4/fieldValues/0/fieldName', code: 'unknown_field', message: 'not a field of the object', status: 422 },
+      {
+        pointer: '/4/fieldValues/0/fieldName',
+        code: 'unknown_field',
+        message: 'not a field of the object',
+        status: 422,
+      },
       { pointer: '/4/fieldValues/1/value', code: 'invalid_type', message: 'expected integer', status: 422 },
       { pointer: '/4/fieldValues', code: 'required', message: 'first is required', status: 422 },
     ]);

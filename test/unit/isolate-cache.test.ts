@@ -80,7 +80,7 @@ describe('a revocation is never undone by a read that was in flight', () => {
     expect(cache.get('a')).toBe(2);
   });
 
-  it('IsolateCache: a removed member\'s callers, remembered or in flight, are read afresh; other users are untouched', () => {
+  it("IsolateCache: a removed member's callers, remembered or in flight, are read afresh; other users are untouched", () => {
     const cache = new IsolateCache();
     const caller = (userId: number) => ({ userId, roles: new Map([[1, 'editor' as const]]) });
     cache.rememberCaller('k1', caller(7), cache.issue());

@@ -25,9 +25,16 @@ describe('lengths count Unicode code points', () => {
   });
 
   it('options and name templates count the same way', () => {
-    const definition = (option: string, nameTemplate: string) => ({ name: 'x', workspaceIds: [1], nameTemplate, fields: [{ name: 'f', type: 'select', options: [option] }] });
+    const definition = (option: string, nameTemplate: string) => ({
+      name: 'x',
+      workspaceIds: [1],
+      nameTemplate,
+      fields: [{ name: 'f', type: 'select', options: [option] }],
+    });
     expect(shapeProblems(ObjectDefinitionInput, definition(emoji.repeat(200), emoji.repeat(10_000)))).toEqual([]);
-    expect(shapeProblems(ObjectDefinitionInput, definition(emoji.repeat(201), emoji.repeat(10_001))).map((p) => p.pointer)).toEqual(['/nameTemplate', '/fields/0/options/0']);
+    expect(
+      shapeProblems(ObjectDefinitionInput, definition(emoji.repeat(201), emoji.repeat(10_001))).map((p) => p.pointer),
+    ).toEqual(['/nameTemplate', '/fields/0/options/0']);
   });
 
   it('email and URL bounds count code points too', () => {
@@ -37,7 +44,10 @@ describe('lengths count Unicode code points', () => {
   });
 
   it('is documented as JSON Schema maxLength', () => {
-    const schema = toJsonSchema(v.pipe(v.string(), maxChars(5)), { errorMode: 'ignore', overrideAction: maxCharsAsJsonSchema as never });
+    const schema = toJsonSchema(v.pipe(v.string(), maxChars(5)), {
+      errorMode: 'ignore',
+      overrideAction: maxCharsAsJsonSchema as never,
+    });
     expect(schema).toMatchObject({ type: 'string', maxLength: 5 });
   });
 });

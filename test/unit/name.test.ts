@@ -3,16 +3,29 @@ import type { ObjectDef } from '../../src/domain/definition.ts';
 import { recordName, renderTemplate } from '../../src/domain/name.ts';
 
 const def = (nameTemplate?: string): ObjectDef => ({
-  id: 1, version: 1, name: 'Contact', workspaceIds: [1], fields: [], ...(nameTemplate === undefined ? {} : { nameTemplate }),
+  id: 1,
+  version: 1,
+  name: 'Contact',
+  workspaceIds: [1],
+  fields: [],
+  ...(nameTemplate === undefined ? {} : { nameTemplate }),
 });
-const values = (entries: Record<string, unknown>) => Object.entries(entries).map(([fieldName, value]) => ({ fieldName, value }));
+const values = (entries: Record<string, unknown>) =>
+  Object.entries(entries).map(([fieldName, value]) => ({ fieldName, value }));
 
 describe('record names', () => {
   it('replaces every placeholder with its value as text, trimmed', () => {
-    expect(renderTemplate(def('  {first} {last} ({age}, {vip}) '), values({ first: 'Ada', last: 'L', age: 36, vip: true }))).toBe('Ada L (36, true)');
+    expect(
+      renderTemplate(def('  {first} {last} ({age}, {vip}) '), values({ first: 'Ada', last: 'L', age: 36, vip: true })),
+    ).toBe('Ada L (36, true)');
   });
   it('joins arrays with ", ", renders objects as JSON and missing values as empty', () => {
-    expect(renderTemplate(def('{tags}|{meta}|{missing}|{first}{first}'), values({ tags: ['a', 'b'], meta: { k: 1 }, first: 'x' }))).toBe('a, b|{"k":1}||xx');
+    expect(
+      renderTemplate(
+        def('{tags}|{meta}|{missing}|{first}{first}'),
+        values({ tags: ['a', 'b'], meta: { k: 1 }, first: 'x' }),
+      ),
+    ).toBe('a, b|{"k":1}||xx');
   });
   it('falls back to "<object name> #<id>" without a template or when it renders empty', () => {
     expect(recordName(def(), [], 42)).toBe('Contact #42');

@@ -14,7 +14,10 @@ function problems(schema: unknown, value: unknown): string[] {
 }
 
 const documented = Object.entries(doc.paths).flatMap(([path, methods]) =>
-  Object.entries(methods as Record<string, any>).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, op })),
+  Object.entries(methods as Record<string, any>).map(([method, op]) => ({
+    where: `${method.toUpperCase()} ${path}`,
+    op,
+  })),
 );
 
 describe('/openapi.json examples', () => {
@@ -29,7 +32,10 @@ describe('/openapi.json examples', () => {
         }
       }
       // Every operation shows at least one answer with a body (a 204 shows its problems).
-      expect(Object.values<any>(op.responses).some((r) => r.content !== undefined), where).toBe(true);
+      expect(
+        Object.values<any>(op.responses).some((r) => r.content !== undefined),
+        where,
+      ).toBe(true);
     }
   });
 
@@ -37,7 +43,8 @@ describe('/openapi.json examples', () => {
     const failures: string[] = [];
     for (const { where, op } of documented) {
       const request = op.requestBody?.content['application/json'];
-      if (request !== undefined) failures.push(...problems(request.schema, request.example).map((p) => `${where} request: ${p}`));
+      if (request !== undefined)
+        failures.push(...problems(request.schema, request.example).map((p) => `${where} request: ${p}`));
       for (const [status, response] of Object.entries<any>(op.responses)) {
         for (const content of Object.values<any>(response.content ?? {})) {
           failures.push(...problems(content.schema, content.example).map((p) => `${where} → ${status}: ${p}`));
@@ -52,6 +59,8 @@ describe('/openapi.json examples', () => {
 
   it('an example that breaks its schema is caught', () => {
     const create = doc.paths['/records/batch'].post;
-    expect(problems(create.requestBody.content['application/json'].schema, [{ objectId: 'one', fieldValues: [] }])).not.toEqual([]);
+    expect(
+      problems(create.requestBody.content['application/json'].schema, [{ objectId: 'one', fieldValues: [] }]),
+    ).not.toEqual([]);
   });
 });

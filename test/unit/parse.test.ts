@@ -8,13 +8,27 @@ const none = () => [];
 describe('batch-level checks', () => {
   it('checks the length before the items (Valibot would skip it when an item fails)', () => {
     const bad = Array.from({ length: 21 }, () => ({ objectId: 'x' }));
-    expect(parseBatch(CreateItem, bad, none)).toEqual({ ok: false, problems: [{ pointer: '', code: 'invalid_length', message: 'expected 1 to 20 elements' }] });
+    expect(parseBatch(CreateItem, bad, none)).toEqual({
+      ok: false,
+      problems: [{ pointer: '', code: 'invalid_length', message: 'expected 1 to 20 elements' }],
+    });
     expect(parseBatch(CreateItem, [], none).ok).toBe(false);
-    expect(parseBatch(CreateItem, {}, none)).toEqual({ ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an array' }] });
-    expect(parseBatch(CreateItem, Array.from({ length: 20 }, () => item), none).ok).toBe(true);
+    expect(parseBatch(CreateItem, {}, none)).toEqual({
+      ok: false,
+      problems: [{ pointer: '', code: 'invalid_type', message: 'expected an array' }],
+    });
+    expect(
+      parseBatch(
+        CreateItem,
+        Array.from({ length: 20 }, () => item),
+        none,
+      ).ok,
+    ).toBe(true);
   });
   it('reports the problems of every element, then the extra checks', () => {
-    const result = parseBatch(CreateItem, [{ objectId: 1 }, item, { fieldValues: [], objectId: -2 }], () => [{ pointer: '/1', code: 'x', message: 'm' }]);
+    const result = parseBatch(CreateItem, [{ objectId: 1 }, item, { fieldValues: [], objectId: -2 }], () => [
+      { pointer: '/1', code: 'x', message: 'm' },
+    ]);
     expect(result).toEqual({
       ok: false,
       problems: [

@@ -20,7 +20,9 @@ const values = (n: unknown): string => JSON.stringify([{ fieldName: 'n0', value:
 
 async function createTwenty(db: D1Database): Promise<void> {
   const now = Date.now();
-  await db.batch(Array.from({ length: 20 }, (_, i) => [db.prepare(INSERT).bind(values(i), now, now), db.prepare(SHARE)]).flat());
+  await db.batch(
+    Array.from({ length: 20 }, (_, i) => [db.prepare(INSERT).bind(values(i), now, now), db.prepare(SHARE)]).flat(),
+  );
 }
 
 export default {
@@ -41,10 +43,15 @@ export default {
     }
     if (url.pathname === '/setup-lists') {
       // Up to 10 000 records, and one change row for each, for the list and feed scenarios.
-      while (((await db.prepare('SELECT max(id) AS n FROM records').first<{ n: number }>())?.n ?? 0) < 10_000) await createTwenty(db);
-      await db.prepare(`INSERT INTO changes (record_id, version, type, at, by, write_id, record)
+      while (((await db.prepare('SELECT max(id) AS n FROM records').first<{ n: number }>())?.n ?? 0) < 10_000)
+        await createTwenty(db);
+      await db
+        .prepare(
+          `INSERT INTO changes (record_id, version, type, at, by, write_id, record)
         SELECT id, 1, 'created', created_at, 1, 'bench/' || id, json_object('id', id, 'fieldValues', json(field_values)) FROM records
-        WHERE id NOT IN (SELECT record_id FROM changes)`).run();
+        WHERE id NOT IN (SELECT record_id FROM changes)`,
+        )
+        .run();
       return Response.json({ ok: true });
     }
     const page = /^\/workspaces\/1\/(records|changes)$/.exec(url.pathname)?.[1];
@@ -66,7 +73,10 @@ export default {
     }
     const gone = /^\/records\/(\d+)$/.exec(url.pathname)?.[1];
     if (gone !== undefined && request.method === 'DELETE') {
-      await db.prepare('UPDATE records SET version = version + 1, deleted = 1, updated_at = ? WHERE id = ?').bind(Date.now(), Number(gone)).run();
+      await db
+        .prepare('UPDATE records SET version = version + 1, deleted = 1, updated_at = ? WHERE id = ?')
+        .bind(Date.now(), Number(gone))
+        .run();
       return Response.json({ ok: true });
     }
     const body = (await request.json()) as { ids?: number[]; value: number };
