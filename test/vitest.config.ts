@@ -41,6 +41,12 @@ export default defineConfig({
           benchmark: { include: ['test/unit/**/*.bench.ts'] },
         },
       },
+      {
+        // The write protocol in a seeded simulator: the production Worker and objects in Node, on
+        // node:sqlite, with a virtual clock and a network that fails, loses and resets.
+        resolve: { alias: { 'cloudflare:workers': root('test/sim/cloudflare-workers.ts') } },
+        test: { name: 'sim', root: root(''), include: ['test/sim/**/*.test.ts'] },
+      },
       // Storage, routes and the Durable Object inside the Workers runtime against real D1.
       workersProject('workers', 'test/integration/wrangler.toml', 'test/integration/**/*.test.ts'),
       // The same, against the chaos build: real D1 and objects behind bindings that inject faults.

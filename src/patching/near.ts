@@ -6,6 +6,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import type { StoredAnswer } from '../storage/idempotency.ts';
 import type { Work } from '../storage/meter.ts';
 import { newWriteId } from '../core/ledger.ts';
+import { isTransient } from '../storage/retry.ts';
 import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
 import { createRecords, type CreateInput } from './create.ts';
 import { replayOf, type Written } from './idempotent.ts';
@@ -101,8 +102,11 @@ export async function runNear(
     delete headers['idempotent-replayed'];
     return { replay: { status, headers, body }, work };
   } catch (error) {
-    // Shaped here, where the error's class and stack are: only plain data crosses back.
-    const { status, code, title, detail, errors, headers } = asHttpError(error, call.callId);
+    // Shaped here, where the error's class and stack are: only plain data crosses back. A call
+    // sent again may have committed in an earlier run: a failure to reach storage before this
+    // run learned so is not "nothing was written" but an unknown outcome.
+    const shaped = call.resent === true && isTransient(error) ? outcomeUnknown() : error;
+    const { status, code, title, detail, errors, headers } = asHttpError(shaped, call.callId);
     return {
       error: {
         status,

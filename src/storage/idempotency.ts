@@ -61,13 +61,16 @@ interface KeyRow {
   shape: 'record' | 'items' | 'answer' | null;
 }
 
-// Takes the key when it is free, abandoned (lease over) or expired; a repeat of our own claim
-// changes nothing, so the claim can be retried after a lost reply.
+// Takes the key when it is free, abandoned (lease over, or its write finished without completing
+// it: a write that succeeds completes its key in the same transaction as its ledger row, so a
+// running key whose token is in the ledger belongs to a write answered as failed) or expired; a
+// repeat of our own claim changes nothing, so the claim can be retried after a lost reply.
 const CLAIM = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, created_at, lease_until)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)
   ON CONFLICT (user_id, key, method, path) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
     state = 'running', status = NULL, headers = NULL, body = NULL, write_id = NULL, shape = NULL, created_at = excluded.created_at, lease_until = excluded.lease_until
-  WHERE (idempotency_keys.state = 'running' AND idempotency_keys.lease_until < excluded.created_at)
+  WHERE (idempotency_keys.state = 'running' AND (idempotency_keys.lease_until < excluded.created_at
+      OR EXISTS (SELECT 1 FROM writes WHERE writes.id = idempotency_keys.token)))
      OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at <= ?9)`;
 const HOLDER = `SELECT fingerprint, token, state, status, headers, body, write_id, shape FROM idempotency_keys
   WHERE user_id = ?1 AND key = ?4 AND method = ?2 AND path = ?3`;

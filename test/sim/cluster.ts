@@ -1,0 +1,236 @@
+import type { Env } from '../../src/env.ts';
+import worker from '../../src/index.ts';
+import { RecordObject } from '../../src/record-object.ts';
+import { withProductionLimits } from '../limits.ts';
+import type { SqliteD1, SqliteStatement } from './sqlite-d1.ts';
+import type { Actor, World } from './world.ts';
+
+/**
+ * The deployment, simulated: the service's own Worker and record objects over one SQLite
+ * database, joined by a network that delays every call, fails some before they run, loses the
+ * replies of others after they ran, and resets objects, all drawn from the world's seed. What
+ * runs is the production code; only the bindings are the simulator's.
+ */
+
+export interface Faults {
+  /** A call fails before it runs (D1 or an object). */
+  fail: number;
+  /** A call runs, then its reply is lost. */
+  lose: number;
+  /** An object resets right after one of its D1 writes commits, before it hears the reply. */
+  restart: number;
+  /** An object resets when any reply reaches it (so at any await of I/O). */
+  crash: number;
+  /** A hop takes seconds instead of milliseconds (deadlines run out, turns time out). */
+  slow: number;
+}
+
+export const NO_FAULTS: Faults = { fail: 0, lose: 0, restart: 0, crash: 0, slow: 0 };
+
+export const ADMIN_TOKEN = 'sim-admin-token';
+
+/** What the faults did, for the report and for tests that must prove they happened. */
+export interface Injected {
+  failed: number;
+  lost: number;
+  restarts: number;
+  crashes: number;
+}
+
+interface Host {
+  name: string;
+  actor: Actor;
+  object: RecordObject;
+  /** Callers waiting on this life of the object: told of its reset. */
+  waiting: Set<(error: Error) => void>;
+}
+
+function lostConnection(): Error {
+  return Object.assign(new Error('Network connection lost.'), { retryable: true });
+}
+
+function resetError(): Error {
+  return Object.assign(new Error('Durable Object reset: simulated restart'), { durableObjectReset: true });
+}
+
+export class Cluster {
+  faults: Faults;
+  readonly injected: Injected = { failed: 0, lost: 0, restarts: 0, crashes: 0 };
+  private readonly hosts = new Map<string, Host>();
+  private lives = 0;
+  private requests = 0;
+
+  constructor(
+    private readonly world: World,
+    private readonly d1: SqliteD1,
+    faults: Faults,
+  ) {
+    this.faults = faults;
+  }
+
+  /** One request through the production Worker, as a fresh actor. */
+  fetch(request: Request): Promise<Response> {
+    const actor: Actor = { name: `request ${++this.requests}`, dead: false };
+    return this.world.actors.run(actor, () =>
+      worker.fetch(request, this.env(actor), {
+        waitUntil: (promise: Promise<unknown>) => void promise.catch(() => undefined),
+        passThroughOnException: () => undefined,
+        props: {},
+      } as unknown as ExecutionContext),
+    );
+  }
+
+  private env(actor: Actor): Env {
+    return {
+      DB: withProductionLimits(this.database(actor) as unknown as D1Database),
+      RECORDS: this.namespace() as unknown as Env['RECORDS'],
+      ADMIN_TOKEN,
+      CURSOR_SECRET: 'sim-cursor-secret',
+      RATE_LIMITS: 'off',
+    };
+  }
+
+  /** Latency of one hop, in virtual milliseconds. */
+  private hop(): Promise<void> {
+    const slow = this.world.chance(this.faults.slow);
+    return this.world.sleep(slow ? this.world.between(1_000, 12_000) : this.world.between(1, 4));
+  }
+
+  private decide(): 'fail' | 'lose' | undefined {
+    const drawn = this.world.random();
+    if (drawn < this.faults.fail) return 'fail';
+    if (drawn < this.faults.fail + this.faults.lose) return 'lose';
+    return undefined;
+  }
+
+  /**
+   * A call from the current actor: out, run, back. The reply reaches only a living caller; an
+   * object that is called back may reset instead (`crash`), or right after a write commits
+   * (`restart`).
+   */
+  private async send<T>(run: () => Promise<T>, wrote = false, what = ''): Promise<T> {
+    const fault = this.decide();
+    if (process.env.SIM_TRACE)
+      console.log(`${Math.round(this.world.now)} ${this.world.actor()?.name}: ${what.slice(0, 90)} ${fault ?? ''}`);
+    await this.hop();
+    if (fault === 'fail') {
+      this.injected.failed++;
+      throw lostConnection();
+    }
+    const result = await run();
+    const caller = this.world.actor();
+    const host = caller === undefined ? undefined : this.hostOf(caller);
+    if (host !== undefined && wrote && this.world.chance(this.faults.restart)) {
+      this.injected.restarts++;
+      this.reset(host);
+    }
+    await this.hop();
+    if (host !== undefined && this.world.chance(this.faults.crash)) {
+      this.injected.crashes++;
+      this.reset(host);
+      await new Promise(() => undefined);
+    }
+    if (fault === 'lose') {
+      this.injected.lost++;
+      throw lostConnection();
+    }
+    return result;
+  }
+
+  private database(actor: Actor): object {
+    const send = <T>(run: () => Promise<T>, wrote = false, what = ''): Promise<T> => this.send(run, wrote, what);
+    const wrap = (statement: SqliteStatement): object => ({
+      statement,
+      bind: (...values: unknown[]) => wrap(statement.bind(...values)),
+      first: (column?: string) => send(() => statement.first(column), false, statement.sql),
+      all: () => send(() => statement.all(), false, statement.sql),
+      run: () => send(() => statement.run(), true, statement.sql),
+      raw: () => send(() => statement.raw(), false, statement.sql),
+    });
+    return {
+      actor: actor.name,
+      prepare: (sql: string) => wrap(this.d1.prepare(sql)),
+      batch: (statements: { statement: SqliteStatement }[]) => {
+        const real = statements.map((s) => s.statement);
+        const writesRecords = real.some((s) => /UPDATE records|INSERT INTO records/.test(s.sql));
+        return send(
+          () => this.d1.batch(real),
+          writesRecords,
+          `batch ${real.map((r) => r.sql.slice(0, 30)).join(' | ')}`,
+        );
+      },
+      exec: (sql: string) => send(() => this.d1.exec(sql)),
+    };
+  }
+
+  private namespace(): object {
+    return {
+      idFromName: (name: string) => ({ name, toString: () => name }),
+      get: (id: { name: string }) =>
+        new Proxy(
+          {},
+          {
+            get: (_target, method) =>
+              method === 'then' || typeof method !== 'string'
+                ? undefined
+                : (...args: unknown[]) => this.callObject(id.name, method, args),
+          },
+        ),
+    };
+  }
+
+  private async callObject(name: string, method: string, args: unknown[]): Promise<unknown> {
+    return this.send(
+      async () => {
+        const host = this.host(name);
+        if (process.env.SIM_TRACE) console.log(`  -> ${host.actor.name}.${method}`);
+        const sent = structuredClone(args);
+        const answer = await new Promise((resolve, reject) => {
+          host.waiting.add(reject);
+          this.world.actors.run(host.actor, () => {
+            Promise.resolve()
+              .then(() =>
+                (host.object as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!(...sent),
+              )
+              .then(resolve, reject)
+              .finally(() => host.waiting.delete(reject));
+          });
+        });
+        return structuredClone(answer);
+      },
+      false,
+      `call ${name}.${method}`,
+    );
+  }
+
+  private host(name: string): Host {
+    let host = this.hosts.get(name);
+    if (host === undefined) {
+      const actor: Actor = { name: `object ${name} life ${++this.lives}`, dead: false };
+      const created: Host = { name, actor, waiting: new Set(), object: undefined as unknown as RecordObject };
+      const ctx = {
+        waitUntil: (promise: Promise<unknown>) => void promise.catch(() => undefined),
+        abort: () => this.reset(created),
+        id: { name, toString: () => name },
+      } as unknown as DurableObjectState;
+      created.object = this.world.actors.run(actor, () => new RecordObject(ctx, this.env(actor)));
+      this.hosts.set(name, (host = created));
+    }
+    return host;
+  }
+
+  private hostOf(actor: Actor): Host | undefined {
+    for (const host of this.hosts.values()) if (host.actor === actor) return host;
+    return undefined;
+  }
+
+  /** This life of the object ends: it runs nothing more, and its callers hear of the reset. */
+  private reset(host: Host): void {
+    if (host.actor.dead) return;
+    if (process.env.SIM_TRACE) console.log(`${Math.round(this.world.now)} RESET ${host.actor.name}`);
+    host.actor.dead = true;
+    if (this.hosts.get(host.name) === host) this.hosts.delete(host.name);
+    for (const hear of host.waiting) hear(resetError());
+    host.waiting.clear();
+  }
+}

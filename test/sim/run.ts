@@ -1,0 +1,467 @@
+/// <reference types="node" />
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { LEASE_MS } from '../../src/storage/idempotency.ts';
+import { IsolateCache, isolateCache } from '../../src/storage/isolate-cache.ts';
+import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
+import { byName, foldItem } from '../feed-fold.ts';
+import { ADMIN_TOKEN, Cluster, NO_FAULTS, type Faults, type Injected } from './cluster.ts';
+import { SqliteD1 } from './sqlite-d1.ts';
+import { World } from './world.ts';
+
+/**
+ * One simulated run: a few clients send concurrent patches, batches (some changing nothing),
+ * creates, deletes and restores, with and without Idempotency-Key and If-Match, through the
+ * production Worker and objects, while the network fails calls, loses replies and resets
+ * objects. Then, with the faults off, the history is checked against what the service holds.
+ */
+
+/** Each run draws how hostile its network is, from calm to 1 call in 2 failing or losing its reply. */
+function faultsOf(world: World): Faults {
+  return {
+    fail: world.random() * 0.15,
+    lose: world.random() * 0.3,
+    restart: world.random() * 0.2,
+    crash: world.random() * 0.05,
+    slow: world.random() * 0.02,
+  };
+}
+
+export interface RunReport {
+  seed: number;
+  requests: number;
+  /** Virtual milliseconds the run took. */
+  virtualMs: number;
+  injected: Injected;
+  /** How many answers of each status (and 503s that said the outcome is unknown), over the run's attempts. */
+  answers: Record<string, number>;
+  violations: string[];
+}
+
+/** One attempt of a client's operation: what it sent and what it heard. */
+interface Attempt {
+  op: string;
+  key: string | undefined;
+  /** The unique values this attempt writes into `title`: present in the history iff it committed. */
+  tokens: string[];
+  status: number;
+  code: string | undefined;
+  text: string;
+  /** Answered 409 with Retry-After: the same key still running elsewhere. */
+  retryAfter: boolean;
+  request: { method: string; path: string; body: unknown; headers: Record<string, string> };
+}
+
+interface Setup {
+  d1: SqliteD1;
+  key: string;
+  workspace: number;
+  objectId: number;
+  records: number[];
+}
+
+const RECORDS = 3;
+let prepared: Setup | undefined;
+
+function migrations(): string[] {
+  const dir = fileURLToPath(new URL('../../migrations/', import.meta.url).href);
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.sql'))
+    .sort()
+    .map((file) => readFileSync(`${dir}${file}`, 'utf8'));
+}
+
+/** Admin setup, made once per process and snapshotted: a user with a key, a workspace, an object, records. */
+async function setup(): Promise<Setup> {
+  if (prepared !== undefined) return prepared;
+  const world = new World(0);
+  const d1 = SqliteD1.migrated(migrations());
+  world.install();
+  try {
+    resetIsolate();
+    const http = client(world, new Cluster(world, d1, NO_FAULTS));
+    const admin = (method: string, path: string, body?: unknown) =>
+      http.json(method, path, ADMIN_TOKEN, body).then((answer) => answer.body as Record<string, any>);
+    const user = await admin('POST', '/admin/users', { name: 'sim' });
+    const { key } = await admin('POST', `/admin/users/${user.id}/keys`);
+    const workspace = await admin('POST', '/admin/workspaces', { name: 'sim' });
+    await admin('PUT', `/admin/workspaces/${workspace.id}/members/${user.id}`, { role: 'editor' });
+    const object = await admin('POST', '/admin/objects', {
+      name: 'Sim',
+      workspaceIds: [workspace.id],
+      nameTemplate: '{title}',
+      fields: [
+        { name: 'title', type: 'text' },
+        { name: 'flag', type: 'boolean' },
+      ],
+    });
+    const created = await http.json(
+      'POST',
+      '/records/batch',
+      key,
+      Array.from({ length: RECORDS }, (_, i) => ({
+        objectId: object.id,
+        fieldValues: [
+          { fieldName: 'title', value: `setup-${i}` },
+          { fieldName: 'flag', value: true },
+        ],
+      })),
+    );
+    if (created.status !== 201) throw new Error(`setup: create answered ${created.status} ${created.text}`);
+    prepared = {
+      d1,
+      key: key as string,
+      workspace: workspace.id as number,
+      objectId: object.id as number,
+      records: (created.body as { record: { id: number } }[]).map((item) => item.record.id),
+    };
+    return prepared;
+  } finally {
+    world.uninstall();
+  }
+}
+
+/** Every run starts with an isolate that remembers nothing. */
+function resetIsolate(): void {
+  Object.assign(isolateCache, new IsolateCache());
+}
+
+interface Answer {
+  status: number;
+  text: string;
+  body: unknown;
+  code: string | undefined;
+  retryAfter: boolean;
+}
+
+/** HTTP over the cluster, driven by the world's clock: a request never answered is a failure of the run. */
+function client(world: World, cluster: Cluster) {
+  const send = async (
+    method: string,
+    path: string,
+    token: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> => {
+    const response = await cluster.fetch(
+      new Request(`https://sim.local${path}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+          ...headers,
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
+    );
+    const text = await response.text();
+    const parsed = text === '' ? undefined : (JSON.parse(text) as unknown);
+    return {
+      status: response.status,
+      text,
+      body: parsed,
+      code: (parsed as { code?: string } | undefined)?.code,
+      retryAfter: response.headers.has('Retry-After'),
+    };
+  };
+  return {
+    send,
+    /** Sends one request and runs the world until it is answered. */
+    async json(method: string, path: string, token: string, body?: unknown): Promise<Answer> {
+      let answer: Answer | undefined;
+      const pending = send(method, path, token, body).then((a) => (answer = a));
+      await world.run();
+      await pending.catch(() => undefined);
+      if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
+      return answer;
+    },
+  };
+}
+
+export async function simulate(seed: number): Promise<RunReport> {
+  const base = await setup();
+  return base.d1.isolated(() => run(seed, base));
+}
+
+async function run(seed: number, base: Setup): Promise<RunReport> {
+  const world = new World(seed);
+  const cluster = new Cluster(world, base.d1, faultsOf(world));
+  const violations: string[] = [];
+  world.install();
+  try {
+    resetIsolate();
+    const http = client(world, cluster);
+    const attempts: Attempt[] = [];
+    let requests = 0;
+    const send = async (
+      op: string,
+      method: string,
+      path: string,
+      body: unknown,
+      tokens: string[],
+      headers: Record<string, string> = {},
+    ): Promise<Answer> => {
+      requests++;
+      const answer = await http.send(method, path, base.key, body, headers);
+      if (process.env.SIM_TRACE)
+        console.log(
+          `${Math.round(world.now)} ${op} ${method} ${path} ${JSON.stringify(headers)} ${tokens} -> ${answer.status} ${answer.text.slice(0, 160)}`,
+        );
+      attempts.push({
+        op,
+        key: headers['Idempotency-Key'],
+        tokens,
+        status: answer.status,
+        code: answer.code,
+        text: answer.text,
+        retryAfter: answer.retryAfter,
+        request: { method, path, body, headers: { ...headers } },
+      });
+      return answer;
+    };
+
+    const { workspace, objectId, records } = base;
+    const clients = world.between(2, 4);
+    const work = Array.from({ length: clients }, async (_, c) => {
+      await world.sleep(world.between(0, 20));
+      const ops = world.between(1, 3);
+      for (let o = 0; o < ops; o++) {
+        const keyed = world.chance(0.5);
+        const key = keyed ? `k-${c}-${o}` : undefined;
+        const token = (a: number, i = 0): string => `t${c}.${o}.${keyed ? 0 : a}.${i}`;
+        const id = world.pick(records);
+        const kind = world.pick(['patch', 'patch', 'ifMatch', 'batch', 'batchAll', 'create', 'delete', 'restore']);
+        const headers: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
+        if (kind === 'ifMatch') {
+          const read = await send('read', 'GET', `/records/${id}`, undefined, []);
+          if (read.status === 200) headers['If-Match'] = `"${(read.body as { version: number }).version}"`;
+        }
+        // Drawn once: a keyed operation is sent again as it was. Some batch elements change
+        // nothing (flag is already true): their write is a guard alone.
+        const chosen = records.filter(() => world.chance(0.6));
+        const batchIds = chosen.length === 0 ? [id] : chosen;
+        const noop = batchIds.map(() => world.chance(0.3));
+        const creates = world.between(1, 2);
+        const request = (a: number): { method: string; path: string; body: unknown; tokens: string[] } => {
+          switch (kind) {
+            case 'patch':
+            case 'ifMatch':
+              return {
+                method: 'PATCH',
+                path: `/workspaces/${workspace}/records/${id}`,
+                body: { fieldValues: [{ fieldName: 'title', value: token(a) }] },
+                tokens: [token(a)],
+              };
+            case 'batch':
+            case 'batchAll':
+              return {
+                method: 'PATCH',
+                path: kind === 'batch' ? `/workspaces/${workspace}/records/batch` : '/records/batch',
+                body: batchIds.map((recordId, i) => ({
+                  id: recordId,
+                  fieldValues: [
+                    noop[i] ? { fieldName: 'flag', value: true } : { fieldName: 'title', value: token(a, i) },
+                  ],
+                })),
+                tokens: batchIds.flatMap((_, i) => (noop[i] ? [] : [token(a, i)])),
+              };
+            case 'create':
+              return {
+                method: 'POST',
+                path: '/records/batch',
+                body: Array.from({ length: creates }, (_, i) => ({
+                  objectId,
+                  fieldValues: [
+                    { fieldName: 'title', value: token(a, i) },
+                    { fieldName: 'flag', value: true },
+                  ],
+                })),
+                tokens: Array.from({ length: creates }, (_, i) => token(a, i)),
+              };
+            default:
+              return {
+                method: kind === 'restore' ? 'POST' : 'DELETE',
+                path: `/workspaces/${workspace}/records/${id}${kind === 'restore' ? '/restore' : ''}`,
+                body: undefined,
+                tokens: [],
+              };
+          }
+        };
+        // One operation, sent until its answer is final: a keyed one again under its key, an
+        // unkeyed one only after a plain 503 ("nothing was written"), as a new write.
+        for (let a = 0; a < 6; a++) {
+          const { method, path, body, tokens } = request(a);
+          const answer = await send(kind, method, path, body, tokens, headers);
+          const again =
+            key !== undefined
+              ? answer.status >= 500 || (answer.status === 409 && answer.retryAfter)
+              : answer.status === 503 && !unknownOutcome(answer.text);
+          if (!again) break;
+          await world.sleep(world.between(5, 50) * (a + 1));
+        }
+      }
+    });
+    let finished = 0;
+    for (const client of work) void client.then(() => finished++);
+    await world.run();
+    if (finished < clients) violations.push(`${clients - finished} of ${clients} clients never got their answers`);
+
+    // The history, checked with the faults off: every key sent once more, then the feed read whole.
+    cluster.faults = NO_FAULTS;
+    const check = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      let answer: Answer | undefined;
+      const pending = http.send(method, path, base.key, body, headers).then((a) => (answer = a));
+      await world.run();
+      await pending.catch(() => undefined);
+      if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
+      return answer;
+    };
+    const lastOfKey = new Map<string, Attempt>();
+    for (const attempt of attempts) if (attempt.key !== undefined) lastOfKey.set(attempt.key, attempt);
+    for (const [key, last] of lastOfKey) {
+      const { method, path, body, headers } = last.request;
+      let answer = await check(method, path, body, headers);
+      // A key whose write was lost with its coordinator stays claimed until its lease ends.
+      if (answer.status === 409 && answer.retryAfter) {
+        const waited = world.sleep(LEASE_MS + 1_000);
+        await world.run();
+        await waited;
+        answer = await check(method, path, body, headers);
+      }
+      attempts.push({
+        ...last,
+        op: `${last.op} replayed`,
+        status: answer.status,
+        code: answer.code,
+        text: answer.text,
+        retryAfter: answer.retryAfter,
+      });
+      if (!final(attempts.at(-1) as Attempt))
+        violations.push(
+          `key ${key}: no final answer without faults: ${attempts
+            .filter((a) => a.key === key)
+            .map((a) => a.status)
+            .join(', ')}; last ${answer.text.slice(0, 300)}`,
+        );
+    }
+    const feed: any[] = [];
+    for (let after: string | undefined; ;) {
+      const page = await check('GET', `/workspaces/${workspace}/changes?limit=100${after ? `&after=${after}` : ''}`);
+      const { items, nextCursor } = page.body as { items: any[]; nextCursor: string };
+      feed.push(...items);
+      if (items.length === 0) break;
+      after = nextCursor;
+    }
+    violations.push(...checkHistory(feed, attempts));
+    // The feed folds into every record as stored (read straight from the database: cheaper than a GET per record).
+    const states = statesOf(feed);
+    const stored = recordsOf(
+      base.d1.db.prepare(`SELECT ${RECORD_COLUMNS} FROM records r ORDER BY r.id`).all() as unknown as RecordReadRow[],
+    );
+    for (const record of stored) {
+      const folded = states.get(`${record.id}@${record.version}`);
+      if (JSON.stringify(byName(record)) !== JSON.stringify(folded))
+        violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
+    }
+    const answers: Record<string, number> = {};
+    for (const { status, text } of attempts) {
+      const label = status === 503 && unknownOutcome(text) ? '503 unknown' : String(status);
+      answers[label] = (answers[label] ?? 0) + 1;
+    }
+    return { seed, requests, virtualMs: Math.round(world.now), injected: cluster.injected, answers, violations };
+  } finally {
+    world.uninstall();
+  }
+}
+
+/** A 503 that says the write may have committed (as opposed to "busy, nothing was written"). */
+function unknownOutcome(text: string): boolean {
+  return /outcome_unknown|Outcome unknown/.test(text);
+}
+
+/** A final answer: anything but 5xx and a 409 that asks to come back later. */
+function final(attempt: Attempt): boolean {
+  return attempt.status < 500 && !(attempt.status === 409 && attempt.retryAfter);
+}
+
+/** Each record's state after each of its versions, from the feed: `${id}@${version}` -> state by name. */
+function statesOf(feed: readonly any[]): Map<string, any> {
+  const current = new Map<number, any>();
+  const states = new Map<string, any>();
+  for (const item of feed) {
+    const state = foldItem(current.get(item.recordId), item);
+    current.set(item.recordId, state);
+    states.set(`${item.recordId}@${item.version}`, state);
+  }
+  return states;
+}
+
+/**
+ * The invariants, over the feed and every answer heard: each record's versions consecutive and
+ * distinct from 1; every record answered equal to the feed's state at its version; every
+ * acknowledged write present exactly once; nothing answered failed present at all.
+ */
+function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): string[] {
+  const violations: string[] = [];
+  const versions = new Map<number, number>();
+  for (const item of feed) {
+    const expected = (versions.get(item.recordId) ?? 0) + 1;
+    if (item.version !== expected)
+      violations.push(`record ${item.recordId}: feed version ${item.version} after ${expected - 1}`);
+    versions.set(item.recordId, item.version);
+  }
+  const states = statesOf(feed);
+  // How often each title token was written: a change that set it, or a creation that holds it.
+  const written = new Map<string, number>();
+  for (const item of feed) {
+    const title =
+      item.type === 'created'
+        ? byName(item.record).fieldValues.title
+        : item.fieldValues?.find((v: any) => v.fieldName === 'title')?.value;
+    if (typeof title === 'string' && title.startsWith('t')) written.set(title, (written.get(title) ?? 0) + 1);
+  }
+  for (const [token, count] of written)
+    if (count > 1) violations.push(`token ${token} written ${count} times (a write applied twice)`);
+  const records = (attempt: Attempt): any[] => {
+    if (attempt.status !== 200 && attempt.status !== 201) return [];
+    const body = JSON.parse(attempt.text) as any;
+    return Array.isArray(body) ? body.map((item) => item.record) : [body];
+  };
+  for (const attempt of attempts)
+    for (const record of records(attempt)) {
+      const state = states.get(`${record.id}@${record.version}`);
+      if (JSON.stringify(byName(record)) !== JSON.stringify(state))
+        violations.push(
+          `${attempt.op} answered record ${record.id} v${record.version}, which the feed does not hold as answered`,
+        );
+    }
+  // An operation: every attempt under one key, or one unkeyed attempt (its values are its own).
+  const operations = new Map<string, Attempt[]>();
+  attempts.forEach((attempt, i) => {
+    if (attempt.op === 'read') return;
+    const name = attempt.key ?? `attempt ${i}`;
+    operations.set(name, [...(operations.get(name) ?? []), attempt]);
+  });
+  for (const [name, tries] of operations) {
+    const succeeded = tries.filter((t) => t.status === 200 || t.status === 201);
+    const unsure = tries.some((t) => t.status >= 500 && (t.status !== 503 || unknownOutcome(t.text)));
+    for (const token of (tries[0] as Attempt).tokens) {
+      const count = written.get(token) ?? 0;
+      if (succeeded.length > 0 && count !== 1)
+        violations.push(`${name} ${token}: answered ${(succeeded[0] as Attempt).status} but written ${count} times`);
+      if (succeeded.length === 0 && !unsure && count !== 0)
+        violations.push(
+          `${name} ${token}: answered ${tries.map((t) => t.status).join(', ')} but written ${count} times`,
+        );
+    }
+    // Once a key has succeeded, it answers that, byte for byte, whatever happens since.
+    const first = succeeded[0];
+    if (first === undefined) continue;
+    for (const later of tries.slice(tries.indexOf(first) + 1))
+      if (final(later) && (later.status !== first.status || later.text !== first.text))
+        violations.push(
+          `${name}: answered ${first.status} ${first.text.slice(0, 100)}, then ${later.status} ${later.text.slice(0, 100)}`,
+        );
+  }
+  return violations;
+}
