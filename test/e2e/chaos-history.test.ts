@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { byName, foldItem } from '../feed-fold.ts';
 import { startLocalWorker, type LocalWorker } from './server.ts';
 
 /**
@@ -40,7 +41,14 @@ interface Final {
  * key still running — a careful client waits and asks again). 5xx and network errors are retried
  * with the same key, as the contract tells clients to.
  */
-async function send(method: string, path: string, key: string, body: unknown, idempotencyKey?: string): Promise<Final> {
+async function send(
+  method: string,
+  path: string,
+  key: string,
+  body: unknown,
+  idempotencyKey?: string,
+  extra: Record<string, string> = {},
+): Promise<Final> {
   let last: string | undefined;
   let faults = 0;
   for (let tries = 1; ; tries++) {
@@ -51,6 +59,7 @@ async function send(method: string, path: string, key: string, body: unknown, id
           Authorization: `Bearer ${key}`,
           ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
           ...(idempotencyKey === undefined ? {} : { 'Idempotency-Key': idempotencyKey }),
+          ...extra,
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
@@ -85,29 +94,52 @@ async function setup(method: string, path: string, body?: unknown): Promise<any>
 
 describe('exactly once under injected faults (chaos build over HTTP)', () => {
   it(
-    '16 clients patching their own fields of 3 shared records, singly and in batches, every request retried with its key',
+    '16 clients patch, batch (with elements that change nothing), patch on If-Match, delete and restore, every request retried with its key; a feed consumer rebuilds every record',
     { timeout: 120_000 },
     async () => {
       const user = await setup('POST', '/admin/users', { name: 'chaos' });
       const { key } = await setup('POST', `/admin/users/${user.id}/keys`);
       const workspace = await setup('POST', '/admin/workspaces', { name: 'chaos' });
       await setup('PUT', `/admin/workspaces/${workspace.id}/members/${user.id}`, { role: 'editor' });
-      const fields = Array.from({ length: CLIENTS }, (_, c) => ({ name: `c${c}`, type: 'integer' }));
+      const fields = [
+        ...Array.from({ length: CLIENTS }, (_, c) => ({ name: `c${c}`, type: 'integer' })),
+        { name: 'z', type: 'integer' },
+      ];
       const object = await setup('POST', '/admin/objects', { name: 'Shared', workspaceIds: [workspace.id], fields });
 
       // Creates with keys: exactly one record per key, however often each is sent.
       const creates = await Promise.all(
         Array.from({ length: RECORDS }, (_, i) =>
-          send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], `create-${i}`),
+          send(
+            'POST',
+            '/records/batch',
+            key,
+            [{ objectId: object.id, fieldValues: [{ fieldName: 'z', value: 0 }] }],
+            `create-${i}`,
+          ),
         ),
       );
       expect(creates.map((c) => c.status)).toEqual(Array(RECORDS).fill(201));
       const ids: number[] = creates.map((c) => c.body[0].record.id);
-      const again = await send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], 'create-0');
+      const again = await send(
+        'POST',
+        '/records/batch',
+        key,
+        [{ objectId: object.id, fieldValues: [{ fieldName: 'z', value: 0 }] }],
+        'create-0',
+      );
       expect([again.replayed, again.body[0].record.id]).toEqual([true, ids[0]]);
 
-      // The history: every acknowledged write, per record, with the version its answer reported.
-      const acknowledged = new Map<number, number[]>(ids.map((id) => [id, []]));
+      // Each client also owns a record it deletes and restores (so the shared ones stay patchable).
+      const own = await Promise.all(
+        Array.from({ length: CLIENTS }, (_, c) =>
+          send('POST', '/records/batch', key, [{ objectId: object.id, fieldValues: [] }], `own-${c}`),
+        ),
+      );
+      const owned: number[] = own.map((c) => c.body[0].record.id);
+
+      // The history: every record answered by an acknowledged write, as answered.
+      const answered: any[] = [];
       const last = new Map<string, number>(); // `${client}:${record}` -> last acknowledged value
       let faults = 0;
       let requests = 0;
@@ -117,20 +149,49 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
             const value = round;
             const idempotencyKey = `c${client}-r${round}`;
             requests++;
-            if (round % 3 === 0) {
-              const answer = await send(
-                'PATCH',
-                '/records/batch',
-                key,
-                ids.map((id) => ({ id, fieldValues: [{ fieldName: `c${client}`, value }] })),
-                idempotencyKey,
+            const kind = round % 4;
+            if (kind === 0) {
+              // A batch of the shared records whose last element changes nothing (z is always 0):
+              // for that record, a guard and an answer, no change.
+              const body = ids.map((id, i) =>
+                i === RECORDS - 1
+                  ? { id, fieldValues: [{ fieldName: 'z', value: 0 }] }
+                  : { id, fieldValues: [{ fieldName: `c${client}`, value }] },
               );
+              const answer = await send('PATCH', '/records/batch', key, body, idempotencyKey);
               faults += answer.faults;
               expect(answer.status).toBe(200);
               for (const item of answer.body) {
-                acknowledged.get(item.record.id)?.push(item.record.version);
-                last.set(`${client}:${item.record.id}`, value);
+                answered.push(item.record);
+                if (item.record.id !== ids[RECORDS - 1]) last.set(`${client}:${item.record.id}`, value);
               }
+            } else if (kind === 1) {
+              // A conditional patch on the version just read: applied, or refused with nothing written.
+              const id = ids[(client + round) % RECORDS] as number;
+              const read = await send('GET', `/records/${id}`, key, undefined);
+              const answer = await send(
+                'PATCH',
+                `/workspaces/${workspace.id}/records/${id}`,
+                key,
+                { fieldValues: [{ fieldName: `c${client}`, value }] },
+                idempotencyKey,
+                { 'If-Match': `"${read.body.version}"` },
+              );
+              faults += answer.faults;
+              // Lost its race: nothing written (the stored values below show none of its values).
+              if (answer.status === 412) continue;
+              expect(answer.status).toBe(200);
+              answered.push(answer.body);
+              last.set(`${client}:${id}`, value);
+            } else if (kind === 2) {
+              // Delete or restore the client's own record, alternately.
+              const deleting = round % 8 === 2;
+              const path = `/workspaces/${workspace.id}/records/${owned[client]}${deleting ? '' : '/restore'}`;
+              const answer = await send(deleting ? 'DELETE' : 'POST', path, key, undefined, idempotencyKey);
+              faults += answer.faults;
+              expect(answer.status).toBe(200);
+              expect(answer.body.deleted).toBe(deleting);
+              answered.push(answer.body);
             } else {
               const id = ids[(client + round) % RECORDS] as number;
               const answer = await send(
@@ -142,7 +203,7 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
               );
               faults += answer.faults;
               expect(answer.status).toBe(200);
-              acknowledged.get(id)?.push(answer.body.version);
+              answered.push(answer.body);
               last.set(`${client}:${id}`, value);
             }
           }
@@ -153,17 +214,33 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
       // makes at least one call of its own, a quarter of which fail: expect well over a tenth.
       expect(faults).toBeGreaterThan(requests / 10);
 
-      for (const id of ids) {
-        const versions = [...(acknowledged.get(id) ?? [])].sort((a, b) => a - b);
-        // Every write changed the record (a client's field takes a new value each round), so:
-        // the versions answered are distinct and consecutive from 2, and the stored version counts them all.
-        expect(versions).toEqual(Array.from({ length: versions.length }, (_, i) => i + 2));
+      // A feed consumer: every change in commit order, folded. Each record's versions run from 1
+      // without a gap or a repeat; every acknowledged answer is the fold's state at its version;
+      // the fold's last state is the record as stored.
+      const feed: any[] = [];
+      for (let after = ''; ;) {
+        const page = await send('GET', `/workspaces/${workspace.id}/changes?limit=100${after}`, key, undefined);
+        expect(page.status).toBe(200);
+        feed.push(...page.body.items);
+        if (page.body.items.length === 0) break;
+        after = `&after=${page.body.nextCursor}`;
+      }
+      const states = new Map<string, any>();
+      const folded = new Map<number, any>();
+      for (const item of feed) {
+        const state = foldItem(folded.get(item.recordId), item);
+        expect(state.version).toBe((folded.get(item.recordId)?.version ?? 0) + 1);
+        folded.set(item.recordId, state);
+        states.set(`${item.recordId}@${item.version}`, state);
+      }
+      for (const record of answered) expect(byName(record)).toEqual(states.get(`${record.id}@${record.version}`));
+      for (const id of [...ids, ...owned]) {
         const stored = await send('GET', `/records/${id}`, key, undefined);
-        expect(stored.body.version).toBe(1 + versions.length);
+        expect(byName(stored.body)).toEqual(folded.get(id));
+        if (!ids.includes(id)) continue;
         for (let client = 0; client < CLIENTS; client++) {
-          const value = last.get(`${client}:${id}`);
           const held = stored.body.fieldValues.find((v: any) => v.fieldName === `c${client}`)?.value;
-          expect(held).toBe(value);
+          expect(held).toBe(last.get(`${client}:${id}`));
         }
       }
     },
