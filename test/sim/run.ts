@@ -411,14 +411,17 @@ function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): strin
     versions.set(item.recordId, item.version);
   }
   const states = statesOf(feed);
-  // How often each title token was written: a change that set it, or a creation that holds it.
+  // How often each title token was written: a change (a creation included) after which the
+  // record holds it and before which it did not.
   const written = new Map<string, number>();
+  const before = new Map<number, any>();
   for (const item of feed) {
-    const title =
-      item.type === 'created'
-        ? byName(item.record).fieldValues.title
-        : item.fieldValues?.find((v: any) => v.fieldName === 'title')?.value;
-    if (typeof title === 'string' && title.startsWith('t')) written.set(title, (written.get(title) ?? 0) + 1);
+    const id = item.recordId as number;
+    const state = states.get(`${id}@${item.version}`);
+    const title = state?.fieldValues.title;
+    if (typeof title === 'string' && title.startsWith('t') && before.get(id)?.fieldValues.title !== title)
+      written.set(title, (written.get(title) ?? 0) + 1);
+    before.set(id, state);
   }
   for (const [token, count] of written)
     if (count > 1) violations.push(`token ${token} written ${count} times (a write applied twice)`);
@@ -442,6 +445,9 @@ function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): strin
     const name = attempt.key ?? `attempt ${i}`;
     operations.set(name, [...(operations.get(name) ?? []), attempt]);
   });
+  for (const attempt of attempts)
+    if (attempt.status >= 500 && attempt.status !== 503)
+      violations.push(`${attempt.op} answered ${attempt.status}: ${attempt.text.slice(0, 200)}`);
   for (const [name, tries] of operations) {
     const succeeded = tries.filter((t) => t.status === 200 || t.status === 201);
     const unsure = tries.some((t) => t.status >= 500 && (t.status !== 503 || unknownOutcome(t.text)));
