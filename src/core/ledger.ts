@@ -15,8 +15,8 @@ export type LedgerOutcome =
   | { c: [first: number, count: number] }
   /** Any other write (the admin API): its answer. */
   | { a: { status: number; body: string } }
-  /** A write answered with this failure status (and problem): nothing else was written. */
-  | { f: number; p?: InputProblem };
+  /** A write answered with this failure status (and its problems: one as `p`, several as `e`): nothing else was written. */
+  | { f: number; p?: InputProblem; e?: InputProblem[] };
 
 /** Characters of the time prefix of a write id: milliseconds in base 36, fixed width. */
 const TIME_WIDTH = 9;
@@ -34,5 +34,19 @@ export function newWriteId(now: number = Date.now()): string {
 /** The failure a finished write was answered, or undefined when it committed. */
 export function failureOf(outcome: LedgerOutcome): { status: number; problem?: InputProblem } | undefined {
   if (!('f' in outcome)) return undefined;
-  return outcome.p === undefined ? { status: outcome.f } : { status: outcome.f, problem: outcome.p };
+  const problem = outcome.p ?? outcome.e?.[0];
+  return problem === undefined ? { status: outcome.f } : { status: outcome.f, problem };
+}
+
+/** Every problem of a finished write's failure, each with the status it was answered. */
+export function problemsOf(outcome: LedgerOutcome): InputProblem[] {
+  if (!('f' in outcome)) return [];
+  const problems = outcome.e ?? (outcome.p === undefined ? [] : [outcome.p]);
+  return problems.map((problem) => ({ ...problem, status: problem.status ?? outcome.f }));
+}
+
+/** A failure's ledger outcome: its status and every problem it was answered with. */
+export function failedWith(status: number, problems: readonly InputProblem[] = []): LedgerOutcome {
+  if (problems.length === 0) return { f: status };
+  return problems.length === 1 ? { f: status, p: problems[0] as InputProblem } : { f: status, e: [...problems] };
 }

@@ -2,7 +2,7 @@ import type { Context } from '../context.ts';
 import type { Settled } from '../core/settle.ts';
 import { planCreate } from '../domain/create.ts';
 import { createdRecord } from '../domain/record-json.ts';
-import { failureOf, newWriteId, type LedgerOutcome } from '../core/ledger.ts';
+import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
@@ -76,7 +76,7 @@ export async function createRecords(
     }
     const outcome = result.finished.get(writeId) as LedgerOutcome;
     const failure = failureOf(outcome);
-    if (failure !== undefined) throw rejected(failure.problem === undefined ? [] : [failure.problem]);
+    if (failure !== undefined) throw rejected(problemsOf(outcome));
     return { value: (await writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [] };
   });
 }

@@ -9,7 +9,7 @@ import { PatchItem, type PatchItemIn, type RecordOut } from '../schemas/record.t
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { sleep } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
-import { failureOf, newWriteId, type LedgerOutcome } from '../core/ledger.ts';
+import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 import { turnInObject } from './objects.ts';
@@ -53,7 +53,7 @@ export async function patchBatch(
   return holding(context, held.claim, async () => {
     const refuse = async (error: HttpError): Promise<Written<RecordOut[]>> => {
       const committed = rerun
-        ? await context.writes.fence(writeId, error.status, arrival + CALL_DEADLINE_MS, error.errors?.[0])
+        ? await context.writes.fence(writeId, error.status, arrival + CALL_DEADLINE_MS, error.errors)
         : undefined;
       if (committed === undefined || 'f' in committed) throw error;
       return { value: (await context.writes.answered(committed, arrival + CALL_DEADLINE_MS)) ?? [] };
@@ -144,11 +144,9 @@ async function commit(
       const result = await writes.commit(statements, [writeId], deadline);
       if ('committed' in result) return { records: answered };
       const finished = result.finished.get(writeId) as LedgerOutcome;
+      // Answered as it was first answered: the same status and problems.
       const failure = failureOf(finished);
-      if (failure !== undefined)
-        return {
-          refused: failure.status === 503 ? busy() : rejected(failure.problem === undefined ? [] : [failure.problem]),
-        };
+      if (failure !== undefined) return { refused: failure.status === 503 ? busy() : rejected(problemsOf(finished)) };
       return { records: (await writes.answered(finished, deadline + CALL_DEADLINE_MS)) ?? [] };
     } catch (error) {
       if (!(error instanceof VersionConflict)) throw error;

@@ -103,7 +103,7 @@ export async function committedInstead(
   problems: readonly InputProblem[],
 ): Promise<RecordOut | undefined> {
   const deadline = Date.now() + TURN_TIMEOUT_MS;
-  const committed = await context.writes.fence(callId, rejected(problems).status, deadline, problems[0]);
+  const committed = await context.writes.fence(callId, rejected(problems).status, deadline, problems);
   if (committed === undefined || 'f' in committed) return undefined;
   return ((await context.writes.answered(committed, deadline)) ?? [])[0];
 }

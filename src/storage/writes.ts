@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../core/clock.ts';
-import type { LedgerOutcome } from '../core/ledger.ts';
+import { failedWith, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
 import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
@@ -327,9 +327,9 @@ export class RecordWrites {
     id: string,
     status: number,
     deadline: number,
-    problem?: InputProblem,
+    problems: readonly InputProblem[] = [],
   ): Promise<LedgerOutcome | undefined> {
-    const outcome: LedgerOutcome = problem === undefined ? { f: status } : { f: status, p: problem };
+    const outcome = failedWith(status, problems);
     const result = await this.commit([this.ledger([{ id, outcome }])], [id], deadline);
     return 'finished' in result ? result.finished.get(id) : undefined;
   }
