@@ -35,6 +35,8 @@ export interface RunReport {
   injected: Injected;
   /** How many answers of each status (and 503s that said the outcome is unknown), over the run's attempts. */
   answers: Record<string, number>;
+  /** Keys still claimed after the run (their write lost with its coordinator): free once the lease ended. */
+  leasedKeys: number;
   violations: string[];
 }
 
@@ -316,6 +318,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
       return answer;
     };
+    let leasedKeys = 0;
     const lastOfKey = new Map<string, Attempt>();
     for (const attempt of attempts) if (attempt.key !== undefined) lastOfKey.set(attempt.key, attempt);
     for (const [key, last] of lastOfKey) {
@@ -323,6 +326,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       let answer = await check(method, path, body, headers);
       // A key whose write was lost with its coordinator stays claimed until its lease ends.
       if (answer.status === 409 && answer.retryAfter) {
+        leasedKeys++;
         const waited = world.sleep(LEASE_MS + 1_000);
         await world.run();
         await waited;
@@ -368,7 +372,15 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       const label = status === 503 && unknownOutcome(text) ? '503 unknown' : String(status);
       answers[label] = (answers[label] ?? 0) + 1;
     }
-    return { seed, requests, virtualMs: Math.round(world.now), injected: cluster.injected, answers, violations };
+    return {
+      seed,
+      requests,
+      virtualMs: Math.round(world.now),
+      injected: cluster.injected,
+      answers,
+      leasedKeys,
+      violations,
+    };
   } finally {
     world.uninstall();
   }
