@@ -169,9 +169,15 @@ function client(world: World, cluster: Cluster) {
   return {
     send,
     /** Sends one request and runs the world until it is answered. */
-    async json(method: string, path: string, token: string, body?: unknown): Promise<Answer> {
+    async json(
+      method: string,
+      path: string,
+      token: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<Answer> {
       let answer: Answer | undefined;
-      const pending = send(method, path, token, body).then((a) => (answer = a));
+      const pending = send(method, path, token, body, headers).then((a) => (answer = a));
       await world.run();
       await pending.catch(() => undefined);
       if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
@@ -310,14 +316,8 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
 
     // The history, checked with the faults off: every key sent once more, then the feed read whole.
     cluster.faults = NO_FAULTS;
-    const check = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-      let answer: Answer | undefined;
-      const pending = http.send(method, path, base.key, body, headers).then((a) => (answer = a));
-      await world.run();
-      await pending.catch(() => undefined);
-      if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
-      return answer;
-    };
+    const check = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      http.json(method, path, base.key, body, headers);
     let leasedKeys = 0;
     const lastOfKey = new Map<string, Attempt>();
     for (const attempt of attempts) if (attempt.key !== undefined) lastOfKey.set(attempt.key, attempt);
