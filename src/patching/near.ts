@@ -1,6 +1,6 @@
 import { createContext, type Context } from '../context.ts';
 import type { Env } from '../env.ts';
-import { HttpError, outcomeUnknown, type InputProblem, type ProblemCode } from '../http/errors.ts';
+import { busy, HttpError, outcomeUnknown, type InputProblem, type ProblemCode } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { StoredAnswer } from '../storage/idempotency.ts';
@@ -55,6 +55,9 @@ export interface NearAnswer {
   work: Work;
 }
 
+/** How long the Worker tries to settle a call whose outcome its coordinator could not learn. */
+const FENCE_DEADLINE_MS = 5_000;
+
 /** How many objects share the coordination of keyed creates. */
 const COORDINATORS = 16;
 
@@ -70,17 +73,39 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(
 ): Promise<Written<T>> {
   const callId = newWriteId();
   const name = recordId === undefined ? `near:${parseInt(callId.slice(-8), 16) % COORDINATORS}` : String(recordId);
-  const answer = await context.meter.durable(() =>
-    callObjectNamed<NearAnswer>(context.env, name, Date.now() + CALL_DEADLINE_MS, outcomeUnknown, (stub, again) =>
-      stub.near(again ? { callId, run, resent: true } : { callId, run }),
-    ),
-  );
+  const late = outcomeUnknown();
+  const answer = await context.meter
+    .durable(() =>
+      callObjectNamed<NearAnswer>(
+        context.env,
+        name,
+        Date.now() + CALL_DEADLINE_MS,
+        () => late,
+        (stub, again) => stub.near(again ? { callId, run, resent: true } : { callId, run }),
+      ),
+    )
+    .catch(async (error: unknown) => {
+      if (error === late) throw await settleUnknown(context, callId);
+      throw error;
+    });
   if (answer.error !== undefined) {
     const { status, code, title, detail, errors, headers } = answer.error;
-    throw new HttpError(status, code, title, detail, errors, headers);
+    const error = new HttpError(status, code, title, detail, errors, headers);
+    throw status === 503 && title === late.title ? await settleUnknown(context, callId) : error;
   }
   if (answer.replay !== undefined) return { replay: replayOf(answer.replay) };
   return { value: answer.value as T };
+}
+
+/**
+ * A call whose outcome its coordinator could not learn in time: the Worker finishes its write id
+ * in the ledger as a 503 itself. If that commits, the write can never commit later (and its key,
+ * if it claimed one, is free at once): "busy, nothing was written" is then the truth. If the id
+ * was finished already, or storage cannot be reached either, the outcome stays unknown.
+ */
+async function settleUnknown(context: Context, callId: string): Promise<HttpError> {
+  const finished = await context.writes.fence(callId, 503, Date.now() + FENCE_DEADLINE_MS).catch(() => 'unknown');
+  return finished === undefined ? busy() : outcomeUnknown();
 }
 
 /** In the coordinating object: runs the operation with the object's bindings. */
