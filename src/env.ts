@@ -1,8 +1,8 @@
-import type { RecordObject } from './record-object.ts';
+import type { RecordObjectRpc } from './record-rpc.ts';
 
 export interface Env {
   DB: D1Database;
-  RECORDS: DurableObjectNamespace<RecordObject>;
+  RECORDS: DurableObjectNamespace<RecordObjectRpc>;
   /** Secret guarding the admin API; without it the admin API answers 503. */
   ADMIN_TOKEN?: string;
   /** Key of the HMAC that makes list and feed cursors tamper-evident (else a random key kept in D1, table `cursor_key`). */

@@ -1,7 +1,8 @@
 import { DurableObject } from 'cloudflare:workers';
 import { systemClock } from './core/clock.ts';
 import type { Env } from './env.ts';
-import { runNear, type NearAnswer, type NearCall } from './patching/near.ts';
+import { runNear } from './patching/near.ts';
+import type { NearAnswer, NearCall, RecordRpc } from './record-rpc.ts';
 import { Expiring } from './storage/isolate-cache.ts';
 import { RecordWrites } from './storage/writes.ts';
 import { RecordQueue, type PatchAnswer, type PatchCall, type TurnAnswer } from './writing/record-queue.ts';
@@ -18,7 +19,7 @@ const CALL_MEMORY_MS = 60_000;
  * sent again joins its first run); correctness never depends on it, since every write settles
  * by its ledger row. No routing or validation here.
  */
-export class RecordObject extends DurableObject<Env> {
+export class RecordObject extends DurableObject<Env> implements RecordRpc {
   private queue: RecordQueue | undefined;
   private readonly calls = new Expiring<string, Promise<PatchAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());
   private readonly nearCalls = new Expiring<string, Promise<NearAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());

@@ -1,4 +1,5 @@
 import type { Context } from '../context.ts';
+import type { KeyRequest } from '../record-rpc.ts';
 import { canonicalJson } from '../core/json.ts';
 import type { InputProblem } from '../core/problem.ts';
 import { sha256Hex } from '../http/auth.ts';
@@ -19,13 +20,7 @@ import { TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** What a write learns from its request about its key: the key, or the problem with the header. */
-export interface KeyRequest {
-  key: string | undefined;
-  method: string;
-  path: string;
-  problems: InputProblem[];
-}
+export type { KeyRequest };
 
 export function keyRequest(request: Request): KeyRequest {
   const key = request.headers.get('Idempotency-Key') ?? undefined;

@@ -1,17 +1,16 @@
 import { createContext, type Context } from '../context.ts';
+import type { CreateInput, NearAnswer, NearCall, NearRun, PatchBatchInput, PatchOneInput } from '../record-rpc.ts';
 import type { Env } from '../env.ts';
-import { HttpError, outcomeUnknown, type InputProblem, type ProblemCode } from '../http/errors.ts';
+import { HttpError, outcomeUnknown } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { StoredAnswer } from '../storage/idempotency.ts';
-import type { Work } from '../storage/meter.ts';
 import { newWriteId } from '../core/ledger.ts';
 import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
-import { createRecords, type CreateInput } from './create.ts';
+import { createRecords } from './create.ts';
 import { replayOf, type Written } from './idempotent.ts';
 import { callObjectNamed } from './objects.ts';
-import { patchBatch, type PatchBatchInput } from './patch-batch.ts';
-import { patchOne, type PatchOneInput } from './patch-one.ts';
+import { patchBatch } from './patch-batch.ts';
+import { patchOne } from './patch-one.ts';
 
 /**
  * Writes that need several round trips to D1 and objects run where those are near: a batch (its
@@ -26,33 +25,6 @@ import { patchOne, type PatchOneInput } from './patch-one.ts';
  * re-run, whose commit fails on the write's ledger row if the first run committed (and answers
  * what it committed), and whose refusals are answered only once the ledger holds them.
  */
-
-export type NearRun =
-  | { op: 'patchBatch'; input: PatchBatchInput }
-  | { op: 'patchOne'; input: PatchOneInput }
-  | { op: 'create'; input: CreateInput };
-
-export interface NearCall {
-  callId: string;
-  run: NearRun;
-  /** Sent again after a lost answer: it may have run before. */
-  resent?: boolean;
-}
-
-/** Flat, structured-clone safe: a value, a replayed answer, or an HTTP error's parts. */
-export interface NearAnswer {
-  value?: RecordOut | RecordOut[];
-  replay?: StoredAnswer;
-  error?: {
-    status: number;
-    code: ProblemCode;
-    title: string;
-    detail?: string;
-    errors?: readonly InputProblem[];
-    headers?: Readonly<Record<string, string>>;
-  };
-  work: Work;
-}
 
 /** How many objects share the coordination of keyed creates. */
 const COORDINATORS = 16;
@@ -160,3 +132,5 @@ export const placedCreate = (context: Context, input: CreateInput): Promise<Writ
   input.body.ok && input.idempotency.key !== undefined && context.recall.knowsCaller(input.keyHash)
     ? nearD1(context, { op: 'create', input }, undefined)
     : createRecords(context, input);
+
+export type { NearAnswer, NearCall, NearRun };
