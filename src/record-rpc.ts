@@ -7,9 +7,8 @@ import type { PatchAnswer, PatchCall, TurnAnswer } from './writing/record-queue.
 
 /**
  * What the Worker sends a record's Durable Object and what it answers: the object's RPC surface
- * and the plain data that crosses it. The binding (`Env.RECORDS`) is typed against this
- * interface, not the class, so the environment's type does not depend on the code the object
- * runs; `RecordObject` implements it.
+ * and the plain data that crosses it, in a module that imports no code that runs. The Worker's
+ * stubs are typed by this interface, not the class; `RecordObject` implements it.
  */
 
 /** What a write learns from its request about its key: the key, or the problem with the header. */
