@@ -26,7 +26,8 @@ const base64url = (bytes: Uint8Array): string =>
 
 /**
  * The API key an admin write issues: `rk_` (which makes leaked keys greppable) and the base64url
- * HMAC-SHA256 of its write id under `secret` (the admin token). Only its hash is stored; the write's ledger row keeps the answer
+ * HMAC-SHA256 of its write id under `secret` (the admin token). Only its hash is stored; the write's ledger
+ * row keeps the answer
  * without it, and a retry or a replay of the write computes the same key again.
  */
 export async function derivedApiKey(secret: string, writeId: string): Promise<string> {
@@ -44,12 +45,11 @@ export async function derivedApiKey(secret: string, writeId: string): Promise<st
 /** The admin API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 when no token is configured. */
 export async function requireAdmin(request: Request, adminToken: string | undefined): Promise<void> {
   if (adminToken === undefined || adminToken === '') {
-    throw new HttpError(
-      503,
-      'unavailable',
-      'Admin API disabled',
-      'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
-    );
+    throw new HttpError(503, {
+      code: 'unavailable',
+      title: 'Admin API disabled',
+      detail: 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
+    });
   }
   const sent = BEARER.exec(request.headers.get('Authorization') ?? '')?.[1];
   if (sent === undefined) throw adminUnauthorized();

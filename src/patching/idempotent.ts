@@ -94,23 +94,26 @@ export async function claimKey(
   }
   if (holder === undefined) return { claim };
   if (holder.fingerprint !== claim.fingerprint) {
-    throw new HttpError(422, 'unprocessable', 'Idempotency-Key reused', 'This key was used for another request body.', [
-      {
-        header: 'Idempotency-Key',
-        code: 'idempotency_key_reused',
-        message: 'the key was used for a different request',
-      },
-    ]);
+    throw new HttpError(422, {
+      code: 'unprocessable',
+      title: 'Idempotency-Key reused',
+      detail: 'This key was used for another request body.',
+      errors: [
+        {
+          header: 'Idempotency-Key',
+          code: 'idempotency_key_reused',
+          message: 'the key was used for a different request',
+        },
+      ],
+    });
   }
   if (holder.state === 'running') {
-    throw new HttpError(
-      409,
-      'conflict',
-      'Request in progress',
-      'A request with this Idempotency-Key is still running.',
-      undefined,
-      { 'Retry-After': '1' },
-    );
+    throw new HttpError(409, {
+      code: 'conflict',
+      title: 'Request in progress',
+      detail: 'A request with this Idempotency-Key is still running.',
+      headers: { 'Retry-After': '1' },
+    });
   }
   return { replay: replayOf(await replayed(context, holder.done)) };
 }

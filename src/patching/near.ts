@@ -5,6 +5,7 @@ import { HttpError, outcomeUnknown } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { newWriteId } from '../core/ledger.ts';
+import { unhandled } from '../core/result.ts';
 import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
 import { createRecords } from './create.ts';
 import { replayOf, type Written } from './idempotent.ts';
@@ -48,7 +49,7 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(
   );
   if (answer.error !== undefined) {
     const { status, code, title, detail, errors, headers } = answer.error;
-    throw new HttpError(status, code, title, detail, errors, headers);
+    throw new HttpError(status, { code, title, detail, errors, headers });
   }
   if (answer.replay !== undefined) return { replay: replayOf(answer.replay) };
   return { value: answer.value as T };
@@ -97,6 +98,8 @@ function dispatch(context: Context, { callId, run, resent }: NearCall): Promise<
       return patchOne(context, run.input, callId, resent === true);
     case 'create':
       return createRecords(context, run.input, callId);
+    default:
+      return unhandled(run, 'operation');
   }
 }
 

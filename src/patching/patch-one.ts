@@ -17,12 +17,11 @@ export type { PatchOneInput };
 export function refused(status: number, problem: InputProblem | undefined): HttpError {
   if (status === 503) return problem?.code === 'outcome_unknown' ? outcomeUnknown() : busy();
   if (status === 412)
-    return new HttpError(
-      412,
-      'precondition_failed',
-      'Precondition failed',
-      'If-Match does not match the current version.',
-    );
+    return new HttpError(412, {
+      code: 'precondition_failed',
+      title: 'Precondition failed',
+      detail: 'If-Match does not match the current version.',
+    });
   return rejected(problem === undefined ? [] : [{ ...problem, status }]);
 }
 

@@ -213,13 +213,12 @@ export async function deleteWorkspace(request: IRequest, context: Context): Prom
           code: 'workspace_in_use',
           message: 'records are shared with this workspace',
         });
-      return new HttpError(
-        409,
-        'conflict',
-        'Workspace in use',
-        'An object definition lists this workspace, or records are shared with it.',
-        problems,
-      );
+      return new HttpError(409, {
+        code: 'conflict',
+        title: 'Workspace in use',
+        detail: 'An object definition lists this workspace, or records are shared with it.',
+        errors: problems,
+      });
     },
   });
 }

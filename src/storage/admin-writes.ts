@@ -43,7 +43,8 @@ const COMPLETE = (idSql: string): string =>
 const OUTCOME = 'SELECT outcome FROM writes WHERE id = ?';
 // A keyed write that succeeded completes its key in the same batch; a failure leaves the claim,
 // which is given back. `token` is NOT NULL: a write whose claim was taken over aborts here.
-const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, status, headers, write_id, shape, created_at, lease_until)
+const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, status,
+  headers, write_id, shape, created_at, lease_until)
   SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'done', w.outcome ->> '$.a.status',
     iif(w.outcome ->> '$.a.status' = 204, '{}', '{"Content-Type":"application/json"}'), ?7, 'answer', ?8, ?8
   FROM writes w WHERE w.id = ?7 AND w.outcome ->> '$.a' IS NOT NULL
@@ -160,7 +161,10 @@ export class AdminWrites {
     };
   }
 
-  /** What keeps a workspace from being deleted: the objects whose current version lists it, and whether records are shared with it. */
+  /**
+   * What keeps a workspace from being deleted: the objects whose current version lists it, and
+   * whether records are shared with it.
+   */
   async workspaceInUse(workspaceId: number): Promise<{ objectIds: number[]; hasRecords: boolean }> {
     const [objects, records] = await this.db.batch<unknown>([
       this.db.prepare(`${LISTING.replaceAll('?2', '?1')} ORDER BY o.id LIMIT 100`).bind(workspaceId),

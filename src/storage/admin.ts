@@ -54,14 +54,18 @@ export class AdminStore {
     );
   }
 
-  /** The members of a workspace with a user id above `after`, ascending, at most `limit`; undefined when there is no such workspace. */
+  /**
+   * The members of a workspace with a user id above `after`, ascending, at most `limit`; undefined
+   * when there is no such workspace.
+   */
   async listMembers(workspaceId: number, after: number, limit: number): Promise<Member[] | undefined> {
     const [workspace, members] = await this.batch<unknown>(
       [
         this.db.prepare('SELECT id FROM workspaces WHERE id = ?').bind(workspaceId),
         this.db
           .prepare(
-            'SELECT workspace_id AS workspaceId, user_id AS userId, role FROM memberships WHERE workspace_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
+            'SELECT workspace_id AS workspaceId, user_id AS userId, role FROM memberships WHERE ' +
+              'workspace_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
           )
           .bind(workspaceId, after, limit),
       ],
@@ -92,7 +96,8 @@ export class AdminStore {
     const rows = await this.all<ObjectRow>(
       this.db
         .prepare(
-          `SELECT ${DEFINITION_COLUMNS} FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+          `SELECT ${DEFINITION_COLUMNS} FROM objects o JOIN object_versions v 
+             ON v.object_id = o.id AND v.version = o.current_version
            WHERE o.id > ? ORDER BY o.id LIMIT ?`,
         )
         .bind(after, limit),

@@ -91,22 +91,25 @@ async function claim_(
   }
   if (holder === undefined) return claim;
   if (holder.fingerprint !== claim.fingerprint)
-    throw new HttpError(422, 'unprocessable', 'Idempotency-Key reused', 'This key was used for another request body.', [
-      {
-        header: 'Idempotency-Key',
-        code: 'idempotency_key_reused',
-        message: 'the key was used for a different request',
-      },
-    ]);
+    throw new HttpError(422, {
+      code: 'unprocessable',
+      title: 'Idempotency-Key reused',
+      detail: 'This key was used for another request body.',
+      errors: [
+        {
+          header: 'Idempotency-Key',
+          code: 'idempotency_key_reused',
+          message: 'the key was used for a different request',
+        },
+      ],
+    });
   if (holder.state === 'running')
-    throw new HttpError(
-      409,
-      'conflict',
-      'Request in progress',
-      'A request with this Idempotency-Key is still running.',
-      undefined,
-      { 'Retry-After': '1' },
-    );
+    throw new HttpError(409, {
+      code: 'conflict',
+      title: 'Request in progress',
+      detail: 'A request with this Idempotency-Key is still running.',
+      headers: { 'Retry-After': '1' },
+    });
   const done = holder.done;
   const outcome: AdminOutcome | undefined =
     done.writeId === undefined ? undefined : await writes.outcome(done.writeId, Date.now() + TURN_TIMEOUT_MS);
