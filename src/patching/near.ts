@@ -120,13 +120,16 @@ function firstId(body: unknown): number | undefined {
 }
 
 /**
- * A patch, delete or restore takes one trip from the Worker when it remembers the record; one it
- * does not remember (a cold record: a read first), or one that claims a key first, runs near D1.
+ * A patch, delete or restore takes one trip from the Worker when it remembers the record, and
+ * runs near D1 when it claims a key first. Either only when memory says the caller sees the
+ * record: any other (one it cannot see, one nobody used lately, an id never issued) is read by
+ * the Worker first, so a record the caller cannot see costs what a missing one costs (one D1
+ * read, no object call) and no answer tells whether someone else used it lately.
  */
 export const placedPatchOne = (context: Context, input: PatchOneInput): Promise<Written<RecordOut>> =>
   input.body.ok &&
-  context.recall.knowsCaller(input.keyHash) &&
-  (input.idempotency.key !== undefined || !context.recall.knowsRecord(input.recordId))
+  input.idempotency.key !== undefined &&
+  context.recall.seesRecord(input.keyHash, input.recordId, input.workspaceId)
     ? nearD1(context, { op: 'patchOne', input }, input.recordId)
     : patchOne(context, input);
 
