@@ -9,7 +9,7 @@ import { RecordQueue, type PatchAnswer, type PatchCall, type TurnAnswer } from '
 
 /** How long an object remembers a call, so a Worker that sends it again joins the first run. */
 const CALL_MEMORY_MS = 60_000;
-/** At most this many calls and this many bytes of answers remembered, for patches and for handed-over operations each. */
+/** At most this many calls and bytes of answers remembered, for patches and handed-over operations each. */
 const CALL_MEMORY_ENTRIES = 10_000;
 export const CALL_MEMORY_BYTES = 8 * 1024 * 1024;
 
