@@ -71,8 +71,10 @@ CREATE TABLE idempotency_keys_v2 (
   lease_until INTEGER NOT NULL,
   PRIMARY KEY (user_id, key, method, path)
 ) STRICT, WITHOUT ROWID;
-INSERT INTO idempotency_keys_v2 (user_id, method, path, key, fingerprint, token, state, status, headers, body, created_at, lease_until)
-  SELECT user_id, method, path, key, fingerprint, token, state, status, headers, body, created_at, lease_until FROM idempotency_keys;
+INSERT INTO idempotency_keys_v2 (user_id, method, path, key, fingerprint, token, state, status, headers, body,
+    created_at, lease_until)
+  SELECT user_id, method, path, key, fingerprint, token, state, status, headers, body, created_at, lease_until
+  FROM idempotency_keys;
 DROP TABLE idempotency_keys;
 ALTER TABLE idempotency_keys_v2 RENAME TO idempotency_keys;
 

@@ -1,20 +1,14 @@
-import type { RecordObject } from './record-object.ts';
-
-export interface Env {
-  DB: D1Database;
-  RECORDS: DurableObjectNamespace<RecordObject>;
-  /** Secret guarding the admin API; without it the admin API answers 503. */
-  ADMIN_TOKEN?: string;
-  /** Key of the HMAC that makes list and feed cursors tamper-evident (else a random key kept in D1, table `cursor_key`). */
-  CURSOR_SECRET?: string;
-  /** Optional `locationHint` for record objects (e.g. "weur"), ideally D1's primary region. */
-  RECORD_OBJECT_LOCATION_HINT?: string;
-  /** Origins that browsers may call from: comma-separated, or `*`. Absent or empty: no CORS. */
-  CORS_ORIGINS?: string;
-  /** Requests per API key (`[[ratelimits]]` in wrangler.toml); absent: no limit. */
-  RATE_LIMITER?: RateLimit;
-  /** The limiter's `period` in seconds, sent as `Retry-After` (the binding does not tell it). */
-  RATE_LIMIT_PERIOD?: string;
-  /** `off` turns the limiter off (the benchmark drives one key far past any sane limit). */
-  RATE_LIMITS?: string;
-}
+/**
+ * What the Worker and its objects receive: the bindings, vars and secrets of wrangler.toml as
+ * `wrangler types` generates them into `worker-configuration.d.ts` (`npm run types` writes it,
+ * `npm test` fails when it is stale; the secrets' names come from `.dev.vars.example`). What
+ * each var means is said beside it in wrangler.toml. Vars and secrets may be unset (a secret
+ * never put, a var left out, a binding absent in a test build), so they are optional here. The
+ * generated type names the record objects' class through a global declaration, not an import:
+ * no module imports the object's code to know its environment.
+ */
+export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS'> &
+  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS'>> & {
+    /** `off` turns the limiter off: only the chaos build and the benchmark set it. */
+    RATE_LIMITS?: string;
+  };

@@ -136,7 +136,8 @@ const IF_MATCH = {
   in: 'header',
   required: false,
   description:
-    '`*`, or a comma-separated list of strong tags `"<version>"`. No tag equal to the current version (a weak tag never is; an unparsable header matches nothing): 412, nothing written.',
+    '`*`, or a comma-separated list of strong tags `"<version>"`. No tag equal to the current ' +
+    'version (a weak tag never is; an unparsable header matches nothing): 412, nothing written.',
   // Only spaces and tabs may surround the tags (RFC 9110's optional white space).
   schema: {
     type: 'string',
@@ -148,7 +149,9 @@ const IDEMPOTENCY_KEY = {
   in: 'header',
   required: false,
   description:
-    'Makes a retry safe: the same key with the same request within 24 hours answers the stored answer again (with `Idempotent-Replayed: true`) and writes nothing; with another request, 422 `idempotency_key_reused`; while the first is still running, 409 with Retry-After.',
+    'Makes a retry safe: the same key with the same request within 24 hours answers the stored ' +
+    'answer again (with `Idempotent-Replayed: true`) and writes nothing; with another request, ' +
+    '422 `idempotency_key_reused`; while the first is still running, 409 with Retry-After.',
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 };
 
@@ -218,7 +221,8 @@ export function openApiDocument(operations: readonly Operation[]): unknown {
       title: 'Record service',
       version: '1.0.0',
       description:
-        'Records of user-defined objects, shared with workspaces. Batches are all or nothing; concurrent patches of a record are ' +
+        'Records of user-defined objects, shared with workspaces. Batches are all or nothing; ' +
+        'concurrent patches of a record are ' +
         'applied one at a time, never lost; every error is RFC 9457 problem details with every problem found.',
       contact: { name: 'Record service maintainers' },
       license: { name: 'MIT', identifier: 'MIT' },

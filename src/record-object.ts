@@ -1,13 +1,17 @@
 import { DurableObject } from 'cloudflare:workers';
 import { systemClock } from './core/clock.ts';
 import type { Env } from './env.ts';
-import { runNear, type NearAnswer, type NearCall } from './patching/near.ts';
-import { Expiring } from './storage/isolate-cache.ts';
+import { runNear } from './patching/near.ts';
+import type { NearAnswer, NearCall, RecordRpc } from './record-rpc.ts';
 import { RecordWrites } from './storage/writes.ts';
+import { CallMemory, jsonBytes } from './writing/call-memory.ts';
 import { RecordQueue, type PatchAnswer, type PatchCall, type TurnAnswer } from './writing/record-queue.ts';
 
 /** How long an object remembers a call, so a Worker that sends it again joins the first run. */
 const CALL_MEMORY_MS = 60_000;
+/** At most this many calls and bytes of answers remembered, for patches and handed-over operations each. */
+const CALL_MEMORY_ENTRIES = 10_000;
+export const CALL_MEMORY_BYTES = 8 * 1024 * 1024;
 
 /**
  * One object per record, a thin adapter: its record's write protocol (writing/record-queue.ts)
@@ -18,10 +22,22 @@ const CALL_MEMORY_MS = 60_000;
  * sent again joins its first run); correctness never depends on it, since every write settles
  * by its ledger row. No routing or validation here.
  */
-export class RecordObject extends DurableObject<Env> {
+export class RecordObject extends DurableObject<Env> implements RecordRpc {
   private queue: RecordQueue | undefined;
-  private readonly calls = new Expiring<string, Promise<PatchAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());
-  private readonly nearCalls = new Expiring<string, Promise<NearAnswer>>(CALL_MEMORY_MS, 10_000, () => Date.now());
+  private readonly calls = new CallMemory<PatchAnswer>(
+    CALL_MEMORY_MS,
+    CALL_MEMORY_ENTRIES,
+    CALL_MEMORY_BYTES,
+    jsonBytes,
+    () => Date.now(),
+  );
+  private readonly nearCalls = new CallMemory<NearAnswer>(
+    CALL_MEMORY_MS,
+    CALL_MEMORY_ENTRIES,
+    CALL_MEMORY_BYTES,
+    jsonBytes,
+    () => Date.now(),
+  );
 
   /** Runs an operation handed over by the Worker, once per call id while remembered. Never rejects. */
   near(call: NearCall): Promise<NearAnswer> {

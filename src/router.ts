@@ -10,7 +10,8 @@ import { limitPerKey } from './http/rate-limit.ts';
 import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
- * Refuses a path with dot segments before routing. Routes every operation of the table; a known path with another method answers 405 with
+ * Refuses a path with dot segments before routing. Routes every operation of the table; a known path with
+ * another method answers 405 with
  * `Allow`, an unknown path 404. Errors of every stage become problem+json in one place, and
  * every answer (errors too) gets its request id, cost and, for an allowed origin, CORS headers.
  */
@@ -36,16 +37,14 @@ export function buildRouter() {
       router[op.method.toLowerCase()]?.(path, op.auth === 'key' ? rateLimited(op.handler) : op.handler);
     }
     const notAllowed = (): never => {
-      throw new HttpError(
-        405,
-        'method_not_allowed',
-        'Method not allowed',
-        `Allowed: ${methods.join(', ')}.`,
-        undefined,
-        {
+      throw new HttpError(405, {
+        code: 'method_not_allowed',
+        title: 'Method not allowed',
+        detail: `Allowed: ${methods.join(', ')}.`,
+        headers: {
           Allow: methods.join(', '),
         },
-      );
+      });
     };
     router.options(path, (request: IRequest, context: Context) => {
       const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));

@@ -1,4 +1,5 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
+import type { Result } from '../core/result.ts';
 import type { CreateItemIn, FieldValueOut } from '../schemas/record.ts';
 import { canCreate, type Caller } from './access.ts';
 import type { ObjectDef } from './definition.ts';
@@ -20,7 +21,7 @@ export interface NewRecord {
   creationType: 'System' | 'User';
 }
 
-export type Plan<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
+export type Plan<T> = Result<T>;
 
 /**
  * Checks a well-shaped create batch against the object definitions and builds

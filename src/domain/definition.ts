@@ -1,9 +1,24 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import { templateFields } from './name.ts';
-import type { ObjectDef } from './object-def.ts';
+import type { FieldType, ObjectDef } from './object-def.ts';
 
 export type { FieldDef, FieldType, ObjectDef } from './object-def.ts';
+
+/** Which field types take `options`: every type is named, so a new one fails to compile until decided. */
+const TAKES_OPTIONS: Record<FieldType, boolean> = {
+  text: false,
+  number: false,
+  integer: false,
+  boolean: false,
+  date: false,
+  datetime: false,
+  select: true,
+  multiSelect: true,
+  email: false,
+  url: false,
+  json: false,
+};
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
@@ -20,7 +35,7 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
   input.fields.forEach((field, i) => {
     if (names.has(field.name)) add(pointer('', 'fields', i, 'name'), 'duplicate', 'field name used more than once');
     names.add(field.name);
-    const choice = field.type === 'select' || field.type === 'multiSelect';
+    const choice = TAKES_OPTIONS[field.type];
     if (choice && (field.options === undefined || field.options.length === 0)) {
       add(pointer('', 'fields', i, 'options'), 'required', `a ${field.type} field needs options`);
     }

@@ -1,5 +1,6 @@
 import { characters } from '../core/characters.ts';
 import { nesting } from '../core/json.ts';
+import { unhandled } from '../core/result.ts';
 import type { FieldDef } from './object-def.ts';
 
 export const MAX_TEXT = 100_000;
@@ -50,6 +51,8 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
       return nesting(value) <= MAX_NESTING
         ? undefined
         : wrongValue(`expected at most ${MAX_NESTING} levels of nesting`);
+    default:
+      return unhandled(field.type, 'field type');
   }
 }
 

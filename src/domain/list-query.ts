@@ -1,4 +1,5 @@
 import type { InputProblem } from '../core/problem.ts';
+import type { Result } from '../core/result.ts';
 import { FIELD_NAME } from '../schemas/common.ts';
 
 /** What `GET /workspaces/{id}/records` may filter on. */
@@ -35,8 +36,6 @@ function integer(raw: string, min: number, max: number): number | undefined {
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
 }
 
-type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
-
 const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
 
 /** Every parameter once; an unknown or repeated parameter is a problem, like an unknown property. */
@@ -55,7 +54,7 @@ function single(
 }
 
 /** Parses the list's query string: every problem at once, each naming its parameter. */
-export function parseListQuery(params: URLSearchParams): Parsed<ListQuery> {
+export function parseListQuery(params: URLSearchParams): Result<ListQuery> {
   const { values, problems } = single(
     params,
     (name) => ['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter'].includes(name) || name.startsWith('field.'),
@@ -89,7 +88,7 @@ export function parseListQuery(params: URLSearchParams): Parsed<ListQuery> {
 }
 
 /** Parses the change feed's query string. */
-export function parseFeedQuery(params: URLSearchParams): Parsed<FeedQuery> {
+export function parseFeedQuery(params: URLSearchParams): Result<FeedQuery> {
   const { values, problems } = single(params, (name) => name === 'after' || name === 'limit');
   let limit = 100;
   const raw = values.get('limit');
@@ -104,7 +103,7 @@ export function parseFeedQuery(params: URLSearchParams): Parsed<FeedQuery> {
 }
 
 /** Parses the query of an admin list: `limit` 1–100 (default 50) and `cursor`. */
-export function parsePageQuery(params: URLSearchParams): Parsed<PageQuery> {
+export function parsePageQuery(params: URLSearchParams): Result<PageQuery> {
   const { values, problems } = single(params, (name) => name === 'limit' || name === 'cursor');
   let limit = 50;
   const raw = values.get('limit');

@@ -18,27 +18,38 @@ export async function sha256Hex(text: string): Promise<string> {
 /** How much of a key is kept in clear to recognise it in a list: `rk_` and 7 characters. */
 export const KEY_PREFIX_LENGTH = 10;
 
-/** A new API key: 32 random bytes, base64url, with a prefix that makes leaked keys greppable. */
-export function newApiKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return (
-    'rk_' +
-    btoa(String.fromCharCode(...bytes))
-      .replaceAll('+', '-')
-      .replaceAll('/', '_')
-      .replaceAll('=', '')
+const base64url = (bytes: Uint8Array): string =>
+  btoa(String.fromCharCode(...bytes))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replaceAll('=', '');
+
+/**
+ * The API key an admin write issues: `rk_` (which makes leaked keys greppable) and the base64url
+ * HMAC-SHA256 of its write id under `secret` (the admin token). Only its hash is stored; the write's ledger
+ * row keeps the answer
+ * without it, and a retry or a replay of the write computes the same key again.
+ */
+export async function derivedApiKey(secret: string, writeId: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    'raw',
+    new TextEncoder().encode(secret),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
   );
+  const mac = await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`api-key\n${writeId}`));
+  return 'rk_' + base64url(new Uint8Array(mac));
 }
 
 /** The admin API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 when no token is configured. */
 export async function requireAdmin(request: Request, adminToken: string | undefined): Promise<void> {
   if (adminToken === undefined || adminToken === '') {
-    throw new HttpError(
-      503,
-      'unavailable',
-      'Admin API disabled',
-      'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
-    );
+    throw new HttpError(503, {
+      code: 'unavailable',
+      title: 'Admin API disabled',
+      detail: 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
+    });
   }
   const sent = BEARER.exec(request.headers.get('Authorization') ?? '')?.[1];
   if (sent === undefined) throw adminUnauthorized();

@@ -5,18 +5,25 @@ import { scanJson } from '../core/json-scan.ts';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = (): HttpError =>
-  new HttpError(413, 'payload_too_large', 'Request body is too large', `The limit is ${MAX_BODY_BYTES} bytes.`);
+  new HttpError(413, {
+    code: 'payload_too_large',
+    title: 'Request body is too large',
+    detail: `The limit is ${MAX_BODY_BYTES} bytes.`,
+  });
 
 const unsupported = (): HttpError =>
-  new HttpError(
-    415,
-    'unsupported_media_type',
-    'Unsupported media type',
-    'Send Content-Type: application/json (UTF-8).',
-  );
+  new HttpError(415, {
+    code: 'unsupported_media_type',
+    title: 'Unsupported media type',
+    detail: 'Send Content-Type: application/json (UTF-8).',
+  });
 
 const malformed = (): HttpError =>
-  new HttpError(400, 'invalid_request', 'Malformed JSON', 'The request body is not valid JSON.');
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Malformed JSON',
+    detail: 'The request body is not valid JSON.',
+  });
 
 /**
  * Whether a Content-Type names JSON in UTF-8: `application/json`, with any parameters, but a
@@ -58,7 +65,11 @@ export async function readJson(request: Request): Promise<unknown> {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(await readCapped(request));
   } catch (error) {
     if (error instanceof HttpError) throw error;
-    throw new HttpError(400, 'invalid_request', 'Malformed body', 'The request body is not valid UTF-8.');
+    throw new HttpError(400, {
+      code: 'invalid_request',
+      title: 'Malformed body',
+      detail: 'The request body is not valid UTF-8.',
+    });
   }
   const scan = scanJson(text);
   if (!scan.ok) throw malformed();

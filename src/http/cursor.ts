@@ -68,9 +68,12 @@ export async function readCursor(secret: string, cursor: string, scope: string, 
   if (position !== undefined) {
     if (sameText(cursor, await signCursor(secret, position, scope))) return position;
   }
-  throw new HttpError(400, 'invalid_request', 'Invalid cursor', 'The cursor was not issued for this request.', [
-    { query: parameter, code: 'invalid_cursor', message: 'not a cursor this service issued for this query' },
-  ]);
+  throw new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Invalid cursor',
+    detail: 'The cursor was not issued for this request.',
+    errors: [{ query: parameter, code: 'invalid_cursor', message: 'not a cursor this service issued for this query' }],
+  });
 }
 
 /** The key cursors are signed with: the CURSOR_SECRET secret when set, else the one kept in storage. */

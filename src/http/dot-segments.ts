@@ -19,10 +19,9 @@ export function hasDotSegments(url: string): boolean {
  */
 export function refuseDotSegments(request: Request): undefined {
   if (!hasDotSegments(request.url)) return undefined;
-  throw new HttpError(
-    400,
-    'invalid_request',
-    'Path has dot segments',
-    'A path with `.` or `..` segments (plain or percent-encoded) names no resource here.',
-  );
+  throw new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Path has dot segments',
+    detail: 'A path with `.` or `..` segments (plain or percent-encoded) names no resource here.',
+  });
 }

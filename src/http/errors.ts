@@ -30,17 +30,55 @@ import type { InputProblem } from '../core/problem.ts';
 
 export type { InputProblem };
 
+/** What an HttpError says beside its status; `title` defaults to the code's own. */
+export interface HttpErrorOptions {
+  code: ProblemCode;
+  title?: string;
+  detail?: string | undefined;
+  errors?: readonly InputProblem[] | undefined;
+  headers?: Readonly<Record<string, string>> | undefined;
+  /** The error that led to this one, kept for logs; never shown to the caller. */
+  cause?: unknown;
+}
+
+/** The title of each code when the thrower gives none. */
+const TITLES: Record<ProblemCode, string> = {
+  invalid_request: 'Request is invalid',
+  unauthorized: 'Authentication required',
+  forbidden: 'Forbidden',
+  not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  conflict: 'Conflict',
+  gone: 'Gone',
+  precondition_failed: 'Precondition failed',
+  payload_too_large: 'Payload too large',
+  unsupported_media_type: 'Unsupported media type',
+  unprocessable: 'Request cannot be applied',
+  rate_limited: 'Too many requests',
+  internal: 'Internal error',
+  unavailable: 'Service unavailable',
+  record_deleted: 'Record deleted',
+  idempotency_key_reused: 'Idempotency-Key reused',
+};
+
 export class HttpError extends Error {
+  readonly code: ProblemCode;
+  readonly title: string;
+  readonly detail: string | undefined;
+  readonly errors: readonly InputProblem[] | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+
   constructor(
     readonly status: number,
-    readonly code: ProblemCode,
-    readonly title: string,
-    readonly detail?: string,
-    readonly errors?: readonly InputProblem[],
-    readonly headers?: Readonly<Record<string, string>>,
+    { code, title = TITLES[code], detail, errors, headers, cause }: HttpErrorOptions,
   ) {
-    super(title);
+    super(title, cause === undefined ? undefined : { cause });
     this.name = 'HttpError';
+    this.code = code;
+    this.title = title;
+    this.detail = detail;
+    this.errors = errors;
+    this.headers = headers;
   }
 }
 
@@ -49,35 +87,55 @@ function summary(problems: readonly InputProblem[], where: string): string {
 }
 
 export const invalidBody = (problems: readonly InputProblem[]): HttpError =>
-  new HttpError(400, 'invalid_request', 'Request body is invalid', summary(problems, 'request body'), problems);
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Request body is invalid',
+    detail: summary(problems, 'request body'),
+    errors: problems,
+  });
 
 export const invalidQuery = (problems: readonly InputProblem[]): HttpError =>
-  new HttpError(400, 'invalid_request', 'Query is invalid', summary(problems, 'query'), problems);
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Query is invalid',
+    detail: summary(problems, 'query'),
+    errors: problems,
+  });
 
 export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
-  new HttpError(400, 'invalid_request', 'Path parameter is invalid', summary(problems, 'path'), problems);
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Path parameter is invalid',
+    detail: summary(problems, 'path'),
+    errors: problems,
+  });
 
 export const unauthorized = (): HttpError =>
-  new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <api key>.', undefined, {
-    'WWW-Authenticate': 'Bearer',
+  new HttpError(401, {
+    code: 'unauthorized',
+    title: 'Authentication required',
+    detail: 'Send Authorization: Bearer <api key>.',
+    headers: {
+      'WWW-Authenticate': 'Bearer',
+    },
   });
 
 /** A wrong admin token: said as such, so an operator does not go looking for an API key. */
 export const adminUnauthorized = (): HttpError =>
-  new HttpError(
-    401,
-    'unauthorized',
-    'Authentication required',
-    'Send Authorization: Bearer <ADMIN_TOKEN>; the token sent is not the admin token.',
-    undefined,
-    {
+  new HttpError(401, {
+    code: 'unauthorized',
+    title: 'Authentication required',
+    detail: 'Send Authorization: Bearer <ADMIN_TOKEN>; the token sent is not the admin token.',
+    headers: {
       'WWW-Authenticate': 'Bearer',
     },
-  );
+  });
 
-export const notFound = (what = 'Resource'): HttpError => new HttpError(404, 'not_found', `${what} not found`);
+export const notFound = (what = 'Resource'): HttpError =>
+  new HttpError(404, { code: 'not_found', title: `${what} not found` });
 
-export const forbidden = (detail: string): HttpError => new HttpError(403, 'forbidden', 'Forbidden', detail);
+export const forbidden = (detail: string): HttpError =>
+  new HttpError(403, { code: 'forbidden', title: 'Forbidden', detail });
 
 /**
  * Problems found while checking a well-shaped body against definitions and stored records.
@@ -94,7 +152,7 @@ export function rejected(problems: readonly InputProblem[]): HttpError {
   const [code, title] = byStatus[first] ?? ['unprocessable', 'Request cannot be applied'];
   const specific = problems[0]?.code === 'record_deleted' ? 'record_deleted' : code;
   const listed = problems.map((p) => (p.status === first ? withoutStatus(p) : p));
-  return new HttpError(first, specific, title, summary(problems, 'request'), listed);
+  return new HttpError(first, { code: specific, title, detail: summary(problems, 'request'), errors: listed });
 }
 
 function withoutStatus({ status: _status, ...rest }: InputProblem): InputProblem {
@@ -102,24 +160,20 @@ function withoutStatus({ status: _status, ...rest }: InputProblem): InputProblem
 }
 
 export const busy = (): HttpError =>
-  new HttpError(
-    503,
-    'unavailable',
-    'Record busy',
-    'The record could not take this request within 10 seconds; nothing was written.',
-    undefined,
-    {
+  new HttpError(503, {
+    code: 'unavailable',
+    title: 'Record busy',
+    detail: 'The record could not take this request within 10 seconds; nothing was written.',
+    headers: {
       'Retry-After': '1',
     },
-  );
+  });
 
 /** A write whose outcome storage never confirmed in time: a retry with the same Idempotency-Key tells. */
 export const outcomeUnknown = (): HttpError =>
-  new HttpError(
-    503,
-    'unavailable',
-    'Outcome unknown',
-    'Storage did not confirm the write in time. Retry with the same Idempotency-Key to learn its outcome.',
-    undefined,
-    { 'Retry-After': '1' },
-  );
+  new HttpError(503, {
+    code: 'unavailable',
+    title: 'Outcome unknown',
+    detail: 'Storage did not confirm the write in time. Retry with the same Idempotency-Key to learn its outcome.',
+    headers: { 'Retry-After': '1' },
+  });

@@ -30,7 +30,11 @@ export function asHttpError(error: unknown, requestId: string): HttpError {
   console.error(
     JSON.stringify({ requestId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
   );
-  return new HttpError(500, 'internal', 'Internal error', `Quote request id ${requestId} when reporting this.`);
+  return new HttpError(500, {
+    code: 'internal',
+    title: 'Internal error',
+    detail: `Quote request id ${requestId} when reporting this.`,
+  });
 }
 
 /**
@@ -42,7 +46,12 @@ function unavailableReason(error: unknown): HttpError | undefined {
   const message = error instanceof Error ? error.message : '';
   const overloaded = (error as { overloaded?: boolean } | null)?.overloaded === true || /overloaded/i.test(message);
   if (!overloaded && !isTransient(error)) return undefined;
-  return new HttpError(503, 'unavailable', 'Service unavailable', 'Try again shortly.', undefined, {
-    'Retry-After': '1',
+  return new HttpError(503, {
+    code: 'unavailable',
+    title: 'Service unavailable',
+    detail: 'Try again shortly.',
+    headers: {
+      'Retry-After': '1',
+    },
   });
 }

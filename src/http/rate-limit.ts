@@ -14,14 +14,12 @@ export async function limitPerKey(
   const { success } = await limiter.limit({ key: keyHash });
   if (success) return;
   const retryAfter = /^[0-9]+$/.test(periodSeconds ?? '') ? (periodSeconds as string) : '60';
-  throw new HttpError(
-    429,
-    'rate_limited',
-    'Too many requests',
-    `This API key sent too many requests; retry after ${retryAfter} s.`,
-    undefined,
-    {
+  throw new HttpError(429, {
+    code: 'rate_limited',
+    title: 'Too many requests',
+    detail: `This API key sent too many requests; retry after ${retryAfter} s.`,
+    headers: {
       'Retry-After': retryAfter,
     },
-  );
+  });
 }

@@ -1,5 +1,4 @@
 import type { Context } from '../context.ts';
-import type { Settled } from '../core/settle.ts';
 import { planCreate } from '../domain/create.ts';
 import { createdRecord } from '../domain/record-json.ts';
 import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
@@ -7,13 +6,10 @@ import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
-import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
+import type { CreateInput } from '../record-rpc.ts';
+import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
 
-export interface CreateInput {
-  keyHash: string;
-  body: Settled<unknown>;
-  idempotency: KeyRequest;
-}
+export type { CreateInput };
 
 /**
  * Creating records, all or nothing: one read (none when the isolate remembers), one write that

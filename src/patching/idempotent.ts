@@ -1,4 +1,5 @@
 import type { Context } from '../context.ts';
+import type { KeyRequest } from '../record-rpc.ts';
 import { canonicalJson } from '../core/json.ts';
 import type { InputProblem } from '../core/problem.ts';
 import { sha256Hex } from '../http/auth.ts';
@@ -19,13 +20,7 @@ import { TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** What a write learns from its request about its key: the key, or the problem with the header. */
-export interface KeyRequest {
-  key: string | undefined;
-  method: string;
-  path: string;
-  problems: InputProblem[];
-}
+export type { KeyRequest };
 
 export function keyRequest(request: Request): KeyRequest {
   const key = request.headers.get('Idempotency-Key') ?? undefined;
@@ -99,23 +94,26 @@ export async function claimKey(
   }
   if (holder === undefined) return { claim };
   if (holder.fingerprint !== claim.fingerprint) {
-    throw new HttpError(422, 'unprocessable', 'Idempotency-Key reused', 'This key was used for another request body.', [
-      {
-        header: 'Idempotency-Key',
-        code: 'idempotency_key_reused',
-        message: 'the key was used for a different request',
-      },
-    ]);
+    throw new HttpError(422, {
+      code: 'unprocessable',
+      title: 'Idempotency-Key reused',
+      detail: 'This key was used for another request body.',
+      errors: [
+        {
+          header: 'Idempotency-Key',
+          code: 'idempotency_key_reused',
+          message: 'the key was used for a different request',
+        },
+      ],
+    });
   }
   if (holder.state === 'running') {
-    throw new HttpError(
-      409,
-      'conflict',
-      'Request in progress',
-      'A request with this Idempotency-Key is still running.',
-      undefined,
-      { 'Retry-After': '1' },
-    );
+    throw new HttpError(409, {
+      code: 'conflict',
+      title: 'Request in progress',
+      detail: 'A request with this Idempotency-Key is still running.',
+      headers: { 'Retry-After': '1' },
+    });
   }
   return { replay: replayOf(await replayed(context, holder.done)) };
 }

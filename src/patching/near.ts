@@ -1,18 +1,18 @@
 import { createContext, type Context } from '../context.ts';
+import type { CreateInput, NearAnswer, NearCall, NearRun, PatchBatchInput, PatchOneInput } from '../record-rpc.ts';
 import type { Env } from '../env.ts';
-import { busy, HttpError, outcomeUnknown, type InputProblem, type ProblemCode } from '../http/errors.ts';
+import { busy, HttpError, outcomeUnknown } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { StoredAnswer } from '../storage/idempotency.ts';
-import type { Work } from '../storage/meter.ts';
 import { newWriteId } from '../core/ledger.ts';
 import { isTransient } from '../storage/retry.ts';
+import { unhandled } from '../core/result.ts';
 import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
-import { createRecords, type CreateInput } from './create.ts';
+import { createRecords } from './create.ts';
 import { replayOf, type Written } from './idempotent.ts';
 import { callObjectNamed } from './objects.ts';
-import { patchBatch, type PatchBatchInput } from './patch-batch.ts';
-import { patchOne, type PatchOneInput } from './patch-one.ts';
+import { patchBatch } from './patch-batch.ts';
+import { patchOne } from './patch-one.ts';
 
 /**
  * Writes that need several round trips to D1 and objects run where those are near: a batch (its
@@ -27,33 +27,6 @@ import { patchOne, type PatchOneInput } from './patch-one.ts';
  * re-run, whose commit fails on the write's ledger row if the first run committed (and answers
  * what it committed), and whose refusals are answered only once the ledger holds them.
  */
-
-export type NearRun =
-  | { op: 'patchBatch'; input: PatchBatchInput }
-  | { op: 'patchOne'; input: PatchOneInput }
-  | { op: 'create'; input: CreateInput };
-
-export interface NearCall {
-  callId: string;
-  run: NearRun;
-  /** Sent again after a lost answer: it may have run before. */
-  resent?: boolean;
-}
-
-/** Flat, structured-clone safe: a value, a replayed answer, or an HTTP error's parts. */
-export interface NearAnswer {
-  value?: RecordOut | RecordOut[];
-  replay?: StoredAnswer;
-  error?: {
-    status: number;
-    code: ProblemCode;
-    title: string;
-    detail?: string;
-    errors?: readonly InputProblem[];
-    headers?: Readonly<Record<string, string>>;
-  };
-  work: Work;
-}
 
 /** How long the Worker tries to settle a call whose outcome its coordinator could not learn. */
 const FENCE_DEADLINE_MS = 5_000;
@@ -90,7 +63,7 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(
     });
   if (answer.error !== undefined) {
     const { status, code, title, detail, errors, headers } = answer.error;
-    const error = new HttpError(status, code, title, detail, errors, headers);
+    const error = new HttpError(status, { code, title, detail, errors, headers });
     throw status === 503 && title === late.title ? await settleUnknown(context, callId) : error;
   }
   if (answer.replay !== undefined) return { replay: replayOf(answer.replay) };
@@ -154,6 +127,8 @@ function dispatch(context: Context, { callId, run, resent }: NearCall): Promise<
       return patchOne(context, run.input, callId, resent === true);
     case 'create':
       return createRecords(context, run.input, callId);
+    default:
+      return unhandled(run, 'operation');
   }
 }
 
@@ -174,13 +149,16 @@ function firstId(body: unknown): number | undefined {
 }
 
 /**
- * A patch, delete or restore takes one trip from the Worker when it remembers the record; one it
- * does not remember (a cold record: a read first), or one that claims a key first, runs near D1.
+ * A patch, delete or restore takes one trip from the Worker when it remembers the record, and
+ * runs near D1 when it claims a key first. Either only when memory says the caller sees the
+ * record: any other (one it cannot see, one nobody used lately, an id never issued) is read by
+ * the Worker first, so a record the caller cannot see costs what a missing one costs (one D1
+ * read, no object call) and no answer tells whether someone else used it lately.
  */
 export const placedPatchOne = (context: Context, input: PatchOneInput): Promise<Written<RecordOut>> =>
   input.body.ok &&
-  context.recall.knowsCaller(input.keyHash) &&
-  (input.idempotency.key !== undefined || !context.recall.knowsRecord(input.recordId))
+  input.idempotency.key !== undefined &&
+  context.recall.seesRecord(input.keyHash, input.recordId, input.workspaceId)
     ? nearD1(context, { op: 'patchOne', input }, input.recordId)
     : patchOne(context, input);
 
@@ -189,3 +167,5 @@ export const placedCreate = (context: Context, input: CreateInput): Promise<Writ
   input.body.ok && input.idempotency.key !== undefined && context.recall.knowsCaller(input.keyHash)
     ? nearD1(context, { op: 'create', input }, undefined)
     : createRecords(context, input);
+
+export type { NearAnswer, NearCall, NearRun };

@@ -1,10 +1,10 @@
 import type { Env } from '../env.ts';
 import { busy, outcomeUnknown, type HttpError } from '../http/errors.ts';
-import type { RecordObject } from '../record-object.ts';
+import type { RecordObjectRpc } from '../record-rpc.ts';
 import type { PatchAnswer, PatchCall, TurnAnswer } from '../writing/record-queue.ts';
 import { isTransient, sleep } from '../storage/retry.ts';
 
-type Stub = DurableObjectStub<RecordObject>;
+type Stub = DurableObjectStub<RecordObjectRpc>;
 
 /**
  * The object of one name (a record's id, or a coordinator's `near:<n>`), placed near D1's

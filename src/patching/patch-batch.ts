@@ -1,5 +1,4 @@
 import type { Context } from '../context.ts';
-import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems } from '../domain/patch.ts';
@@ -11,16 +10,11 @@ import { sleep } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
 import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
-import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
+import type { PatchBatchInput } from '../record-rpc.ts';
+import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
 import { turnInObject } from './objects.ts';
 
-export interface PatchBatchInput {
-  keyHash: string;
-  /** Present for a batch in a workspace, absent for one without. */
-  workspaceId: number | undefined;
-  body: Settled<unknown>;
-  idempotency: KeyRequest;
-}
+export type { PatchBatchInput };
 
 /**
  * Patching records in a batch, all or nothing: one D1 read decides every element; then every

@@ -1,5 +1,4 @@
 import type { Context } from '../context.ts';
-import type { Settled } from '../core/settle.ts';
 import { recordAccess } from '../domain/access.ts';
 import { patchProblems } from '../domain/patch.ts';
 import { busy, HttpError, outcomeUnknown, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
@@ -8,31 +7,21 @@ import { PatchBody, type PatchIn, type RecordOut } from '../schemas/record.ts';
 import type { PatchContext } from '../storage/recall.ts';
 import { newWriteId } from '../core/ledger.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
-import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
+import type { PatchOneInput } from '../record-rpc.ts';
+import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
 import { patchInObject } from './objects.ts';
 
-export interface PatchOneInput {
-  keyHash: string;
-  workspaceId: number;
-  recordId: number;
-  /** Absent for delete and restore, which take no body. */
-  body: Settled<unknown>;
-  ifMatch: string | undefined;
-  idempotency: KeyRequest;
-  /** A patch (absent), or a soft delete or restore: all take the record's turn alike. */
-  action?: 'delete' | 'restore';
-}
+export type { PatchOneInput };
 
 /** The answer of a record object that did not apply a patch, as an HTTP error. */
 export function refused(status: number, problem: InputProblem | undefined): HttpError {
   if (status === 503) return problem?.code === 'outcome_unknown' ? outcomeUnknown() : busy();
   if (status === 412)
-    return new HttpError(
-      412,
-      'precondition_failed',
-      'Precondition failed',
-      'If-Match does not match the current version.',
-    );
+    return new HttpError(412, {
+      code: 'precondition_failed',
+      title: 'Precondition failed',
+      detail: 'If-Match does not match the current version.',
+    });
   return rejected(problem === undefined ? [] : [{ ...problem, status }]);
 }
 

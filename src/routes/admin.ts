@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems, type ObjectDef } from '../domain/definition.ts';
-import { KEY_PREFIX_LENGTH, newApiKey, requireAdmin, sha256Hex } from '../http/auth.ts';
+import { derivedApiKey, KEY_PREFIX_LENGTH, requireAdmin, sha256Hex } from '../http/auth.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
@@ -11,7 +11,11 @@ import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { MembershipInput, NamedInput, ObjectDefinitionInput, type ObjectDefinitionIn } from '../schemas/admin.ts';
 import { parseObject, pointer, type Parsed } from '../schemas/parse.ts';
+import { keyRequest, type KeyRequest } from '../patching/idempotent.ts';
 import { AdminStore, type Member, type Named } from '../storage/admin.ts';
+import { afterId, type DefinitionColumns } from '../storage/admin-writes.ts';
+import { toObjectDef } from '../storage/store.ts';
+import { adminWrite } from '../writing/admin-write.ts';
 import { isolateCache } from '../storage/isolate-cache.ts';
 
 /**
@@ -21,15 +25,31 @@ import { isolateCache } from '../storage/isolate-cache.ts';
 
 const adminStore = ({ env, meter }: Context): AdminStore => new AdminStore(env.DB, meter);
 
-function valid<T>(parsed: Parsed<T>): T {
-  if (!parsed.ok) throw invalidBody(parsed.problems);
+/** The parsed body, or one 400 listing every problem of the body and of the Idempotency-Key header. */
+function valid<T>(parsed: Parsed<T>, key: KeyRequest): T {
+  if (!parsed.ok || key.problems.length > 0)
+    throw invalidBody([...(parsed.ok ? [] : parsed.problems), ...key.problems]);
   return parsed.value;
+}
+
+/** A write without a body: 400 when its Idempotency-Key header is malformed. */
+function noBodyProblems(key: KeyRequest): void {
+  if (key.problems.length > 0) throw invalidBody(key.problems);
 }
 
 export async function createUser(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { name } = valid(parseObject(NamedInput, await readJson(request)));
-  return json(await adminStore(context).createUser(name, Date.now()), 201);
+  const key = keyRequest(request);
+  const { name } = valid(parseObject(NamedInput, await readJson(request)), key);
+  return adminWrite(
+    context,
+    key,
+    { name },
+    {
+      batch: (writes, writeId, now) => writes.createUser(writeId, name, now),
+      failure: () => notFound('User'),
+    },
+  );
 }
 
 /**
@@ -77,20 +97,41 @@ export async function listUsers(request: IRequest, context: Context): Promise<Re
 export async function deleteUser(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { userId } = pathIds(request.params, 'userId');
-  const deleted = await adminStore(context).deleteUser(userId);
-  if (deleted === undefined) throw notFound('User');
-  for (const hash of deleted.keyHashes) isolateCache.revokeKey(hash);
-  isolateCache.revokeUser(userId);
-  return new Response(null, { status: 204 });
+  const key = keyRequest(request);
+  noBodyProblems(key);
+  return adminWrite(context, key, null, {
+    batch: (writes, writeId) => writes.deleteUser(writeId, userId),
+    failure: () => notFound('User'),
+    done: (effects) => {
+      for (const row of (effects?.[0]?.results ?? []) as { key_hash: string }[]) isolateCache.revokeKey(row.key_hash);
+      isolateCache.revokeUser(userId);
+    },
+  });
 }
 
-export async function createKey(request: IRequest, { env, keys }: Context): Promise<Response> {
-  await requireAdmin(request, env.ADMIN_TOKEN);
+/**
+ * Issues a key for a user. The key is derived from the write's id under the admin token, so the
+ * ledger keeps the answer without it and a retry or replay shows the same key; only its hash is
+ * stored. A replay after the admin token was rotated shows a key that does not work.
+ */
+export async function createKey(request: IRequest, context: Context): Promise<Response> {
+  const secret = context.env.ADMIN_TOKEN ?? '';
+  await requireAdmin(request, secret);
   const { userId } = pathIds(request.params, 'userId');
-  const key = newApiKey();
-  const info = await keys.create(userId, await sha256Hex(key), key.slice(0, KEY_PREFIX_LENGTH), Date.now());
-  if (info === undefined) throw notFound('User');
-  return json({ id: info.id, key, prefix: info.prefix, createdAt: info.createdAt }, 201);
+  const key = keyRequest(request);
+  noBodyProblems(key);
+  const hidden = '"key":""';
+  return adminWrite(context, key, null, {
+    batch: async (writes, writeId, now) => {
+      const apiKey = await derivedApiKey(secret, writeId);
+      const prefix = apiKey.slice(0, KEY_PREFIX_LENGTH);
+      const rest = afterId({ id: 0, key: '', prefix, createdAt: now });
+      return writes.createKey(writeId, userId, await sha256Hex(apiKey), prefix, rest, now);
+    },
+    failure: () => notFound('User'),
+    reveal: async (body, writeId) =>
+      body.replace(hidden, `"key":${JSON.stringify(await derivedApiKey(secret, writeId))}`),
+  });
 }
 
 export async function listKeys(request: IRequest, { env, keys }: Context): Promise<Response> {
@@ -105,19 +146,33 @@ export async function listKeys(request: IRequest, { env, keys }: Context): Promi
  * Revokes a key: 401 at once in this isolate (its memory forgets the key, and a read of it still
  * in flight cannot put it back), within the memory's 30 s in every other isolate.
  */
-export async function revokeKey(request: IRequest, { env, keys }: Context): Promise<Response> {
-  await requireAdmin(request, env.ADMIN_TOKEN);
+export async function revokeKey(request: IRequest, context: Context): Promise<Response> {
+  await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { keyId } = pathIds(request.params, 'keyId');
-  const keyHash = await keys.revoke(keyId);
-  if (keyHash === undefined) throw notFound('Key');
-  isolateCache.revokeKey(keyHash);
-  return new Response(null, { status: 204 });
+  const key = keyRequest(request);
+  noBodyProblems(key);
+  return adminWrite(context, key, null, {
+    batch: (writes, writeId) => writes.revokeKey(writeId, keyId),
+    failure: () => notFound('Key'),
+    done: (effects) => {
+      for (const row of (effects?.[0]?.results ?? []) as { key_hash: string }[]) isolateCache.revokeKey(row.key_hash);
+    },
+  });
 }
 
 export async function createWorkspace(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { name } = valid(parseObject(NamedInput, await readJson(request)));
-  return json(await adminStore(context).createWorkspace(name, Date.now()), 201);
+  const key = keyRequest(request);
+  const { name } = valid(parseObject(NamedInput, await readJson(request)), key);
+  return adminWrite(
+    context,
+    key,
+    { name },
+    {
+      batch: (writes, writeId, now) => writes.createWorkspace(writeId, name, now),
+      failure: () => notFound('Workspace'),
+    },
+  );
 }
 
 export async function listWorkspaces(request: IRequest, context: Context): Promise<Response> {
@@ -140,46 +195,63 @@ export async function listWorkspaces(request: IRequest, context: Context): Promi
 export async function deleteWorkspace(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const outcome = await adminStore(context).deleteWorkspace(workspaceId);
-  if (outcome.deleted) return new Response(null, { status: 204 });
-  if (!outcome.exists) throw notFound('Workspace');
-  const problems: InputProblem[] = outcome.inUse.objectIds.map((id) => ({
-    parameter: 'workspaceId',
-    code: 'workspace_in_use',
-    message: `object definition ${id} lists this workspace`,
-  }));
-  if (outcome.inUse.hasRecords)
-    problems.push({
-      parameter: 'workspaceId',
-      code: 'workspace_in_use',
-      message: 'records are shared with this workspace',
-    });
-  throw new HttpError(
-    409,
-    'conflict',
-    'Workspace in use',
-    'An object definition lists this workspace, or records are shared with it.',
-    problems,
-  );
+  const key = keyRequest(request);
+  noBodyProblems(key);
+  return adminWrite(context, key, null, {
+    batch: (writes, writeId) => writes.deleteWorkspace(writeId, workspaceId),
+    failure: async (status, writes) => {
+      if (status !== 409) return notFound('Workspace');
+      const inUse = await writes.workspaceInUse(workspaceId);
+      const problems: InputProblem[] = inUse.objectIds.map((id) => ({
+        parameter: 'workspaceId',
+        code: 'workspace_in_use',
+        message: `object definition ${id} lists this workspace`,
+      }));
+      if (inUse.hasRecords)
+        problems.push({
+          parameter: 'workspaceId',
+          code: 'workspace_in_use',
+          message: 'records are shared with this workspace',
+        });
+      return new HttpError(409, {
+        code: 'conflict',
+        title: 'Workspace in use',
+        detail: 'An object definition lists this workspace, or records are shared with it.',
+        errors: problems,
+      });
+    },
+  });
 }
 
 export async function putMember(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
-  const { role } = valid(parseObject(MembershipInput, await readJson(request)));
-  if (!(await adminStore(context).putMember(workspaceId, userId, role))) throw notFound('Workspace or user');
-  // A changed role may take rights away: this isolate reads the user's rights afresh.
-  isolateCache.revokeUser(userId);
-  return json({ workspaceId, userId, role });
+  const key = keyRequest(request);
+  const { role } = valid(parseObject(MembershipInput, await readJson(request)), key);
+  return adminWrite(
+    context,
+    key,
+    { role },
+    {
+      batch: (writes, writeId) => writes.putMember(writeId, workspaceId, userId, role),
+      failure: () => notFound('Workspace or user'),
+      // A changed role may take rights away: this isolate reads the user's rights afresh.
+      done: () => isolateCache.revokeUser(userId),
+    },
+  );
 }
 
 export async function deleteMember(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
-  if (!(await adminStore(context).deleteMember(workspaceId, userId))) throw notFound('Workspace or user');
-  // Removed at once in this isolate; a read still in flight cannot put the membership back.
-  isolateCache.revokeUser(userId);
-  return new Response(null, { status: 204 });
+  const key = keyRequest(request);
+  noBodyProblems(key);
+  return adminWrite(context, key, null, {
+    batch: (writes, writeId) => writes.deleteMember(writeId, workspaceId, userId),
+    failure: () => notFound('Workspace or user'),
+    // Removed at once in this isolate; a read still in flight cannot put the membership back.
+    done: () => isolateCache.revokeUser(userId),
+  });
 }
 
 export async function listMembers(request: IRequest, context: Context): Promise<Response> {
@@ -200,8 +272,8 @@ export async function listMembers(request: IRequest, context: Context): Promise<
 }
 
 /** A valid definition whose workspaces all exist, or 400 / 422. */
-async function definitionBody(request: IRequest, context: Context): Promise<ObjectDefinitionIn> {
-  const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)));
+async function definitionBody(request: IRequest, context: Context, key: KeyRequest): Promise<ObjectDefinitionIn> {
+  const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)), key);
   const shape = definitionProblems(input);
   if (shape.length > 0) throw invalidBody(shape);
   const existing = await adminStore(context).existingWorkspaces(input.workspaceIds);
@@ -221,19 +293,57 @@ async function definitionBody(request: IRequest, context: Context): Promise<Obje
   return input;
 }
 
+/** A definition as its version's columns store it, and as the admin API answers it (with `id` and `version`). */
+function definitionColumns(
+  input: ObjectDefinitionIn,
+  id: number,
+  version: number,
+): { columns: DefinitionColumns; out: Record<string, unknown> } {
+  const columns: DefinitionColumns = {
+    name: input.name,
+    nameTemplate: input.nameTemplate ?? null,
+    fields: JSON.stringify(input.fields),
+    workspaceIds: JSON.stringify([...new Set(input.workspaceIds)].sort((a, b) => a - b)),
+  };
+  const out = definitionOut(
+    toObjectDef({
+      id,
+      version,
+      name: columns.name,
+      name_template: columns.nameTemplate,
+      fields: columns.fields,
+      workspace_ids: columns.workspaceIds,
+    }),
+  );
+  return { columns, out };
+}
+
 export async function createObject(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const input = await definitionBody(request, context);
-  return json(definitionOut(await adminStore(context).createObject(input, Date.now())), 201);
+  const key = keyRequest(request);
+  const input = await definitionBody(request, context, key);
+  const { columns, out } = definitionColumns(input, 0, 1);
+  return adminWrite(context, key, input, {
+    batch: (writes, writeId, now) => writes.createObject(writeId, columns, afterId(out), now),
+    failure: () => notFound('Object'),
+  });
 }
 
 export async function updateObject(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { objectId } = pathIds(request.params, 'objectId');
-  const input = await definitionBody(request, context);
-  const def = await adminStore(context).updateObject(objectId, input, Date.now());
-  if (def === undefined) throw notFound('Object');
-  return json(definitionOut(def));
+  const key = keyRequest(request);
+  const input = await definitionBody(request, context, key);
+  const { columns, out } = definitionColumns(input, objectId, 0);
+  // The new version is known only in SQL: the answer is completed around it.
+  const text = JSON.stringify(out);
+  const opening = `{"id":${objectId},"version":`;
+  if (!text.startsWith(`${opening}0,`)) throw new Error('a definition answers its id and version first');
+  const around = { opening, rest: text.slice(opening.length + 1) };
+  return adminWrite(context, key, input, {
+    batch: (writes, writeId, now) => writes.updateObject(writeId, objectId, columns, around, now),
+    failure: () => notFound('Object'),
+  });
 }
 
 export async function listObjects(request: IRequest, context: Context): Promise<Response> {

@@ -90,13 +90,12 @@ export async function listChanges(request: IRequest, context: Context): Promise<
   );
   member(caller, workspaceId, []);
   if (sent !== undefined && after.value < horizon) {
-    throw new HttpError(
-      410,
-      'gone',
-      'Cursor too old',
-      'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.',
-      [{ query: 'after', code: 'gone', message: 'changes after this position are no longer kept' }],
-    );
+    throw new HttpError(410, {
+      code: 'gone',
+      title: 'Cursor too old',
+      detail: 'Changes after this cursor were pruned (they are kept 7 days). Start again without `after`.',
+      errors: [{ query: 'after', code: 'gone', message: 'changes after this position are no longer kept' }],
+    });
   }
   const items = pageOf(
     await Promise.all(changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope)))),

@@ -10,7 +10,12 @@ export async function health(_request: IRequest, { store }: Context): Promise<Re
   } catch {
     // Reported below as unavailable: the cause is D1's, not the caller's.
   }
-  throw new HttpError(503, 'unavailable', 'Storage unreachable', 'D1 did not answer.', undefined, {
-    'Retry-After': '5',
+  throw new HttpError(503, {
+    code: 'unavailable',
+    title: 'Storage unreachable',
+    detail: 'D1 did not answer.',
+    headers: {
+      'Retry-After': '5',
+    },
   });
 }

@@ -54,8 +54,10 @@ const LIST_QUERY: QueryParameter[] = [
   {
     name: 'fieldFilters',
     description:
-      'Any number of `field.<fieldName>=<value>` parameters: only records whose field holds that value, compared with the ' +
-      "value's JSON text (`field.age=42`, `field.done=true`) or, for a string, the string itself (`field.stage=lead`). " +
+      'Any number of `field.<fieldName>=<value>` parameters: only records whose field holds that ' +
+      'value, compared with the ' +
+      "value's JSON text (`field.age=42`, `field.done=true`) or, for a string, the string itself " +
+      '(`field.stage=lead`). ' +
       'Several are ANDed; each field at most once.',
     schema: {
       type: 'object',
@@ -97,7 +99,9 @@ const FEED_QUERY: QueryParameter[] = [
 const batchOf = <S extends v.GenericSchema>(item: S) => v.pipe(v.array(item), v.minLength(1), v.maxLength(MAX_BATCH));
 const items = v.array(BatchItemSchema);
 const ALL_OR_NOTHING =
-  'All or nothing: when any element fails, nothing is written and every failing element is listed by pointer (`/i/...`); a shape problem answers 400 first, else the status of the first failing element.';
+  'All or nothing: when any element fails, nothing is written and every failing element is ' +
+  'listed by pointer (`/i/...`); a shape problem answers 400 first, else the status of the ' +
+  'first failing element.';
 
 /** Every operation of the service, in routing order (a literal segment before a parameter). */
 export const operations: Operation[] = [
@@ -133,7 +137,9 @@ export const operations: Operation[] = [
     operationId: 'createRecords',
     tag: 'Records',
     summary: 'Create 1 to 20 records (all or nothing)',
-    description: `Creates records of object definitions the caller may create for (editor in one of the object's workspaces). ${ALL_OR_NOTHING}`,
+    description:
+      "Creates records of object definitions the caller may create for (editor in one of the object's " +
+      `workspaces). ${ALL_OR_NOTHING}`,
     auth: 'key',
     body: batchOf(CreateItem),
     ok: { status: 201, schema: items },
@@ -147,7 +153,9 @@ export const operations: Operation[] = [
     operationId: 'patchRecords',
     tag: 'Records',
     summary: 'Patch 1 to 20 records (all or nothing)',
-    description: `Merges each element's field values into its record; needs editor in any of each record's workspaces. ${ALL_OR_NOTHING}`,
+    description:
+      "Merges each element's field values into its record; needs editor in any of each record's " +
+      `workspaces. ${ALL_OR_NOTHING}`,
     auth: 'key',
     body: batchOf(PatchItem),
     ok: { status: 200, schema: items },
@@ -161,7 +169,8 @@ export const operations: Operation[] = [
     operationId: 'patchWorkspaceRecords',
     tag: 'Records',
     summary: 'Patch 1 to 20 records of a workspace (all or nothing)',
-    description: `As patchRecords, counting only records shared with the workspace, and needing editor in it. ${ALL_OR_NOTHING}`,
+    description:
+      'As patchRecords, counting only records shared with the workspace, and needing editor in it. ' + ALL_OR_NOTHING,
     auth: 'key',
     body: batchOf(PatchItem),
     ok: { status: 200, schema: items },
@@ -176,7 +185,8 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'Patch one record of a workspace',
     description:
-      'Merges field values by name (`null` removes a value). A patch that changes nothing keeps the version; a change raises it by exactly 1. Honours `If-Match` (strong comparison).',
+      'Merges field values by name (`null` removes a value). A patch that changes nothing keeps ' +
+      'the version; a change raises it by exactly 1. Honours `If-Match` (strong comparison).',
     auth: 'key',
     body: PatchBody,
     ok: { status: 200, schema: RecordSchema, etag: true },
@@ -192,7 +202,10 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'List the records shared with a workspace',
     description:
-      'Ascending by id, one page at a time (keyset pages: a walk sees each record that matched throughout exactly once). Besides the parameters below, `field.<fieldName>=<value>` keeps records whose field holds that value (its JSON text, or the string itself); several are ANDed. Members only, else 404.',
+      'Ascending by id, one page at a time (keyset pages: a walk sees each record that matched ' +
+      'throughout exactly once). Besides the parameters below, `field.<fieldName>=<value>` keeps ' +
+      'records whose field holds that value (its JSON text, or the string itself); several are ' +
+      'ANDed. Members only, else 404.',
     auth: 'key',
     ok: { status: 200, schema: RecordPage },
     query: LIST_QUERY,
@@ -206,7 +219,10 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: "Follow the changes of a workspace's records",
     description:
-      'Every committed change (created, updated, deleted, restored) of the records shared with the workspace, in commit order: a created record whole, an update as the fields it changed (and the name when it changed). Changes are kept 7 days; an older cursor is 410. Members only, else 404.',
+      'Every committed change (created, updated, deleted, restored) of the records shared with ' +
+      'the workspace, in commit order: a created record whole, an update as the fields it ' +
+      'changed (and the name when it changed). Changes are kept 7 days; an older cursor is 410. ' +
+      'Members only, else 404.',
     auth: 'key',
     ok: { status: 200, schema: ChangePage },
     query: FEED_QUERY,
@@ -232,7 +248,8 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'Delete a record (soft)',
     description:
-      "Sets `deleted: true` and raises the version by 1, in the record's turn like a patch; deleting a deleted record changes nothing. Honours `If-Match`. Takes no body, or `{}`.",
+      "Sets `deleted: true` and raises the version by 1, in the record's turn like a patch; " +
+      'deleting a deleted record changes nothing. Honours `If-Match`. Takes no body, or `{}`.',
     auth: 'key',
     body: EmptyBody,
     bodyOptional: true,
@@ -249,7 +266,8 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'Restore a deleted record',
     description:
-      'Sets `deleted: false` and raises the version by 1; restoring a live record changes nothing. Honours `If-Match`. Takes no body, or `{}`.',
+      'Sets `deleted: false` and raises the version by 1; restoring a live record changes ' +
+      'nothing. Honours `If-Match`. Takes no body, or `{}`.',
     auth: 'key',
     body: EmptyBody,
     bodyOptional: true,
@@ -292,6 +310,7 @@ export const operations: Operation[] = [
     summary: 'Create a user',
     description: 'Users own API keys and are members of workspaces.',
     auth: 'admin',
+    idempotencyKey: true,
     body: NamedInput,
     ok: { status: 201, schema: Named },
     errors: [],
@@ -317,8 +336,11 @@ export const operations: Operation[] = [
     tag: 'Admin',
     summary: 'Delete a user with their keys and memberships',
     description:
-      "Revokes the user's keys and removes their memberships in one transaction: their keys answer 401 at once in the isolate that deleted them and within 30 s everywhere. Records keep the user's id in `createdBy`, `updatedBy` and `ownedBy`.",
+      "Revokes the user's keys and removes their memberships in one transaction: their keys " +
+      'answer 401 at once in the isolate that deleted them and within 30 s everywhere. Records ' +
+      "keep the user's id in `createdBy`, `updatedBy` and `ownedBy`.",
     auth: 'admin',
+    idempotencyKey: true,
     ok: { status: 204 },
     errors: [],
   },
@@ -332,6 +354,7 @@ export const operations: Operation[] = [
     description:
       'The answer is the only time the key is shown; only its SHA-256 and its first characters (`prefix`) are stored.',
     auth: 'admin',
+    idempotencyKey: true,
     ok: { status: 201, schema: NewApiKey },
     errors: [],
   },
@@ -355,8 +378,10 @@ export const operations: Operation[] = [
     tag: 'Admin',
     summary: 'Revoke an API key',
     description:
-      'The key answers 401 at once in the isolate that revoked it and within 30 s everywhere. An unknown or already revoked key is 404.',
+      'The key answers 401 at once in the isolate that revoked it and within 30 s everywhere. An ' +
+      'unknown or already revoked key is 404.',
     auth: 'admin',
+    idempotencyKey: true,
     ok: { status: 204 },
     errors: [],
   },
@@ -369,6 +394,7 @@ export const operations: Operation[] = [
     summary: 'Create a workspace',
     description: 'Records are shared with workspaces; users see records through their memberships.',
     auth: 'admin',
+    idempotencyKey: true,
     body: NamedInput,
     ok: { status: 201, schema: Named },
     errors: [],
@@ -394,8 +420,10 @@ export const operations: Operation[] = [
     tag: 'Admin',
     summary: 'Delete a workspace and its memberships',
     description:
-      'Refused with 409 (`workspace_in_use`, naming what keeps it) while the current version of an object definition lists the workspace or any record is shared with it.',
+      'Refused with 409 (`workspace_in_use`, naming what keeps it) while the current version of ' +
+      'an object definition lists the workspace or any record is shared with it.',
     auth: 'admin',
+    idempotencyKey: true,
     ok: { status: 204 },
     errors: [409],
   },
@@ -421,6 +449,7 @@ export const operations: Operation[] = [
     summary: 'Add a member or change their role',
     description: 'Roles: `editor` (may change records) or `viewer` (may read them).',
     auth: 'admin',
+    idempotencyKey: true,
     body: MembershipInput,
     ok: { status: 200, schema: Membership },
     errors: [],
@@ -434,6 +463,7 @@ export const operations: Operation[] = [
     summary: 'Remove a member',
     description: 'Idempotent: 204 even when the user was not a member; 404 only for an unknown workspace or user.',
     auth: 'admin',
+    idempotencyKey: true,
     ok: { status: 204 },
     errors: [],
   },
@@ -446,6 +476,7 @@ export const operations: Operation[] = [
     summary: 'Create an object definition (version 1)',
     description: 'Every `{field}` of `nameTemplate` must name a field; every workspace must exist (else 422).',
     auth: 'admin',
+    idempotencyKey: true,
     body: ObjectDefinitionInput,
     ok: { status: 201, schema: ObjectDefinition },
     errors: [422],
@@ -471,8 +502,10 @@ export const operations: Operation[] = [
     tag: 'Admin',
     summary: 'Replace an object definition (next version)',
     description:
-      'Every version is kept; records keep the version they were created with, and patches are checked against the current one.',
+      'Every version is kept; records keep the version they were created with, and patches are ' +
+      'checked against the current one.',
     auth: 'admin',
+    idempotencyKey: true,
     body: ObjectDefinitionInput,
     ok: { status: 200, schema: ObjectDefinition },
     errors: [422],

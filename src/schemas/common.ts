@@ -4,7 +4,10 @@ import { maxChars } from './max-chars.ts';
 /** Ids and counts: JSON integers only (no `1.5`, no `"1"`), >= 0, within the safe range. */
 export const Id = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
 
-/** Field names of object definitions: a letter, then up to 99 letters, digits or `_`; a malformed one is a shape problem. */
+/**
+ * Field names of object definitions: a letter, then up to 99 letters, digits or `_`; a malformed
+ * one is a shape problem.
+ */
 export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 export const FieldName = v.pipe(v.string(), v.regex(FIELD_NAME));
 

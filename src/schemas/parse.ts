@@ -1,18 +1,26 @@
 import * as v from 'valibot';
 import { pointer, type InputProblem } from '../core/problem.ts';
+import type { Result } from '../core/result.ts';
 import { MAX_BATCH } from './common.ts';
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
+/** A parsed input: Valibot's output, or every problem found. */
+export type Parsed<T> = Result<T>;
 
 type Schema = v.GenericSchema;
 
 export { pointer };
 
+/** Valibot's output for `input`, or every problem it finds, in our vocabulary; messages never quote the input. */
+export function validate<S extends Schema>(schema: S, input: unknown, prefix = ''): Result<v.InferOutput<S>> {
+  const result = v.safeParse(schema, input);
+  if (result.success) return { ok: true, value: result.output };
+  return { ok: false, problems: result.issues.map((issue) => toProblem(issue, prefix)) };
+}
+
 /** Every problem Valibot finds, in our vocabulary; messages never quote the input. */
 export function shapeProblems(schema: Schema, input: unknown, prefix = ''): InputProblem[] {
-  const result = v.safeParse(schema, input);
-  if (result.success) return [];
-  return result.issues.map((issue) => toProblem(issue, prefix));
+  const result = validate(schema, input, prefix);
+  return result.ok ? [] : result.problems;
 }
 
 function toProblem(issue: v.BaseIssue<unknown>, prefix: string): InputProblem {
@@ -98,11 +106,10 @@ export function parseBatch<S extends Schema>(
       problems: [{ pointer: '', code: 'invalid_length', message: `expected 1 to ${MAX_BATCH} elements` }],
     };
   }
-  const problems = [
-    ...input.flatMap((element, index) => shapeProblems(item, element, pointer('', index))),
-    ...extra(input),
-  ];
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S>[] };
+  const items = input.map((element, index) => validate(item, element, pointer('', index)));
+  const problems = [...items.flatMap((parsed) => (parsed.ok ? [] : parsed.problems)), ...extra(input)];
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, value: items.flatMap((parsed) => (parsed.ok ? [parsed.value] : [])) };
 }
 
 /**
@@ -116,6 +123,7 @@ export function parseObject<S extends Schema>(
 ): Parsed<v.InferOutput<S>> {
   if (Array.isArray(input))
     return { ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an object' }] };
-  const problems = [...shapeProblems(schema, input), ...extra(input)];
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: input as v.InferOutput<S> };
+  const parsed = validate(schema, input);
+  const problems = [...(parsed.ok ? [] : parsed.problems), ...extra(input)];
+  return parsed.ok && problems.length === 0 ? parsed : { ok: false, problems };
 }

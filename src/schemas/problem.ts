@@ -11,7 +11,8 @@ export const InputProblem = v.pipe(
     code: v.pipe(
       v.string(),
       v.description(
-        'What is wrong: required, invalid_type, unknown_property, duplicate, unknown_field, invalid_value, not_editable, record_deleted, ...',
+        'What is wrong: required, invalid_type, unknown_property, duplicate, unknown_field, ' +
+          'invalid_value, not_editable, record_deleted, ...',
       ),
     ),
     message: v.string(),

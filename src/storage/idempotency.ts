@@ -27,7 +27,10 @@ export interface StoredAnswer {
   body: string;
 }
 
-/** What a key keeps of a write that answers one record (a patch, delete, restore): its body is rebuilt from the ledger. */
+/**
+ * What a key keeps of a write that answers one record (a patch, delete, restore): its body is
+ * rebuilt from the ledger.
+ */
 export function recordKeyAnswer(version: number): {
   status: number;
   headers: Readonly<Record<string, string>>;
@@ -65,10 +68,12 @@ interface KeyRow {
 // it: a write that succeeds completes its key in the same transaction as its ledger row, so a
 // running key whose token is in the ledger belongs to a write answered as failed) or expired; a
 // repeat of our own claim changes nothing, so the claim can be retried after a lost reply.
-const CLAIM = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, created_at, lease_until)
+const CLAIM = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state,
+  created_at, lease_until)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)
   ON CONFLICT (user_id, key, method, path) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
-    state = 'running', status = NULL, headers = NULL, body = NULL, write_id = NULL, shape = NULL, created_at = excluded.created_at, lease_until = excluded.lease_until
+    state = 'running', status = NULL, headers = NULL, body = NULL, write_id = NULL, shape = NULL,
+    created_at = excluded.created_at, lease_until = excluded.lease_until
   WHERE (idempotency_keys.state = 'running' AND (idempotency_keys.lease_until < excluded.created_at
       OR EXISTS (SELECT 1 FROM writes WHERE writes.id = idempotency_keys.token)))
      OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at <= ?9)`;
@@ -127,7 +132,8 @@ export class IdempotencyStore {
         this.meter.d1(() =>
           this.db
             .prepare(
-              `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND method = ? AND path = ? AND token = ? AND state = 'running'`,
+              `DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND method = ? AND path = ?
+                 AND token = ? AND state = 'running'`,
             )
             .bind(claim.userId, claim.key, claim.method, claim.path, claim.token)
             .run(),

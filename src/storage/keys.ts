@@ -1,7 +1,7 @@
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 
-/** The SQL of API keys: only a key's hash and prefix are stored. Every method is one D1 round trip. */
+/** The reads of API keys: only a key's hash and prefix are stored (keys are issued and revoked in admin-writes.ts). */
 
 export interface KeyInfo {
   id: number;
@@ -23,19 +23,6 @@ export class KeyStore {
     private readonly meter: Meter,
   ) {}
 
-  /** Stores a key's hash and prefix for an existing user; undefined when the user does not exist. */
-  async create(userId: number, keyHash: string, prefix: string, now: number): Promise<KeyInfo | undefined> {
-    const statement = this.db
-      .prepare(
-        `INSERT INTO api_keys (key_hash, prefix, user_id, created_at) SELECT ?1, ?2, id, ?3 FROM users WHERE id = ?4
-         RETURNING id, prefix, created_at`,
-      )
-      .bind(keyHash, prefix, now, userId);
-    // Not retried: a lost answer after a commit would issue a second key.
-    const rows = await this.meter.d1(async () => (await statement.all<KeyRow>()).results);
-    return rows[0] === undefined ? undefined : toInfo(rows[0]);
-  }
-
   /** A user's keys, oldest first; undefined when the user does not exist. */
   async list(userId: number): Promise<KeyInfo[] | undefined> {
     const [users, keys] = await retrying(() =>
@@ -48,13 +35,5 @@ export class KeyStore {
     );
     if (users?.results.length !== 1) return undefined;
     return (keys?.results as KeyRow[]).map(toInfo);
-  }
-
-  /** Deletes a key; its hash (to forget it in memory too), or undefined when there was no such key. */
-  async revoke(keyId: number): Promise<string | undefined> {
-    const statement = this.db.prepare('DELETE FROM api_keys WHERE id = ? RETURNING key_hash').bind(keyId);
-    // Not retried: after a lost answer the key is gone and a retry would report no such key.
-    const rows = await this.meter.d1(async () => (await statement.all<{ key_hash: string }>()).results);
-    return rows[0]?.key_hash;
   }
 }

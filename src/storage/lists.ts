@@ -23,11 +23,13 @@ const LIST = `SELECT ${RECORD_COLUMNS} FROM record_workspaces rw JOIN records r 
     AND NOT EXISTS (SELECT 1 FROM json_each(?6) f WHERE NOT EXISTS (
       SELECT 1 FROM json_each(r.field_values) v
       WHERE v.value ->> '$.fieldName' = f.value ->> '$.name'
-        AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value' ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
+        AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value'
+          ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
   ORDER BY rw.record_id LIMIT ?7`;
 
 const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data FROM changes c
-  WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+  WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw
+    WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
   ORDER BY c.seq LIMIT ?3`;
 const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
 
@@ -123,14 +125,16 @@ export class Lists {
       // The last of the next (at most) 1,000 changes such that none up to it is young, and never
       // the newest change: `seq` is a rowid, max + 1, so the newest keeps numbers from coming back.
       const upTo = `(SELECT max(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) AS head
-        WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) WHERE at >= ?1), 9223372036854775807)
+        WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000)
+          WHERE at >= ?1), 9223372036854775807)
           AND seq < (SELECT max(seq) FROM changes))`;
       const [, deleted] = await retrying(() =>
         this.meter.d1(() =>
           this.db.batch([
             this.db
               .prepare(
-                `INSERT INTO feed_horizon (id, seq) SELECT 1, ${upTo} WHERE ${upTo} IS NOT NULL ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)`,
+                `INSERT INTO feed_horizon (id, seq) SELECT 1, ${upTo} WHERE ${upTo} IS NOT NULL
+                  ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)`,
               )
               .bind(cutoff),
             this.db.prepare(`DELETE FROM changes WHERE seq <= coalesce(${upTo}, -1)`).bind(cutoff),

@@ -1,4 +1,4 @@
-import type { Caller } from '../domain/access.ts';
+import { recordAccess, type Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import type { RecordFacts } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
@@ -43,10 +43,17 @@ export class Recall {
     return this.cache.callers.get(keyHash) !== undefined;
   }
 
-  /** Whether memory holds all a patch of `recordId` needs to be decided without reading D1. */
-  knowsRecord(recordId: number): boolean {
+  /**
+   * Whether memory says the caller sees the record under `workspaceId` (it may be wrong only by
+   * saying yes, which a write decides again on a fresh read). A record the caller cannot see, a
+   * record nobody used lately and an id never issued all say no alike.
+   */
+  seesRecord(keyHash: string, recordId: number, workspaceId: number): boolean {
+    const caller = this.cache.callers.get(keyHash);
     const facts = this.cache.records.get(recordId);
-    return facts !== undefined && this.cache.objects.get(facts.objectId) !== undefined;
+    if (caller === undefined || facts === undefined || this.cache.objects.get(facts.objectId) === undefined)
+      return false;
+    return recordAccess(caller, facts.sharedWorkspaceIds, workspaceId) !== 'none';
   }
 
   async createContext(keyHash: string, objectIds: readonly number[], fresh = false): Promise<CreateContext> {

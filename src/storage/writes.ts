@@ -92,7 +92,8 @@ const SHARE_LAST = `INSERT INTO record_workspaces (record_id, workspace_id)
 const CHANGE_OF_LAST = `INSERT INTO changes (record_id, version, type, at, by, data)
   SELECT id, 1, 'created', ?1, ?2, '{"id":' || id || ?3 || coalesce(?4, ?5 || id || '"') || ?6
   FROM (SELECT max(id) AS id FROM records)`;
-const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2 AND version = 1 AND type = 'created' ORDER BY record_id`;
+const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2 
+  AND version = 1 AND type = 'created' ORDER BY record_id`;
 
 const STATES = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value ->> 0 FROM json_each(?1))`;
 const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data
@@ -100,7 +101,8 @@ const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data
   ORDER BY c.record_id, c.version DESC`;
 
 // `token` is NOT NULL: a write whose claim was taken over (its lease ran out) aborts here.
-const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, status, headers, write_id, shape, created_at, lease_until)
+const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fingerprint, token, state, status,
+  headers, write_id, shape, created_at, lease_until)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'done', ?7, ?8, ?9, ?10, ?11, ?11)
   ON CONFLICT (user_id, key, method, path) DO UPDATE SET state = 'done', status = excluded.status,
     headers = excluded.headers, write_id = excluded.write_id, shape = excluded.shape, body = NULL,

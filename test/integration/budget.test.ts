@@ -42,12 +42,12 @@ describe('cost budget per operation, from Server-Timing', () => {
         key: editor.key,
         body: { fieldValues: [fv('age', age)] },
       });
-    // New records are not remembered: the Worker (which knows the caller) hands the patch to the
-    // record's object, which reads the record near D1, takes its own turn and writes.
+    // New records are not remembered: the Worker reads the record first (a record the caller
+    // cannot see must cost no object call), then the record's object takes its turn and writes.
     const first = await patch(1);
     expect(first.body.version).toBe(2);
-    expect(work(first)).toEqual({ d1: 2, calls: 2 });
-    expect(first.headers.get('Server-Timing')).toMatch(/desc="2 calls"/);
+    expect(work(first)).toEqual({ d1: 2, calls: 1 });
+    expect(first.headers.get('Server-Timing')).toMatch(/desc="1 call"/);
     // Both remember: only the write.
     const second = await patch(2);
     expect(second.body.version).toBe(3);

@@ -1,0 +1,119 @@
+import type { Context } from '../context.ts';
+import { canonicalJson } from '../core/json.ts';
+import { newWriteId } from '../core/ledger.ts';
+import { sha256Hex } from '../http/auth.ts';
+import { HttpError } from '../http/errors.ts';
+import { holding, type KeyRequest } from '../patching/idempotent.ts';
+import { ADMIN_KEY_SCOPE, AdminWrites, type AdminBatch, type AdminOutcome } from '../storage/admin-writes.ts';
+import type { KeyClaim } from '../storage/idempotency.ts';
+import { TURN_TIMEOUT_MS } from './deadlines.ts';
+
+/**
+ * One admin write, exactly once, with its Idempotency-Key. The write has an id and one D1 batch
+ * that starts with its ledger row (see storage/admin-writes.ts); its answer is always the one
+ * the ledger row holds, so the first answer, an answer after a lost reply and a key's replay
+ * are the same bytes. Keys are the admin's own scope: the same key with the same canonical
+ * request replays; with another body it is 422 `idempotency_key_reused`; while the first
+ * request runs, 409. A failed write stores nothing under its key.
+ */
+
+export interface AdminWrite {
+  /** The batch of the write `writeId`. */
+  batch: (writes: AdminWrites, writeId: string, now: number) => AdminBatch | Promise<AdminBatch>;
+  /** The error a failure status answers (404, 409). */
+  failure: (status: number, writes: AdminWrites) => Promise<HttpError> | HttpError;
+  /** What the isolate must forget once the write is done; `effects` when this attempt committed it. */
+  done?: (effects: D1Result[] | undefined) => void;
+  /** Completes the stored body of the answer (an issued key is never stored). */
+  reveal?: (body: string, writeId: string) => Promise<string>;
+}
+
+export async function adminWrite(
+  context: Context,
+  key: KeyRequest,
+  body: unknown,
+  write: AdminWrite,
+): Promise<Response> {
+  const writes = new AdminWrites(context.env.DB, context.meter);
+  const writeId = newWriteId();
+  const claim = await claim_(context, writes, key, body, writeId, write);
+  if (claim instanceof Response) return claim;
+  return holding(context, claim, async () => {
+    const now = Date.now();
+    const { outcome, effects } = await writes.commit(
+      writeId,
+      await write.batch(writes, writeId, now),
+      claim,
+      now,
+      now + TURN_TIMEOUT_MS,
+    );
+    if ('failed' in outcome) throw await write.failure(outcome.failed, writes);
+    write.done?.(effects);
+    return answer(outcome, writeId, write, {});
+  });
+}
+
+async function answer(
+  outcome: { status: number; body: string },
+  writeId: string,
+  write: AdminWrite,
+  headers: Record<string, string>,
+): Promise<Response> {
+  if (outcome.status === 204) return new Response(null, { status: 204, headers });
+  const body = write.reveal === undefined ? outcome.body : await write.reveal(outcome.body, writeId);
+  return new Response(body, { status: outcome.status, headers: { 'Content-Type': 'application/json', ...headers } });
+}
+
+/** Claims the key, or answers: the replay of a completed key, 409 while it runs, 422 for another body. */
+async function claim_(
+  context: Context,
+  writes: AdminWrites,
+  request: KeyRequest,
+  body: unknown,
+  writeId: string,
+  write: AdminWrite,
+): Promise<KeyClaim | undefined | Response> {
+  if (request.key === undefined) return undefined;
+  const claim: KeyClaim = {
+    userId: ADMIN_KEY_SCOPE,
+    method: request.method,
+    path: request.path,
+    key: request.key,
+    fingerprint: await sha256Hex(canonicalJson(body ?? null)),
+    token: writeId,
+  };
+  let holder;
+  try {
+    holder = await context.idempotency.claim(claim, Date.now());
+  } catch (error) {
+    await context.idempotency.release(claim).catch(() => undefined);
+    throw error;
+  }
+  if (holder === undefined) return claim;
+  if (holder.fingerprint !== claim.fingerprint)
+    throw new HttpError(422, {
+      code: 'unprocessable',
+      title: 'Idempotency-Key reused',
+      detail: 'This key was used for another request body.',
+      errors: [
+        {
+          header: 'Idempotency-Key',
+          code: 'idempotency_key_reused',
+          message: 'the key was used for a different request',
+        },
+      ],
+    });
+  if (holder.state === 'running')
+    throw new HttpError(409, {
+      code: 'conflict',
+      title: 'Request in progress',
+      detail: 'A request with this Idempotency-Key is still running.',
+      headers: { 'Retry-After': '1' },
+    });
+  const done = holder.done;
+  const outcome: AdminOutcome | undefined =
+    done.writeId === undefined ? undefined : await writes.outcome(done.writeId, Date.now() + TURN_TIMEOUT_MS);
+  if (outcome === undefined || 'failed' in outcome)
+    throw new Error('a completed admin key names a write the ledger does not hold');
+  return answer(outcome, done.writeId ?? '', write, { ...done.headers, 'Idempotent-Replayed': 'true' });
+}
