@@ -1,8 +1,16 @@
 import type { RecordObject } from './record-object.ts';
+import type { WebhookObject } from './webhook-object.ts';
 
 export interface Env {
   DB: D1Database;
   RECORDS: DurableObjectNamespace<RecordObject>;
+  /** One object per webhook subscription: its deliveries, in feed order. */
+  WEBHOOKS: DurableObjectNamespace<WebhookObject>;
+  /** Origins a webhook may name over plain http: (comma-separated; local development). */
+  WEBHOOK_ALLOW_HTTP?: string;
+  /** Test builds only: the first retry's wait and the failing time before disabling, in ms. */
+  WEBHOOK_RETRY_BASE_MS?: string;
+  WEBHOOK_DISABLE_AFTER_MS?: string;
   /** Secret guarding the admin API; without it the admin API answers 503. */
   ADMIN_TOKEN?: string;
   /** Key of the HMAC that makes list and feed cursors tamper-evident (else a random key kept in D1, table `cursor_key`). */

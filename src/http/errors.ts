@@ -123,3 +123,17 @@ export const outcomeUnknown = (): HttpError =>
     undefined,
     { 'Retry-After': '1' },
   );
+
+/** A feed cursor older than what the feed keeps; `where` names the parameter or pointer that sent it. */
+export const cursorGone = (where: InputProblem): HttpError =>
+  new HttpError(
+    410,
+    'gone',
+    'Cursor too old',
+    'Changes after this cursor were pruned (they are kept 7 days). Start again without it.',
+    [where],
+  );
+
+/** A well-shaped body the service cannot act on (a webhook URL it may not call, say). */
+export const unprocessable = (problems: readonly InputProblem[]): HttpError =>
+  new HttpError(422, 'unprocessable', 'Request cannot be applied', summary(problems, 'request body'), problems);
