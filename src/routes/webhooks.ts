@@ -93,7 +93,12 @@ export async function createWebhook(request: IRequest, context: Context): Promis
     now: Date.now(),
     by: caller.userId,
   });
-  context.waitUntil(objectOf(context, webhook.id).wake(webhook.id));
+  // Starts its alarms; should this call fail, the next write or the Cron Trigger wakes it.
+  context.waitUntil(
+    objectOf(context, webhook.id)
+      .wake(webhook.id)
+      .catch(() => {}),
+  );
   return json({ ...publicOf(webhook), secret }, 201);
 }
 

@@ -153,6 +153,16 @@ export class Webhooks {
     return row === undefined ? undefined : toWebhook(row);
   }
 
+  /** Every active subscription, by id (the Cron Trigger's backstop wakes them all). */
+  async allActive(): Promise<number[]> {
+    const { results } = await retrying(() =>
+      this.meter.d1(() =>
+        this.db.prepare("SELECT id FROM webhooks WHERE status = 'active' ORDER BY id").all<{ id: number }>(),
+      ),
+    );
+    return results.map((row) => row.id);
+  }
+
   /** The active subscriptions of any of `workspaceIds`. */
   async activeIn(workspaceIds: readonly number[]): Promise<number[]> {
     if (workspaceIds.length === 0) return [];
