@@ -107,7 +107,10 @@ export class WebhookObject extends DurableObject<Env> {
     const state = await this.state(-1);
     if (state === undefined) return;
     try {
-      const next = await this.run(state, this.epoch);
+      const epoch = this.epoch;
+      const next = await this.run(state, epoch);
+      // A replay or resume during the run set its own alarm; leave it be.
+      if (epoch !== this.epoch) return;
       // A wake-up during the run may have found no alarm to bring forward: run again at once.
       if (next !== undefined) await this.ctx.storage.setAlarm(this.woken && !next.backoff ? Date.now() : next.at);
     } catch (error) {
