@@ -15,6 +15,7 @@ import { ReplayInput, WebhookInput, WebhookStatusInput, type WebhookSchema } fro
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Webhooks, type Webhook } from '../storage/webhooks.ts';
 import { newWebhookSecret } from '../push/sign.ts';
+import { forgetSubscriptions } from '../push/wake.ts';
 
 /**
  * Webhook subscriptions of a workspace, for its editors: a viewer is 403, anyone else 404, as
@@ -93,6 +94,7 @@ export async function createWebhook(request: IRequest, context: Context): Promis
     now: Date.now(),
     by: caller.userId,
   });
+  forgetSubscriptions(workspaceId);
   // Starts its alarms; should this call fail, the next write or the Cron Trigger wakes it.
   context.waitUntil(
     objectOf(context, webhook.id)
@@ -113,6 +115,7 @@ export async function listWebhooks(request: IRequest, context: Context): Promise
 export async function deleteWebhook(request: IRequest, context: Context): Promise<Response> {
   const { workspaceId, webhookId } = await editor(request, context);
   if (!(await webhooksOf(context).remove(webhookId, workspaceId))) throw notFound('Webhook');
+  forgetSubscriptions(workspaceId);
   await objectOf(context, webhookId).forget();
   return new Response(null, { status: 204 });
 }
@@ -123,6 +126,7 @@ export async function updateWebhook(request: IRequest, context: Context): Promis
   const reason = body.status === 'disabled' ? 'paused by an editor' : null;
   const webhook = await webhooksOf(context).setStatus(webhookId, workspaceId, body.status, reason);
   if (webhook === undefined) throw notFound('Webhook');
+  forgetSubscriptions(workspaceId);
   if (body.status === 'active') await objectOf(context, webhookId).resume(webhookId);
   return json(publicOf(webhook));
 }

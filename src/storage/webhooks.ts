@@ -163,20 +163,22 @@ export class Webhooks {
     return results.map((row) => row.id);
   }
 
-  /** The active subscriptions of any of `workspaceIds`. */
-  async activeIn(workspaceIds: readonly number[]): Promise<number[]> {
-    if (workspaceIds.length === 0) return [];
+  /** The active subscriptions of each of `workspaceIds` (an empty list for a workspace with none). */
+  async activeIn(workspaceIds: readonly number[]): Promise<Map<number, number[]>> {
+    const active = new Map<number, number[]>(workspaceIds.map((id) => [id, []]));
+    if (workspaceIds.length === 0) return active;
     const { results } = await retrying(() =>
       this.meter.d1(() =>
         this.db
           .prepare(
-            "SELECT id FROM webhooks WHERE status = 'active' AND workspace_id IN (SELECT value FROM json_each(?))",
+            "SELECT id, workspace_id FROM webhooks WHERE status = 'active' AND workspace_id IN (SELECT value FROM json_each(?)) ORDER BY id",
           )
           .bind(JSON.stringify(workspaceIds))
-          .all<{ id: number }>(),
+          .all<{ id: number; workspace_id: number }>(),
       ),
     );
-    return results.map((row) => row.id);
+    for (const row of results) active.get(row.workspace_id)?.push(row.id);
+    return active;
   }
 
   /** Up to `limit` changes of the workspace's records after `afterSeq`, and the prune horizon. */
