@@ -53,9 +53,10 @@ export class WebhookObject extends DurableObject<Env> {
     return timingOf(this.env.WEBHOOK_RETRY_BASE_MS, this.env.WEBHOOK_DISABLE_AFTER_MS);
   }
 
-  private async state(id: number): Promise<DeliveryState | undefined> {
+  /** The stored state; else, given the subscription's id, a fresh one starting where the subscription does. */
+  private async state(id?: number): Promise<DeliveryState | undefined> {
     const stored = await this.ctx.storage.get<DeliveryState>('state');
-    if (stored !== undefined || id < 0) return stored;
+    if (stored !== undefined || id === undefined) return stored;
     const webhook = await this.webhooks.get(id);
     if (webhook === undefined) return undefined;
     const fresh: DeliveryState = { id, seq: webhook.startSeq, failures: 0, failingSince: null, retryAt: 0 };
@@ -104,7 +105,7 @@ export class WebhookObject extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     this.woken = false;
-    const state = await this.state(-1);
+    const state = await this.state();
     if (state === undefined) return;
     try {
       const epoch = this.epoch;

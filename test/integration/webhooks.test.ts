@@ -251,6 +251,23 @@ describe('webhook subscriptions', () => {
     expect(accepted(log).map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
   });
 
+  it('a paused subscription sends nothing; resumed, it sends what it missed, in order', async () => {
+    const { editor, workspaceId, object } = await world();
+    const name = hookName();
+    const { id } = await subscribe(editor.key, workspaceId, name);
+    const one = `/workspaces/${workspaceId}/webhooks/${id}`;
+    await createOne(editor.key, object.id, [fv('firstName', 'Before')]);
+    await until(name, (l) => l.length === 1);
+    expect((await call('PATCH', one, { key: editor.key, body: { status: 'disabled' } })).status).toBe(200);
+    await writeConcurrently(editor.key, workspaceId, object.id, 2, 1);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await receiverLog(name)).toHaveLength(1);
+    expect((await call('PATCH', one, { key: editor.key, body: { status: 'active' } })).body.status).toBe('active');
+    const expected = await feed(editor.key, workspaceId);
+    const log = await until(name, (l) => accepted(l).length >= expected.length);
+    expect(accepted(log).map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
+  });
+
   it('a filtered subscription gets exactly the matching items', async () => {
     const { editor, workspaceId, object } = await world();
     const other = await newObject([workspaceId], { name: 'Other' });
