@@ -7,8 +7,11 @@
  * generated type names the record objects' class through a global declaration, not an import:
  * no module imports the object's code to know its environment.
  */
-export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS'> &
-  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS'>> & {
+export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS'> &
+  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS'>> & {
     /** `off` turns the limiter off: only the chaos build and the benchmark set it. */
     RATE_LIMITS?: string;
+    /** Test builds only: the first webhook retry's wait and the failing time before disabling, in ms. */
+    WEBHOOK_RETRY_BASE_MS?: string;
+    WEBHOOK_DISABLE_AFTER_MS?: string;
   };

@@ -5,6 +5,7 @@ import { buildRouter } from './router.ts';
 import { runScheduled } from './scheduled.ts';
 
 export { RecordObject } from './record-object.ts';
+export { WebhookObject } from './webhook-object.ts';
 
 const router = buildRouter();
 

@@ -53,6 +53,15 @@ const definitionInput = {
 const definition = { id: 1, version: 1, ...definitionInput };
 const stagePatch = { fieldValues: [{ fieldName: 'stage', value: 'customer' }] };
 const cursor = 'Mg.xO5v0mXHj8Qm3n1wXb2pXg';
+const webhook = {
+  id: 1,
+  url: 'https://hooks.example.com/records',
+  types: ['created', 'updated'],
+  objectIds: [1],
+  createdAt: AT,
+  status: 'active',
+  reason: null,
+};
 
 export const EXAMPLES: Record<string, OperationExamples> = {
   getHealth: { response: { status: 'ok' } },
@@ -87,6 +96,22 @@ export const EXAMPLES: Record<string, OperationExamples> = {
         },
       ],
       nextCursor: cursor,
+    },
+  },
+  createWebhook: {
+    request: { url: 'https://hooks.example.com/records', types: ['created', 'updated'], objectIds: [1] },
+    response: { ...webhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+  },
+  listWebhooks: { response: { items: [webhook] } },
+  updateWebhook: { request: { status: 'active' }, response: webhook },
+  deleteWebhook: {},
+  replayWebhook: { request: { after: cursor }, response: webhook },
+  listDeliveries: {
+    response: {
+      items: [
+        { cursor, at: AT + 5_000, status: 204, durationMs: 84, error: null },
+        { cursor, at: AT, status: 503, durationMs: 120, error: 'HTTP 503: upstream busy' },
+      ],
     },
   },
   getMe: { response: { userId: 1, workspaces: [{ workspaceId: 1, role: 'editor' }] } },

@@ -7,6 +7,7 @@ import { refuseDotSegments } from './http/dot-segments.ts';
 import { HttpError, notFound } from './http/errors.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
+import { wakeAfterWrite } from './push/wake.ts';
 import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
@@ -26,6 +27,7 @@ export function buildRouter() {
         const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
         if (origin !== undefined)
           for (const [name, value] of Object.entries(corsHeaders(origin))) response.headers.set(name, value);
+        wakeAfterWrite(request, response, context);
         return response;
       },
     ],

@@ -2,6 +2,7 @@ import type { Env } from './env.ts';
 import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
+import { Webhooks } from './storage/webhooks.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
@@ -17,6 +18,8 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
     // A completed key names its write's ledger row for as long as the key is kept.
     ['ledger rows older than 25 h', () => new Lists(env.DB, meter).pruneWrites(now, LEDGER_TTL_MS)],
     ['changes older than 7 days', () => new Lists(env.DB, meter).pruneChanges(now)],
+    // A subscription whose every wake-up was lost (its first one included) has no alarm yet.
+    ['webhook subscriptions woken', () => wakeAllWebhooks(env, meter)],
   ];
   for (const [what, step] of steps) {
     try {
@@ -26,4 +29,10 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
       console.error(JSON.stringify({ scheduled: what, error: error instanceof Error ? error.message : String(error) }));
     }
   }
+}
+
+async function wakeAllWebhooks(env: Env, meter: Meter): Promise<number> {
+  const ids = await new Webhooks(env.DB, meter).allActive();
+  await Promise.all(ids.map((id) => env.WEBHOOKS.getByName(String(id)).wake(id)));
+  return ids.length;
 }

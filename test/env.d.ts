@@ -12,10 +12,12 @@ declare global {
       FUZZ_SEED: string;
       FUZZ_RUNS: string;
       RATE_LIMITS?: string;
+      /** The webhook receiver of the tests (test/webhook-receiver.ts), e.g. http://127.0.0.1:40123. */
+      WEBHOOK_RECEIVER: string;
     }
     interface GlobalProps {
       mainModule: typeof ServiceModule;
-      durableNamespaces: 'RecordObject';
+      durableNamespaces: 'RecordObject' | 'WebhookObject';
     }
   }
 }

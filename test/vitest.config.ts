@@ -1,10 +1,14 @@
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { startReceiver } from './tools/webhook-receiver.ts';
 
 const root = (path: string): string => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
+
+// The webhook tests' receiver: a real HTTP server in this process, reached over the network.
+const receiver = await startReceiver();
 
 /** A project that runs its tests inside the Workers runtime of `config`, with the migrations applied. */
 function workersProject(name: string, config: string, include: string) {
@@ -19,6 +23,11 @@ function workersProject(name: string, config: string, include: string) {
             // Replays a fuzz run: FUZZ_SEED=<seed printed by fuzz.test.ts> npm test.
             FUZZ_SEED: process.env.FUZZ_SEED ?? '',
             FUZZ_RUNS: process.env.FUZZ_RUNS ?? '',
+            // Webhooks: the receiver may be called over http:, and failures are timed in ms, not hours.
+            WEBHOOK_RECEIVER: receiver.url,
+            WEBHOOK_ALLOW_HTTP: receiver.url,
+            WEBHOOK_RETRY_BASE_MS: '50',
+            WEBHOOK_DISABLE_AFTER_MS: '2000',
           },
           // A limiter a test can swap in for RATE_LIMITER to reach its limit in a few calls.
           ratelimits: { TEST_TIGHT_LIMITER: { namespace_id: '9001', simple: { limit: 3, period: 60 } } },

@@ -177,3 +177,21 @@ export const outcomeUnknown = (): HttpError =>
     detail: 'Storage did not confirm the write in time. Retry with the same Idempotency-Key to learn its outcome.',
     headers: { 'Retry-After': '1' },
   });
+
+/** A feed cursor older than what the feed keeps; `where` names the parameter or pointer that sent it. */
+export const cursorGone = (where: InputProblem): HttpError =>
+  new HttpError(410, {
+    code: 'gone',
+    title: 'Cursor too old',
+    detail: 'Changes after this cursor were pruned (they are kept 7 days). Start again without it.',
+    errors: [where],
+  });
+
+/** A well-shaped body the service cannot act on (a webhook URL it may not call, say). */
+export const unprocessable = (problems: readonly InputProblem[]): HttpError =>
+  new HttpError(422, {
+    code: 'unprocessable',
+    title: 'Request cannot be applied',
+    detail: summary(problems, 'request body'),
+    errors: problems,
+  });

@@ -10,9 +10,7 @@ import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } fr
 import { pathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
-import type { Diff } from '../domain/change.ts';
-import type { RecordOut } from '../schemas/record.ts';
-import type { Change } from '../storage/lists.ts';
+import { feedItem } from '../domain/feed-item.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 
 /**
@@ -117,21 +115,6 @@ export function pageOf<T>(items: readonly T[]): T[] {
     page.push(item);
   }
   return page;
-}
-
-/**
- * A change as the feed shows it: a created record in full; an update as the fields it changed
- * (each with its new value, `null` when removed) and the name when it changed; a delete or
- * restore as nothing more. Changes written before diffs were kept carry their whole record's values.
- */
-function feedItem(change: Change, cursor: string): Record<string, unknown> {
-  const { type, at, by, recordId, version } = change;
-  const item: Record<string, unknown> = { cursor, type, at, by, recordId, version };
-  const data = JSON.parse(change.data) as { record?: RecordOut } & Partial<Diff> & Partial<RecordOut>;
-  if (type === 'created') return { ...item, record: data };
-  if (type !== 'updated') return item;
-  if (data.record !== undefined) return { ...item, fieldValues: data.record.fieldValues, name: data.record.name };
-  return { ...item, fieldValues: data.set ?? [], ...(data.name === undefined ? {} : { name: data.name }) };
 }
 
 /** GET /me: the caller and their memberships, by workspace id. */

@@ -15,7 +15,7 @@ export interface QueryParameter {
 
 export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type Tag = 'Records' | 'Admin' | 'Service';
+export type Tag = 'Records' | 'Webhooks' | 'Admin' | 'Service';
 
 /** One operation: how it is routed and how /openapi.json documents it. */
 export interface Operation {

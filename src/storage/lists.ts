@@ -1,5 +1,5 @@
 import type { ListFilter } from '../domain/list-query.ts';
-import type { ChangeType } from '../domain/patch.ts';
+import type { ChangeRow } from '../domain/feed-item.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { writeIdTime } from '../core/ledger.ts';
 import type { Meter } from './meter.ts';
@@ -33,16 +33,8 @@ const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data F
   ORDER BY c.seq LIMIT ?3`;
 const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
 
-/** A change as the feed reads it: `data` is the created record's JSON, or a diff (domain/change.ts). */
-export interface Change {
-  seq: number;
-  recordId: number;
-  version: number;
-  type: ChangeType;
-  at: number;
-  by: number;
-  data: string;
-}
+/** A change as the feed reads it (see domain/feed-item.ts). */
+export type Change = ChangeRow;
 
 /**
  * SQL of lists and the change feed. Each method is one D1 round trip unless it says otherwise.
@@ -95,7 +87,7 @@ export class Lists {
         seq: number;
         record_id: number;
         version: number;
-        type: ChangeType;
+        type: Change['type'];
         at: number;
         by: number;
         data: string;

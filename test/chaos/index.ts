@@ -1,6 +1,9 @@
 import worker from '../../src/index.ts';
 import { RecordObject as Production } from '../../src/record-object.ts';
 import type { Env } from '../../src/env.ts';
+
+// Webhook deliveries are not under chaos here: the production class as it is.
+export { WebhookObject } from '../../src/webhook-object.ts';
 import { chaosEnv, type ChaosVars } from './faults.ts';
 
 /**

@@ -40,12 +40,19 @@ export async function freePort(): Promise<number> {
 
 /** Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first. */
 export async function startLocalWorker(
-  options: { config?: string; vars?: Record<string, string>; migrate?: boolean } = {},
+  options: {
+    config?: string;
+    vars?: Record<string, string>;
+    migrate?: boolean;
+    /** Local state to use and keep (a restart of the same service); else a fresh one, removed on stop. */
+    persistTo?: string;
+  } = {},
 ): Promise<LocalWorker> {
   const config = options.config ?? join(ROOT, 'wrangler.toml');
   // /docs serves Redoc's bundle from the static assets: a fresh clone has not copied it yet.
   copyDocs();
-  const state = mkdtempSync(join(tmpdir(), 'record-service-'));
+  const state = options.persistTo ?? mkdtempSync(join(tmpdir(), 'record-service-'));
+  const keep = options.persistTo !== undefined;
   const env = { ...process.env, ...QUIET };
   if (options.migrate !== false) {
     const migrated = spawnSync(
@@ -86,10 +93,10 @@ export async function startLocalWorker(
   try {
     await waitUntilUp(url, child, () => output);
   } catch (error) {
-    await stop(child, state);
+    await stop(child, state, keep);
     throw error;
   }
-  return { url, stop: () => stop(child, state), cpuMs: () => treeCpuMs(child.pid) };
+  return { url, stop: () => stop(child, state, keep), cpuMs: () => treeCpuMs(child.pid) };
 }
 
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);
@@ -138,12 +145,12 @@ async function waitUntilUp(url: string, child: ChildProcess, output: () => strin
   throw new Error(`wrangler dev did not answer within 60 s: ${output()}`);
 }
 
-async function stop(child: ChildProcess, state: string): Promise<void> {
+async function stop(child: ChildProcess, state: string, keep = false): Promise<void> {
   if (child.exitCode === null) {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
     if (child.exitCode === null) child.kill('SIGKILL');
   }
-  rmSync(state, { recursive: true, force: true });
+  if (!keep) rmSync(state, { recursive: true, force: true });
 }

@@ -128,7 +128,7 @@ describe('GET /openapi.json', () => {
     expect(text).not.toContain('"title":{"type":"string"}');
     expect(doc.info.description).toEqual(expect.any(String));
     expect(doc.servers.length).toBeGreaterThan(0);
-    expect(doc.tags.map((t: any) => t.name)).toEqual(['Records', 'Admin', 'Service']);
+    expect(doc.tags.map((t: any) => t.name)).toEqual(['Records', 'Webhooks', 'Admin', 'Service']);
 
     const patch = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].patch;
     expect(patch.responses['401'].headers['WWW-Authenticate']).toEqual({

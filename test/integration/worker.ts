@@ -1,5 +1,6 @@
 import worker from '../../src/index.ts';
 import { RecordObject as Production } from '../../src/record-object.ts';
+import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts';
 import type { Env } from '../../src/env.ts';
 import { withProductionLimits } from '../limits.ts';
 
@@ -12,6 +13,18 @@ const limited = (env: Env): Env => ({ ...env, DB: withProductionLimits(env.DB) }
 export class RecordObject extends Production {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, limited(env));
+  }
+}
+
+/** The production delivery object, on the limited D1, and able to be restarted by a test. */
+export class WebhookObject extends ProductionWebhook {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, limited(env));
+  }
+
+  /** Resets the object as a crash or a deploy would: its memory and whatever it had in flight are lost. */
+  restart(): void {
+    this.ctx.abort('test: restart');
   }
 }
 

@@ -84,6 +84,8 @@ export class Cluster {
     return {
       DB: withProductionLimits(this.database(actor) as unknown as D1Database),
       RECORDS: this.namespace() as unknown as Env['RECORDS'],
+      // Runs have no webhook subscriptions: a wake-up, were one sent, is answered and does nothing.
+      WEBHOOKS: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['WEBHOOKS'],
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',

@@ -1,6 +1,7 @@
 /// <reference types="node" />
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { forgetSubscriptions } from '../../src/push/wake.ts';
 import { LEASE_MS } from '../../src/storage/idempotency.ts';
 import { IsolateCache, isolateCache } from '../../src/storage/isolate-cache.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
@@ -63,6 +64,8 @@ interface Setup {
 }
 
 const RECORDS = 3;
+/** The id of the one workspace of every run (the first the setup creates). */
+const WORKSPACE = 1;
 let prepared: Setup | undefined;
 
 function migrations(): string[] {
@@ -110,6 +113,7 @@ async function setup(): Promise<Setup> {
       })),
     );
     if (created.status !== 201) throw new Error(`setup: create answered ${created.status} ${created.text}`);
+    if (workspace.id !== WORKSPACE) throw new Error(`setup: the workspace is ${workspace.id}, not ${WORKSPACE}`);
     prepared = {
       d1,
       key: key as string,
@@ -126,6 +130,7 @@ async function setup(): Promise<Setup> {
 /** Every run starts with an isolate that remembers nothing. */
 function resetIsolate(): void {
   Object.assign(isolateCache, new IsolateCache());
+  forgetSubscriptions(WORKSPACE);
 }
 
 interface Answer {

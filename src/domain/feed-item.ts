@@ -1,0 +1,30 @@
+import type { Diff } from './change.ts';
+import type { ChangeType } from './patch.ts';
+import type { RecordOut } from '../schemas/record.ts';
+
+/** A change as storage keeps it: `data` is the created record's JSON, or a diff (change.ts). */
+export interface ChangeRow {
+  seq: number;
+  recordId: number;
+  version: number;
+  type: ChangeType;
+  at: number;
+  by: number;
+  data: string;
+}
+
+/**
+ * A change as the feed (and every webhook) shows it: a created record in full; an update as
+ * the fields it changed (each with its new value, `null` when removed) and the name when it
+ * changed; a delete or restore as nothing more. Changes written before diffs were kept carry
+ * their whole record's values.
+ */
+export function feedItem(change: ChangeRow, cursor: string): Record<string, unknown> {
+  const { type, at, by, recordId, version } = change;
+  const item: Record<string, unknown> = { cursor, type, at, by, recordId, version };
+  const data = JSON.parse(change.data) as { record?: RecordOut } & Partial<Diff> & Partial<RecordOut>;
+  if (type === 'created') return { ...item, record: data };
+  if (type !== 'updated') return item;
+  if (data.record !== undefined) return { ...item, fieldValues: data.record.fieldValues, name: data.record.name };
+  return { ...item, fieldValues: data.set ?? [], ...(data.name === undefined ? {} : { name: data.name }) };
+}

@@ -1,0 +1,49 @@
+import type { Context } from '../context.ts';
+import { workspacesOfAnswer, writesRecords } from '../domain/webhook.ts';
+import { Meter } from '../storage/meter.ts';
+import { Webhooks } from '../storage/webhooks.ts';
+
+/**
+ * How long an isolate trusts what it read of a workspace's active subscriptions. Only wake-ups
+ * depend on it: a subscription made or resumed elsewhere in the meantime is still found by its
+ * own catch-up alarm (every 30 s), so staleness costs latency for a few seconds, never a change.
+ */
+export const ACTIVE_TTL_MS = 10_000;
+const known = new Map<number, { ids: number[]; until: number }>();
+
+/** Forgets what this isolate knows of a workspace's subscriptions (after it changed them). */
+export function forgetSubscriptions(workspaceId: number): void {
+  known.delete(workspaceId);
+}
+
+/** The active subscriptions of the workspaces: from memory when fresh, else one D1 read for the rest. */
+async function activeIn(context: Context, workspaceIds: readonly number[], now: number): Promise<number[]> {
+  const missing = workspaceIds.filter((id) => (known.get(id)?.until ?? 0) <= now);
+  if (missing.length > 0) {
+    const read = await new Webhooks(context.env.DB, new Meter()).activeIn(missing);
+    for (const [id, ids] of read) known.set(id, { ids, until: now + ACTIVE_TTL_MS });
+    if (known.size > 10_000) known.clear();
+  }
+  return [...new Set(workspaceIds.flatMap((id) => known.get(id)?.ids ?? []))];
+}
+
+/**
+ * After a write's answer has left, wakes the active webhook subscriptions of the workspaces its
+ * records are shared with. Best effort, off the answer's path and cost (its own meter): a lost
+ * wake-up only delays delivery until the subscription's next catch-up alarm.
+ */
+export function wakeAfterWrite(request: Request, response: Response, context: Context): void {
+  if (response.status < 200 || response.status >= 300) return;
+  if (!writesRecords(request.method, new URL(request.url).pathname)) return;
+  const answer = response.clone();
+  context.waitUntil(
+    (async () => {
+      const ids = await activeIn(context, workspacesOfAnswer(await answer.json()), Date.now());
+      await Promise.all(ids.map((id) => context.env.WEBHOOKS.getByName(String(id)).wake(id)));
+    })().catch((error: unknown) =>
+      console.error(
+        JSON.stringify({ message: 'webhook wake-up failed', requestId: context.requestId, error: String(error) }),
+      ),
+    ),
+  );
+}
