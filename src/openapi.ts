@@ -70,7 +70,8 @@ const schema = (s: v.GenericSchema): unknown => {
 const TAGS: Record<Tag, string> = {
   Records: 'Create, patch, delete, read, list and follow records; needs an API key (`Authorization: Bearer <key>`).',
   Webhooks:
-    "Push: each change of a workspace's feed POSTed to a URL, signed as Standard Webhooks, in feed order, at least once; for the workspace's editors.",
+    "Push: each change of a workspace's feed POSTed to a URL, signed as Standard Webhooks, in feed order, at least " +
+    "once; for the workspace's editors.",
   Admin: 'Users, keys, workspaces, memberships and object definitions; needs the ADMIN_TOKEN secret.',
   Service: 'Health and this document; no key.',
 };

@@ -121,7 +121,10 @@ export class WebhookObject extends DurableObject<Env> {
     }
   }
 
-  /** Delivers what is due. Returns when the next alarm should come (after a failure: `backoff`), or undefined for none. */
+  /**
+   * Delivers what is due. Returns when the next alarm should come (after a failure: `backoff`),
+   * or undefined for none.
+   */
   private async run(state: DeliveryState, epoch: number): Promise<{ at: number; backoff?: true } | undefined> {
     const webhooks = this.webhooks;
     const webhook = await webhooks.get(state.id);

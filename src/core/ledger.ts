@@ -15,7 +15,10 @@ export type LedgerOutcome =
   | { c: [first: number, count: number] }
   /** Any other write (the admin API): its answer. */
   | { a: { status: number; body: string } }
-  /** A write answered with this failure status (and its problems: one as `p`, several as `e`): nothing else was written. */
+  /**
+   * A write answered with this failure status and its problems (one as `p`, several as `e`):
+   * nothing else was written.
+   */
   | { f: number; p?: InputProblem; e?: InputProblem[] };
 
 /** Characters of the time prefix of a write id: milliseconds in base 36, fixed width. */

@@ -5,7 +5,6 @@ import { busy, HttpError, outcomeUnknown } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { newWriteId } from '../core/ledger.ts';
-import { isTransient } from '../storage/retry.ts';
 import { unhandled } from '../core/result.ts';
 import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
 import { createRecords } from './create.ts';
@@ -81,6 +80,22 @@ async function settleUnknown(context: Context, callId: string): Promise<HttpErro
   return finished === undefined ? busy() : outcomeUnknown();
 }
 
+/**
+ * A call sent again may have committed in an earlier run, whatever this run met (a deadline, a
+ * revoked key, a record deleted since): its refusal is answered only once the ledger holds it
+ * for the write's id. If the id was finished as committed, or storage cannot say, the outcome is
+ * unknown to this run: a retry with the same Idempotency-Key learns it.
+ */
+async function settledRefusal(context: Context, callId: string, refusal: HttpError): Promise<HttpError> {
+  if (refusal.status >= 500 && refusal.status !== 503) return refusal;
+  const unknown = refusal.title === outcomeUnknown().title;
+  const fenced = await context.writes
+    .fence(callId, refusal.status, Date.now() + FENCE_DEADLINE_MS, refusal.errors ?? [])
+    .catch(() => 'unreachable' as const);
+  if (fenced === undefined) return unknown ? busy() : refusal;
+  return fenced !== 'unreachable' && 'f' in fenced ? refusal : outcomeUnknown();
+}
+
 /** In the coordinating object: runs the operation with the object's bindings. */
 export async function runNear(
   env: Env,
@@ -100,11 +115,10 @@ export async function runNear(
     delete headers['idempotent-replayed'];
     return { replay: { status, headers, body }, work };
   } catch (error) {
-    // Shaped here, where the error's class and stack are: only plain data crosses back. A call
-    // sent again may have committed in an earlier run: a failure to reach storage before this
-    // run learned so is not "nothing was written" but an unknown outcome.
-    const shaped = call.resent === true && isTransient(error) ? outcomeUnknown() : error;
-    const { status, code, title, detail, errors, headers } = asHttpError(shaped, call.callId);
+    // Shaped here, where the error's class and stack are: only plain data crosses back.
+    const refusal = asHttpError(error, call.callId);
+    const { status, code, title, detail, errors, headers } =
+      call.resent === true ? await settledRefusal(context, call.callId, refusal) : refusal;
     return {
       error: {
         status,

@@ -253,7 +253,12 @@ export const operations: Operation[] = [
     tag: 'Webhooks',
     summary: 'Subscribe a URL to the changes of a workspace (secret shown once)',
     description:
-      "Every later change of the workspace's feed that matches `types` and `objectIds` (left out: all) is POSTed to `url` as its feed item, with Standard Webhooks headers: `webhook-id` (the item's feed cursor, the same on every retry; dedupe by it), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,` base64 HMAC-SHA256 with the key in `secret` of `<id>.<timestamp>.<body>`). In feed order, one at a time; a non-2xx, a timeout (10 s) or a network error is retried after 5 s, doubling to at most 1 h; failing 3 days in a row disables the subscription. `url` must be `https:` (422 otherwise). Editors only: a viewer is 403.",
+      "Every later change of the workspace's feed that matches `types` and `objectIds` (left out: all) is POSTed to" +
+      " `url` as its feed item, with Standard Webhooks headers: `webhook-id` (the item's feed cursor, the same on " +
+      'every retry; dedupe by it), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,` base64 HMAC-' +
+      'SHA256 with the key in `secret` of `<id>.<timestamp>.<body>`). In feed order, one at a time; a non-2xx, a ' +
+      'timeout (10 s) or a network error is retried after 5 s, doubling to at most 1 h; failing 3 days in a row ' +
+      'disables the subscription. `url` must be `https:` (422 otherwise). Editors only: a viewer is 403.',
     auth: 'key',
     body: WebhookInput,
     ok: { status: 201, schema: NewWebhook },
@@ -279,7 +284,8 @@ export const operations: Operation[] = [
     tag: 'Webhooks',
     summary: 'Pause or resume a subscription',
     description:
-      '`disabled` pauses it; `active` resumes it where it stopped (the item it was failing on is retried at once), also after it was disabled for failing.',
+      '`disabled` pauses it; `active` resumes it where it stopped (the item it was failing on is retried at once), ' +
+      'also after it was disabled for failing.',
     auth: 'key',
     body: WebhookStatusInput,
     ok: { status: 200, schema: WebhookSchema },
@@ -305,7 +311,9 @@ export const operations: Operation[] = [
     tag: 'Webhooks',
     summary: 'Send again every matching change after a feed cursor',
     description:
-      "`after` is a cursor of the workspace's change feed (an item's `cursor` or `webhook-id`). Delivery goes back to that point at once; items are sent again with their own `webhook-id`. A cursor older than the feed keeps (7 days) is 410.",
+      "`after` is a cursor of the workspace's change feed (an item's `cursor` or `webhook-id`). Delivery goes back " +
+      'to that point at once; items are sent again with their own `webhook-id`. A cursor older than the feed keeps ' +
+      '(7 days) is 410.',
     auth: 'key',
     body: ReplayInput,
     ok: { status: 200, schema: WebhookSchema },
@@ -319,7 +327,8 @@ export const operations: Operation[] = [
     tag: 'Webhooks',
     summary: 'The last 100 delivery attempts',
     description:
-      "Newest first: the item's cursor, when, the receiver's status (null without an answer), how long it took, and why it failed (null on a 2xx).",
+      "Newest first: the item's cursor, when, the receiver's status (null without an answer), how long it took, and" +
+      ' why it failed (null on a 2xx).',
     auth: 'key',
     ok: { status: 200, schema: DeliveryList },
     errors: [403],

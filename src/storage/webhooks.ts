@@ -51,7 +51,8 @@ export type FeedChange = ChangeRow & { objectId: number };
 
 const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data, r.object_id FROM changes c
   JOIN records r ON r.id = c.record_id
-  WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+  WHERE c.seq > ?2
+    AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
   ORDER BY c.seq LIMIT ?3`;
 const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
 /** The feed's newest position: a new subscription starts after it. */
@@ -77,7 +78,8 @@ export class Webhooks {
     const rows = await this.meter.d1(() =>
       this.db
         .prepare(
-          `INSERT INTO webhooks (workspace_id, url, types, object_ids, secret, status, reason, start_seq, created_at, created_by)
+          `INSERT INTO webhooks (workspace_id, url, types, object_ids, secret, status, reason, start_seq, created_at,
+            created_by)
            VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ${NEWEST}, ?6, ?7) RETURNING *`,
         )
         .bind(
@@ -143,7 +145,8 @@ export class Webhooks {
       this.meter.d1(() =>
         this.db
           .prepare(
-            'UPDATE webhooks SET status = ?3, reason = ?4 WHERE id = ?1 AND (?2 IS NULL OR workspace_id = ?2) RETURNING *',
+            'UPDATE webhooks SET status = ?3, reason = ?4 WHERE id = ?1 AND (?2 IS NULL OR workspace_id = ?2) ' +
+              'RETURNING *',
           )
           .bind(id, workspaceId ?? null, status, reason)
           .all<WebhookRow>(),
@@ -171,7 +174,8 @@ export class Webhooks {
       this.meter.d1(() =>
         this.db
           .prepare(
-            "SELECT id, workspace_id FROM webhooks WHERE status = 'active' AND workspace_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            "SELECT id, workspace_id FROM webhooks WHERE status = 'active' " +
+              'AND workspace_id IN (SELECT value FROM json_each(?)) ORDER BY id',
           )
           .bind(JSON.stringify(workspaceIds))
           .all<{ id: number; workspace_id: number }>(),
