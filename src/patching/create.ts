@@ -6,6 +6,7 @@ import { failureOf, newWriteId, type LedgerOutcome } from '../core/ledger.ts';
 import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
+import { claimsOf, isUniqueViolation, uniqueClashes, uniqueViolation } from '../storage/record-index.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
 
@@ -66,7 +67,17 @@ export async function createRecords(
             ),
           ]),
     ];
-    const result = await writes.commit<{ id: number }>(statements, [writeId], deadline);
+    const result = await writes.commit<{ id: number }>(statements, [writeId], deadline).catch(async (error) => {
+      if (!isUniqueViolation(error)) throw error;
+      // A unique field's value is held already: say where, from what D1 holds now.
+      const claims = claimsOf(
+        plan.value,
+        (id) => known.objects.get(id)?.fields,
+        (i, name) => pointer('', i, 'fieldValues', items[i]?.fieldValues.findIndex((v) => v.fieldName === name) ?? 0),
+      );
+      const clashes = await uniqueClashes(context.env.DB, claims);
+      throw rejected(clashes.length > 0 ? clashes : [uniqueViolation('')]);
+    });
     if ('committed' in result) {
       return {
         value: plan.value.map((record, i) =>

@@ -1,3 +1,4 @@
+import { UniqueDuplicates } from '../storage/record-index.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems, type ObjectDef } from '../domain/definition.ts';
@@ -231,7 +232,19 @@ export async function updateObject(request: IRequest, context: Context): Promise
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { objectId } = pathIds(request.params, 'objectId');
   const input = await definitionBody(request, context);
-  const def = await adminStore(context).updateObject(objectId, input, Date.now());
+  const def = await adminStore(context)
+    .updateObject(objectId, input, Date.now())
+    .catch((error: unknown) => {
+      if (!(error instanceof UniqueDuplicates)) throw error;
+      throw rejected(
+        error.duplicates.map(({ fieldIndex, recordIds }) => ({
+          pointer: pointer('', 'fields', fieldIndex, 'unique'),
+          code: 'duplicates',
+          message: `live records ${recordIds.join(', ')} hold the same value`,
+          status: 409,
+        })),
+      );
+    });
   if (def === undefined) throw notFound('Object');
   return json(definitionOut(def));
 }

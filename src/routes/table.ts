@@ -475,7 +475,7 @@ export const operations: Operation[] = [
     auth: 'admin',
     body: ObjectDefinitionInput,
     ok: { status: 200, schema: ObjectDefinition },
-    errors: [422],
+    errors: [409, 422],
   },
   {
     method: 'GET',

@@ -3,6 +3,7 @@ import type { ObjectDef } from '../domain/definition.ts';
 import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
+import { duplicateValues, isUniqueViolation, reindexObject, UniqueDuplicates } from './record-index.ts';
 import { OBJECTS, toObjectDef, type ObjectRow } from './store.ts';
 
 /**
@@ -206,15 +207,26 @@ export class AdminStore {
     return toObjectDef(single(inserted?.results ?? []));
   }
 
-  /** Adds the next version of an existing object; undefined when it does not exist. */
+  /**
+   * Adds the next version of an existing object; undefined when it does not exist. In the same
+   * transaction, the index follows the new version's indexed fields (see record-index.ts): a field that
+   * became indexed is built for every record of the object, one no longer indexed is dropped.
+   * A field made unique while live records share a value: UniqueDuplicates, nothing written.
+   */
   async updateObject(id: number, input: ObjectDefinitionIn, now: number): Promise<ObjectDef | undefined> {
-    const [, inserted] = await this.batch<ObjectRow>(
-      [
-        this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
-        this.insertVersion('?', input, now, id),
-      ],
-      false,
-    );
+    const statements = [
+      this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
+      this.insertVersion('?', input, now, id),
+      ...reindexObject(this.db, id),
+    ];
+    let results: D1Result<ObjectRow>[];
+    try {
+      results = await this.batch<ObjectRow>(statements, false);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      throw new UniqueDuplicates(await duplicateValues(this.db, id, input.fields));
+    }
+    const inserted = results[1];
     const row = inserted?.results[0];
     return row === undefined ? undefined : toObjectDef(row);
   }
