@@ -71,6 +71,22 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   patchRecord: { request: stagePatch, response: patched },
   listRecords: { response: { items: [contact], nextCursor: cursor } },
+  queryRecords: {
+    request: {
+      filter: {
+        and: [
+          { field: 'stage', op: 'in', value: ['lead', 'customer'] },
+          { field: 'lastName', op: 'startsWith', value: 'Love' },
+          { not: { field: 'createdAt', op: 'lt', value: AT - 86_400_000 } },
+        ],
+      },
+      sort: [{ field: 'updatedAt', direction: 'desc' }],
+      fields: ['firstName', 'lastName'],
+      limit: 20,
+      count: true,
+    },
+    response: { items: [contact], nextCursor: null, count: { value: 1, exact: true } },
+  },
   listChanges: {
     response: {
       items: [

@@ -57,6 +57,10 @@ export const invalidQuery = (problems: readonly InputProblem[]): HttpError =>
 export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
   new HttpError(400, 'invalid_request', 'Path parameter is invalid', summary(problems, 'path'), problems);
 
+/** A cursor this service did not issue for this request. */
+export const invalidCursor = (problem: InputProblem): HttpError =>
+  new HttpError(400, 'invalid_request', 'Invalid cursor', 'The cursor was not issued for this request.', [problem]);
+
 export const unauthorized = (): HttpError =>
   new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <api key>.', undefined, {
     'WWW-Authenticate': 'Bearer',

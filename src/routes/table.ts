@@ -23,6 +23,8 @@ import { createRecords } from './records-create.ts';
 import { patchRecord, patchRecords } from './records-patch.ts';
 import { ChangePage, Me, RecordPage } from '../schemas/lists.ts';
 import { listChanges, listRecords, me } from './lists.ts';
+import { queryRecords } from './query.ts';
+import { QueryBody, QueryPage } from '../schemas/query.ts';
 import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
 import { readRecord } from './records-read.ts';
 import type { Operation, QueryParameter } from './operation.ts';
@@ -139,6 +141,20 @@ export const operations: Operation[] = [
     ok: { status: 201, schema: items },
     idempotencyKey: true,
     errors: [422],
+  },
+  {
+    method: 'POST',
+    path: '/workspaces/:workspaceId/records/query',
+    handler: queryRecords,
+    operationId: 'queryRecords',
+    tag: 'Records',
+    summary: 'Find records of a workspace: filter, sort, count',
+    description:
+      'Read-only; members (viewers too), else 404. A typed filter tree over system and object fields (every problem listed with its pointer, 400), sort by id, system or indexed fields with keyset cursors bound to the filter, search and sort, a `fields` projection and an optional `count`. Sorted by id, a page reads at most 5,000 candidate records and may end early with a `nextCursor` (fewer or no items): keep following it until it is null. An `eq` on an indexed field is read from the index.',
+    auth: 'key',
+    body: QueryBody,
+    ok: { status: 200, schema: QueryPage },
+    errors: [],
   },
   {
     method: 'PATCH',

@@ -1,0 +1,280 @@
+import type { Caller } from '../domain/access.ts';
+import type { ObjectDef } from '../domain/object-def.ts';
+import type { Expr, FieldRef, Query, SystemField } from '../domain/query.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { Meter } from './meter.ts';
+import { datetimeKey } from './record-index.ts';
+import { retrying } from './retry.ts';
+import {
+  callerOf,
+  callerStatement,
+  RECORD_COLUMNS,
+  recordsOf,
+  toObjectDef,
+  type ObjectRow,
+  type RecordReadRow,
+} from './store.ts';
+
+/**
+ * The SQL of record queries. A query's values never enter the SQL text: they travel in one JSON
+ * array bound to `?1` and are read with `?1 ->> '$[k]'`, so no statement nears D1's bound
+ * parameter limit and a field name is only ever a value.
+ *
+ * Two plans. Sorted by `id` alone, a page walks candidates in id order, at most SCAN_BOUND of
+ * them: the workspace's records, or, when the filter requires an indexed field to equal a value,
+ * the index's entries for that value (rows read grow with the page). A page that reaches the
+ * bound ends there with a cursor, so a query never runs long and always progresses. Sorted by
+ * other keys, the matching records of the workspace are ordered by SQL (keyset on the sort values
+ * and id); such a page reads every record the filter lets through.
+ */
+
+/** Candidates a page of an id-ordered query reads at most. */
+export const SCAN_BOUND = 5000;
+/** A count is exact up to this many records; beyond, a lower bound. */
+export const COUNT_BOUND = 10_000;
+
+const COLUMNS: Record<SystemField, string> = {
+  id: 'r.id',
+  objectId: 'r.object_id',
+  name: 'r.name',
+  createdAt: 'r.created_at',
+  updatedAt: 'r.updated_at',
+  createdBy: 'r.created_by',
+  updatedBy: 'r.updated_by',
+  ownedBy: 'r.owned_by',
+  deleted: 'r.deleted',
+  isTemplate: 'r.is_template',
+};
+
+/** Smaller than any value an index holds (SQLite reads it as -Infinity): a missing value sorts first. */
+const LOWEST = '-9e999';
+
+/** The objects whose current definition lists the workspace `?`. */
+const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+  WHERE EXISTS (SELECT 1 FROM json_each(v.workspace_ids) j WHERE j.value = ?)`;
+
+/** A position in a walk: the sort keys' values, then the id. */
+export type Position = (string | number | null)[];
+
+export interface QueryPage {
+  records: RecordOut[];
+  /** Each record's position (a page cut short by its size continues after one). */
+  positions: Position[];
+  /** Where the next page starts, when there may be one. */
+  next: Position | undefined;
+  count?: { value: number; exact: boolean };
+}
+
+class Sql {
+  readonly params: unknown[] = [];
+  /** The JSON parameter `k`, as an SQL value. */
+  param(value: unknown): string {
+    this.params.push(value);
+    return `(?1 ->> '$[${this.params.length - 1}]')`;
+  }
+  /** The JSON array parameter `k`, as rows of `value`. */
+  list(values: readonly unknown[]): string {
+    this.params.push(values);
+    return `json_each(?1, '$[${this.params.length - 1}]')`;
+  }
+}
+
+function valueOf(sql: Sql, field: FieldRef): string {
+  if (field.kind === 'system') return COLUMNS[field.name];
+  const name = sql.param(field.name);
+  if (field.indexed) return `(SELECT ri.value FROM record_index ri WHERE ri.record_id = r.id AND ri.field = ${name})`;
+  const raw = `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e WHERE e.value ->> '$.fieldName' = ${name})`;
+  return field.type === 'datetime' ? datetimeKey(raw) : raw;
+}
+
+/** A value sent for a field, as the field's SQL value compares with it. */
+function operand(sql: Sql, field: FieldRef, value: unknown): string {
+  const p = sql.param(value);
+  return field.type === 'datetime' ? datetimeKey(p) : p;
+}
+
+const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
+
+/** A condition or a tree of them, as an SQL expression that is 0 or 1 (never NULL). */
+function compile(sql: Sql, expr: Expr): string {
+  if ('and' in expr) return `(${expr.and.map((e) => compile(sql, e)).join(' AND ')})`;
+  if ('or' in expr) return `(${expr.or.map((e) => compile(sql, e)).join(' OR ')})`;
+  if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
+  const { field, op, value } = expr;
+  if (op === 'contains' && field.type === 'multiSelect') {
+    return `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
+      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value = ${sql.param(value)})`;
+  }
+  const v = valueOf(sql, field);
+  switch (op) {
+    case 'exists':
+      return value === true ? `(${v} IS NOT NULL)` : `(${v} IS NULL)`;
+    case 'ne':
+      return `(${v} IS NOT ${operand(sql, field, value)})`;
+    case 'in':
+    case 'nin': {
+      const items = sql.list(value as unknown[]);
+      const set =
+        field.type === 'datetime' ? `SELECT ${datetimeKey('value')} FROM ${items}` : `SELECT value FROM ${items}`;
+      return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
+    }
+    case 'contains':
+      return `coalesce(instr(lower(${v}), lower(${sql.param(value)})) > 0, 0)`;
+    case 'startsWith': {
+      const p = sql.param(value);
+      return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
+    }
+    default:
+      return `coalesce(${v} ${COMPARE[op]} ${operand(sql, field, value)}, 0)`;
+  }
+}
+
+/** An `eq` on an indexed field that every match must meet: the walk can read the index for it. */
+function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown } | undefined {
+  const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
+  for (const e of top) {
+    if ('field' in e && e.op === 'eq' && e.field.kind === 'value' && e.field.indexed)
+      return { field: e.field, value: e.value };
+  }
+  return undefined;
+}
+
+export class Queries {
+  constructor(
+    private readonly db: D1Database,
+    private readonly meter: Meter,
+  ) {}
+
+  /** The caller and the definitions of the objects in view of the workspace. One round trip. */
+  async view(keyHash: string, workspaceId: number): Promise<{ caller: Caller | undefined; objects: ObjectDef[] }> {
+    const [caller, objects] = await this.read([
+      callerStatement(this.db, keyHash),
+      this.db.prepare(OBJECTS_IN_VIEW).bind(workspaceId),
+    ]);
+    return { caller: callerOf(caller), objects: ((objects?.results ?? []) as ObjectRow[]).map(toObjectDef) };
+  }
+
+  /** One page of the query after `after` (a position this walk issued). */
+  async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const sorted = !(query.sort.length === 1 && query.sort[0]?.field.name === 'id');
+    return sorted ? this.sortedPage(workspaceId, query, after) : this.boundedPage(workspaceId, query, after);
+  }
+
+  private where(sql: Sql, query: Query): string {
+    const live = query.namesDeleted ? '1' : 'r.deleted = 0';
+    return query.filter === undefined ? live : `${live} AND ${compile(sql, query.filter)}`;
+  }
+
+  private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
+    const sql = new Sql();
+    const from = source(sql);
+    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id
+      WHERE ${this.where(sql, query)} LIMIT ${COUNT_BOUND + 1})`;
+    return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
+  }
+
+  private async boundedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const desc = query.sort[0]?.direction === 'desc';
+    const driver = driverOf(query.filter);
+    const source = (sql: Sql, from: number | undefined, bound: boolean): string => {
+      const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+      const order = `ORDER BY rw.record_id ${desc ? 'DESC' : ''} ${bound ? `LIMIT ${SCAN_BOUND}` : ''}`;
+      if (driver === undefined)
+        return `(SELECT rw.record_id AS id FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past} ${order}) c`;
+      return `(SELECT rw.record_id AS id FROM record_index ri JOIN record_workspaces rw
+          ON rw.workspace_id = ?2 AND rw.record_id = ri.record_id
+        WHERE ri.field = ${sql.param(driver.field.name)} AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
+        ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
+    };
+    const from = after?.at(-1) as number | undefined;
+    const sql = new Sql();
+    const candidates = source(sql, from, true);
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} JOIN records r ON r.id = c.id
+      WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''} LIMIT ?3`;
+    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
+    if (query.count) statements.push(this.countStatement(workspaceId, query, (s) => source(s, undefined, false)));
+    const [rows, counted] = await this.read(statements);
+    const records = recordsOf((rows?.results ?? []) as RecordReadRow[]);
+    const count = countOf(counted);
+    if (records.length > query.limit) {
+      const kept = records.slice(0, query.limit);
+      return {
+        records: kept,
+        positions: kept.map((r) => [r.id]),
+        next: [(records[query.limit - 1] as RecordOut).id],
+        ...count,
+      };
+    }
+    // Fewer than a page: the walk is done unless the scan stopped at its bound.
+    const scan = new Sql();
+    const [scanned] = await this.read([
+      this.db
+        .prepare(`SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`)
+        .bind(JSON.stringify(scan.params), workspaceId),
+    ]);
+    const { n, last } = (scanned?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
+    return {
+      records,
+      positions: records.map((r) => [r.id]),
+      next: n >= SCAN_BOUND && last !== null ? [last] : undefined,
+      ...count,
+    };
+  }
+
+  private async sortedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const sql = new Sql();
+    const keys = query.sort.map((key) => {
+      const value = valueOf(sql, key.field);
+      return { value: key.field.kind === 'value' ? `coalesce(${value}, ${LOWEST})` : value, raw: value, key };
+    });
+    let keyset = '1';
+    if (after !== undefined) {
+      const at = keys.map(({ key }, i) => {
+        const p = sql.param(after[i] ?? null);
+        return key.field.kind === 'value' ? `coalesce(${p}, ${LOWEST})` : p;
+      });
+      keyset = keys
+        .map(({ value, key }, i) => {
+          const equal = keys.slice(0, i).map((k, j) => `${k.value} = ${at[j]}`);
+          return `(${[...equal, `${value} ${key.direction === 'desc' ? '<' : '>'} ${at[i]}`].join(' AND ')})`;
+        })
+        .join(' OR ');
+    }
+    const where = this.where(sql, query);
+    const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
+      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+      WHERE rw.workspace_id = ?2 AND ${where} AND (${keyset})
+      ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
+      LIMIT ?3`;
+    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
+    if (query.count)
+      statements.push(
+        this.countStatement(
+          workspaceId,
+          query,
+          () => '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c',
+        ),
+      );
+    const [rows, counted] = await this.read(statements);
+    const results = (rows?.results ?? []) as (RecordReadRow & { position: string })[];
+    const records = recordsOf(results);
+    const last = results[query.limit - 1];
+    return {
+      records: records.slice(0, query.limit),
+      positions: results.slice(0, query.limit).map((row) => JSON.parse(row.position) as Position),
+      next: results.length > query.limit && last !== undefined ? (JSON.parse(last.position) as Position) : undefined,
+      ...countOf(counted),
+    };
+  }
+
+  private read(statements: D1PreparedStatement[]): Promise<D1Result<unknown>[]> {
+    return retrying(() => this.meter.d1(() => this.db.batch<unknown>(statements)));
+  }
+}
+
+function countOf(result: D1Result<unknown> | undefined): { count?: { value: number; exact: boolean } } {
+  if (result === undefined) return {};
+  const n = (result.results[0] as { n: number } | undefined)?.n ?? 0;
+  return { count: n > COUNT_BOUND ? { value: COUNT_BOUND, exact: false } : { value: n, exact: true } };
+}
