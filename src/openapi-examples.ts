@@ -71,6 +71,33 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   patchRecord: { request: stagePatch, response: patched },
   listRecords: { response: { items: [contact], nextCursor: cursor } },
+  upsertRecords: {
+    request: {
+      matchOn: 'email',
+      items: [
+        {
+          fieldValues: [
+            { fieldName: 'email', value: 'ada@example.com' },
+            { fieldName: 'stage', value: 'customer' },
+          ],
+        },
+        {
+          fieldValues: [
+            { fieldName: 'email', value: 'grace@example.com' },
+            { fieldName: 'firstName', value: 'Grace' },
+          ],
+        },
+      ],
+    },
+    response: [
+      { status: 'Succeeded', result: 'updated', record: patched },
+      {
+        status: 'Succeeded',
+        result: 'created',
+        record: { ...contact, id: 2, name: 'Grace', fieldValues: [{ fieldName: 'firstName', value: 'Grace' }] },
+      },
+    ],
+  },
   queryRecords: {
     request: {
       filter: {

@@ -24,7 +24,9 @@ import { patchRecord, patchRecords } from './records-patch.ts';
 import { ChangePage, Me, RecordPage } from '../schemas/lists.ts';
 import { listChanges, listRecords, me } from './lists.ts';
 import { queryRecords } from './query.ts';
-import { QueryBody, QueryPage } from '../schemas/query.ts';
+import { upsertRecordsRoute } from './records-upsert.ts';
+import { UpsertBody } from '../patching/upsert.ts';
+import { QueryBody, QueryPage, UpsertAnswer } from '../schemas/query.ts';
 import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
 import { readRecord } from './records-read.ts';
 import type { Operation, QueryParameter } from './operation.ts';
@@ -155,6 +157,20 @@ export const operations: Operation[] = [
     body: QueryBody,
     ok: { status: 200, schema: QueryPage },
     errors: [],
+  },
+  {
+    method: 'POST',
+    path: '/objects/:objectId/records/upsert',
+    handler: upsertRecordsRoute,
+    operationId: 'upsertRecords',
+    tag: 'Records',
+    summary: 'Create or update 1 to 20 records by a unique field (all or nothing)',
+    description: `Each item whose \`matchOn\` value (a unique field) a live record holds patches that record (merged as a patch; editor in one of its workspaces), else creates one (editor in one of the object's workspaces). Each answer says \`created\`, \`updated\` or \`unchanged\`. The same value twice in one request is 400; concurrent upserts of one new value create exactly one record. An object the caller cannot see is 404. ${ALL_OR_NOTHING}`,
+    auth: 'key',
+    body: UpsertBody,
+    ok: { status: 200, schema: UpsertAnswer },
+    idempotencyKey: true,
+    errors: [403, 404, 409, 422],
   },
   {
     method: 'PATCH',

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { Id } from './common.ts';
 import { maxChars } from './max-chars.ts';
-import { RecordSchema } from './record.ts';
+import { BatchItemSchema, RecordSchema } from './record.ts';
 
 /**
  * The query body as /openapi.json documents it. The body is checked by domain/query.ts, which
@@ -80,3 +80,12 @@ export const QueryPage = v.strictObject({
   nextCursor: v.nullable(v.string()),
   count: v.exactOptional(v.strictObject({ value: Id, exact: v.boolean() })),
 });
+
+/** POST /objects/{objectId}/records/upsert: each item's record and what was done to it, in request order. */
+export const UpsertAnswer = v.array(
+  v.strictObject({
+    status: BatchItemSchema.entries.status,
+    result: v.picklist(['created', 'updated', 'unchanged']),
+    record: RecordSchema,
+  }),
+);

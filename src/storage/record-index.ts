@@ -173,3 +173,14 @@ export const uniqueViolation = (at: string): { pointer: string; code: string; me
   message: 'another live record holds a value of a unique field',
   status: 409,
 });
+
+/** The live record holding each claim's value, in the claims' order (undefined: none). One round trip. */
+export async function uniqueHolders(db: D1Database, claims: readonly UniqueClaim[]): Promise<(number | undefined)[]> {
+  if (claims.length === 0) return [];
+  const rows = await db
+    .prepare(HOLDERS)
+    .bind(JSON.stringify(claims.map((c) => [c.objectId, c.field, c.key])))
+    .all<{ i: number; record_id: number }>();
+  const held = new Map(rows.results.map((row) => [row.i, row.record_id]));
+  return claims.map((_, i) => held.get(i));
+}
