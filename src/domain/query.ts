@@ -221,6 +221,8 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
         sort.push({ field, direction: direction === 'desc' ? 'desc' : 'asc' });
       });
   }
+  if (search !== undefined && sort.some((key) => key.field.name !== 'id'))
+    add('/sort', 'not_supported', 'a search is answered in id order: sort by id or not at all');
   if (!sort.some((key) => key.field.name === 'id'))
     sort.push({ field: { kind: 'system', name: 'id', type: 'integer' }, direction: 'asc' });
 
@@ -248,6 +250,8 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
   if (input.cursor !== undefined && typeof input.cursor !== 'string') add('/cursor', 'invalid_type', 'expected string');
   if (input.count !== undefined && typeof input.count !== 'boolean') add('/count', 'invalid_type', 'expected boolean');
 
+  if (search !== undefined && input.count === true)
+    add('/count', 'not_supported', 'a search is not counted: leave out count or search');
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -320,4 +324,21 @@ function scalarProblem(field: FieldRef, value: unknown): string | undefined {
 export function project<T extends { fieldValues: { fieldName: string }[] }>(record: T, fields?: readonly string[]): T {
   if (fields === undefined) return record;
   return { ...record, fieldValues: record.fieldValues.filter((value) => fields.includes(value.fieldName)) };
+}
+
+/** Words of a text as search compares them: Unicode letters and digits, lower case, accents removed. */
+export function searchWords(text: string): string[] {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== '');
+}
+
+/** Whether every word of the search starts a word of `name` (a search without words matches all). */
+export function matchesSearch(name: string, words: readonly string[]): boolean {
+  if (words.length === 0) return true;
+  const own = searchWords(name);
+  return words.every((word) => own.some((candidate) => candidate.startsWith(word)));
 }

@@ -1,6 +1,6 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
-import type { Expr, FieldRef, Query, SystemField } from '../domain/query.ts';
+import { matchesSearch, searchWords, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { datetimeKey } from './record-index.ts';
@@ -188,6 +188,7 @@ export class Queries {
         ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
     };
     const from = after?.at(-1) as number | undefined;
+    if (query.search !== undefined) return this.searchPage(workspaceId, query, from, desc, source);
     const sql = new Sql();
     const candidates = source(sql, from, true);
     const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} JOIN records r ON r.id = c.id
@@ -220,6 +221,45 @@ export class Queries {
       next: n >= SCAN_BOUND && last !== null ? [last] : undefined,
       ...count,
     };
+  }
+
+  /**
+   * A search page: the names of the (at most SCAN_BOUND) candidates that pass the filter, matched
+   * here word by word, then the first matches' records. Two round trips.
+   */
+  private async searchPage(
+    workspaceId: number,
+    query: Query,
+    from: number | undefined,
+    desc: boolean,
+    source: (sql: Sql, from: number | undefined, bound: boolean) => string,
+  ): Promise<QueryPage> {
+    const sql = new Sql();
+    const candidates = source(sql, from, true);
+    const names = `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''}`;
+    const scan = new Sql();
+    const scanned = `SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`;
+    const statements = [
+      this.db.prepare(names).bind(JSON.stringify(sql.params), workspaceId),
+      this.db.prepare(scanned).bind(JSON.stringify(scan.params), workspaceId),
+    ];
+    const [named, bound] = await this.read(statements);
+    const words = searchWords(query.search ?? '');
+    const hits = ((named?.results ?? []) as { id: number; name: string }[])
+      .filter((row) => matchesSearch(row.name, words))
+      .map((row) => row.id);
+    const ids = hits.slice(0, query.limit);
+    const [rows] = await this.read([
+      this.db
+        .prepare(`SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?1))`)
+        .bind(JSON.stringify(ids)),
+    ]);
+    const byId = new Map(recordsOf((rows?.results ?? []) as RecordReadRow[]).map((r) => [r.id, r]));
+    const records = ids.flatMap((id) => byId.get(id) ?? []);
+    const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
+    const next =
+      hits.length > query.limit ? [ids.at(-1) as number] : n >= SCAN_BOUND && last !== null ? [last] : undefined;
+    return { records, positions: records.map((r) => [r.id]), next };
   }
 
   private async sortedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {

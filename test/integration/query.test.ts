@@ -439,3 +439,44 @@ describe('bounded pages and the index', () => {
     expect(inLarge.unindexed).toBeGreaterThan(4500);
   });
 });
+
+describe('search by name', () => {
+  it('matches every word as a word prefix, ignoring case and accents, in multi-byte text too', async () => {
+    const { editor, viewer, workspaceId } = await setup();
+    const people = (
+      await admin('POST', '/admin/objects', {
+        name: 'Person',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{full}',
+        fields: [{ name: 'full', type: 'text' }],
+      })
+    ).body;
+    const names = ['Zoë Ångström', 'zoe angstrom-Smith', 'Ángel Müller', '東京 タワー', 'Émile Zola', 'Chloé'];
+    const made: any[] = [];
+    for (const full of names) made.push(await createOne(editor.key, people.id, [fv('full', full)]));
+    const ids = (search: string) =>
+      query(viewer.key, workspaceId, { search, filter: { field: 'objectId', op: 'eq', value: people.id } }).then(
+        (answer) => {
+          expect(answer.status).toBe(200);
+          return answer.body.items.map((r: any) => names[made.findIndex((m) => m.id === r.id)]);
+        },
+      );
+    expect(await ids('zoe')).toEqual(['Zoë Ångström', 'zoe angstrom-Smith']);
+    expect(await ids('ZOË ANG')).toEqual(['Zoë Ångström', 'zoe angstrom-Smith']);
+    expect(await ids('smi zo')).toEqual(['zoe angstrom-Smith']);
+    expect(await ids('mull')).toEqual(['Ángel Müller']);
+    expect(await ids('ull')).toEqual([]);
+    expect(await ids('東京')).toEqual(['東京 タワー']);
+    expect(await ids('タワ')).toEqual(['東京 タワー']);
+    expect(await ids('emile')).toEqual(['Émile Zola']);
+    expect(await ids('chloe')).toEqual(['Chloé']);
+    // Pages of a search follow their cursor.
+    const first = await query(viewer.key, workspaceId, { search: 'z', limit: 2 });
+    expect(first.body.items).toHaveLength(2);
+    const second = await query(viewer.key, workspaceId, { search: 'z', limit: 2, cursor: first.body.nextCursor });
+    expect(second.body.items.map((r: any) => r.id)).toEqual([made[4].id]);
+    expect(second.body.nextCursor).toBeNull();
+    const tooLong = await query(viewer.key, workspaceId, { search: 'x'.repeat(201) });
+    expectProblem(tooLong, 400, 'invalid_request');
+  });
+});
