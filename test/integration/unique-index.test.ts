@@ -164,3 +164,30 @@ describe('indexed and unique fields: the index follows every write in its transa
     expect(answer.body.errors.map((e: any) => e.pointer)).toEqual(['/fields/0/indexed', '/fields/1/unique']);
   });
 });
+
+describe('unique values on every write path', () => {
+  it('a patch batch or a restore that would hold a taken value is 409 unique_violation; nothing is written', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const a = await createOne(editor.key, object.id, [fv('code', 'one')]);
+    const b = await createOne(editor.key, object.id, [fv('code', 'two')]);
+    const batch = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [
+        { id: a.id, fieldValues: [fv('note', 'fine')] },
+        { id: b.id, fieldValues: [fv('note', 'x'), fv('code', 'ONE')] },
+      ],
+    });
+    expectProblem(batch, 409, 'conflict');
+    expect(batch.body.errors).toEqual([
+      { pointer: '/1/fieldValues/1', code: 'unique_violation', message: 'another live record holds this value' },
+    ]);
+    expect((await call('GET', `/records/${a.id}`, { key: editor.key })).body.version).toBe(1);
+    // A deleted holder frees the value; restoring it while another record holds it is refused.
+    expect((await call('DELETE', `/workspaces/${workspaceId}/records/${a.id}`, { key: editor.key })).status).toBe(200);
+    await createOne(editor.key, object.id, [fv('code', 'One')]);
+    const restore = await call('POST', `/workspaces/${workspaceId}/records/${a.id}/restore`, { key: editor.key });
+    expectProblem(restore, 409, 'conflict');
+    expect(restore.body.errors[0].code).toBe('unique_violation');
+    expect((await call('GET', `/records/${a.id}`, { key: editor.key })).body.deleted).toBe(true);
+  });
+});
