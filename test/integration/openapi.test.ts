@@ -159,6 +159,7 @@ describe('GET /openapi.json', () => {
     }
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual([
       'createRecords',
+      'upsertRecords',
       'patchRecords',
       'patchWorkspaceRecords',
       'patchRecord',
