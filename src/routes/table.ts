@@ -152,7 +152,7 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'Find records of a workspace: filter, sort, count',
     description:
-      'Read-only; members (viewers too), else 404. A typed filter tree over system and object fields (every problem listed with its pointer, 400), sort by id, system or indexed fields with keyset cursors bound to the filter, search and sort, a `fields` projection and an optional `count`. Sorted by id, a page reads at most 5,000 candidate records and may end early with a `nextCursor` (fewer or no items): keep following it until it is null. An `eq` on an indexed field is read from the index.',
+      'Read-only; members (viewers too), else 404. A typed filter tree over system and object fields (every problem listed with its pointer, 400), sort by id, system or indexed fields with keyset cursors bound to the filter, search and sort, a `fields` projection and an optional `count`. Sorted by id or by one indexed field, a page reads at most 5,000 candidates and may end early with a `nextCursor` (fewer or no items): keep following it until it is null. An `eq` on an indexed field and a sort by one are read from the index; other sorts read the workspace. A search (words of the name, by prefix, case and accents ignored) is answered in id order, without `count`.',
     auth: 'key',
     body: QueryBody,
     ok: { status: 200, schema: QueryPage },

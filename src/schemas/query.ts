@@ -58,7 +58,7 @@ export const QueryBody = v.strictObject({
       v.array(v.strictObject({ field: v.string(), direction: v.exactOptional(v.picklist(['asc', 'desc'])) })),
       v.maxLength(3),
       v.description(
-        'By id (the default), a system field or an indexed field; ties broken by id. A missing value sorts first.',
+        'By id (the default), a system field or an indexed field; ties broken by id. Records without a value come last, either way.',
       ),
     ),
   ),

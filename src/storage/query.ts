@@ -20,12 +20,13 @@ import {
  * array bound to `?1` and are read with `?1 ->> '$[k]'`, so no statement nears D1's bound
  * parameter limit and a field name is only ever a value.
  *
- * Two plans. Sorted by `id` alone, a page walks candidates in id order, at most SCAN_BOUND of
- * them: the workspace's records, or, when the filter requires an indexed field to equal a value,
- * the index's entries for that value (rows read grow with the page). A page that reaches the
- * bound ends there with a cursor, so a query never runs long and always progresses. Sorted by
- * other keys, the matching records of the workspace are ordered by SQL (keyset on the sort values
- * and id); such a page reads every record the filter lets through.
+ * Plans. Sorted by `id` alone, a page walks candidates in id order, at most SCAN_BOUND of them:
+ * the workspace's records, or, when the filter requires an indexed field to equal a value, the
+ * index's entries for that value (rows read grow with the page). Sorted by one indexed field, it
+ * walks that field's index entries, then the records without a value, as bounded. A page that
+ * reaches the bound ends there with a cursor, so a query never runs long and always progresses.
+ * Sorted by other keys, the matching records of the workspace are ordered by SQL (keyset on the
+ * sort values and id); such a page reads every record the filter lets through.
  */
 
 /** Candidates a page of an id-ordered query reads at most. */
@@ -46,8 +47,11 @@ const COLUMNS: Record<SystemField, string> = {
   isTemplate: 'r.is_template',
 };
 
-/** Smaller than any value an index holds (SQLite reads it as -Infinity): a missing value sorts first. */
-const LOWEST = '-9e999';
+/**
+ * Where a missing value sorts: last either way. Ascending, after every value (SQLite orders any
+ * blob after all numbers and texts); descending, before every value (-Infinity).
+ */
+const missing = (desc: boolean): string => (desc ? '-9e999' : "x''");
 
 /** The objects whose current definition lists the workspace `?`. */
 const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
@@ -157,8 +161,96 @@ export class Queries {
 
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
-    const sorted = !(query.sort.length === 1 && query.sort[0]?.field.name === 'id');
-    return sorted ? this.sortedPage(workspaceId, query, after) : this.boundedPage(workspaceId, query, after);
+    const [first, second] = query.sort;
+    if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
+    if (
+      query.sort.length === 2 &&
+      first?.field.kind === 'value' &&
+      second?.field.name === 'id' &&
+      second.direction === 'asc'
+    )
+      return this.indexedSortPage(workspaceId, query, first.field.name, first.direction === 'desc', after);
+    return this.sortedPage(workspaceId, query, after);
+  }
+
+  /**
+   * A page sorted by one indexed field (ties by id), read from the index: the records with a value
+   * walk the index in value order, then those without one (last, either way) walk the workspace in
+   * id order; either walk reads at most SCAN_BOUND entries a page and ends there
+   * with a cursor. A page ends where its walk does (the next page starts the other walk).
+   * Positions are `[value, id]` (`value` null: among the records without one) or `[phase]` at the
+   * start of a walk.
+   */
+  private async indexedSortPage(
+    workspaceId: number,
+    query: Query,
+    field: string,
+    desc: boolean,
+    after: Position | undefined,
+  ): Promise<QueryPage> {
+    const order = ['values', 'missing'];
+    const walk: 'values' | 'missing' =
+      after === undefined
+        ? (order[0] as 'values' | 'missing')
+        : after.length === 1
+          ? (after[0] as 'values' | 'missing')
+          : after[0] === null
+            ? 'missing'
+            : 'values';
+    const from = after !== undefined && after.length === 2 ? after : undefined;
+    const sql = new Sql();
+    const name = sql.param(field);
+    let source: string;
+    if (walk === 'missing') {
+      const past = from === undefined ? '' : `AND rw.record_id > ${sql.param(from[1])}`;
+      source = `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
+        ORDER BY rw.record_id LIMIT ${SCAN_BOUND})`;
+    } else {
+      let past = '';
+      if (from !== undefined) {
+        const [v, id] = [sql.param(from[0]), sql.param(from[1])];
+        past = `AND (ri.value ${desc ? '<' : '>'} ${v} OR (ri.value = ${v} AND ri.record_id > ${id}))`;
+      }
+      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri WHERE ri.field = ${name} ${past}
+        ORDER BY ri.value ${desc ? 'DESC' : ''}, ri.record_id LIMIT ${SCAN_BOUND})`;
+    }
+    const holds =
+      walk === 'missing'
+        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name})`
+        : `EXISTS (SELECT 1 FROM record_workspaces w WHERE w.workspace_id = ?2 AND w.record_id = r.id)`;
+    const where = this.where(sql, query);
+    // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
+    // reading at its limit (an ORDER BY here would read the whole bounded walk to sort it).
+    const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${source} c CROSS JOIN records r ON r.id = c.id
+      WHERE ${holds} AND ${where} LIMIT ?3`;
+    const args = walk === 'missing' ? [JSON.stringify(sql.params), workspaceId] : [JSON.stringify(sql.params)];
+    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
+    if (query.count)
+      statements.push(
+        this.countStatement(
+          workspaceId,
+          query,
+          () => '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c',
+        ),
+      );
+    const [rows, counted] = await this.read(statements);
+    // In the walk's order (see CROSS JOIN above), which the cursors follow.
+    const results = (rows?.results ?? []) as (RecordReadRow & { sort_value: string | number | null })[];
+    const positions = results.map((row): Position => [row.sort_value, row.id]);
+    const records = recordsOf(results).slice(0, query.limit);
+    let next: Position | undefined;
+    if (results.length > query.limit) next = positions[query.limit - 1];
+    else {
+      // Fewer than a page: the walk ended, or stopped at its bound (then the next page goes on).
+      const scanned = `SELECT (SELECT count(*) FROM ${source} c) AS n,
+        (SELECT json_array(c.v, c.id) FROM ${source} c ORDER BY c.v ${desc ? '' : 'DESC'}, c.id DESC LIMIT 1) AS last`;
+      // Only the walk of records without a value names the workspace (`?2`).
+      const [bound] = await this.read([this.db.prepare(scanned).bind(...args)]);
+      const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: string | null };
+      if (n >= SCAN_BOUND && last !== null) next = JSON.parse(last) as Position;
+      else if (walk === order[0]) next = [order[1] as string];
+    }
+    return { records, positions: positions.slice(0, query.limit), next, ...countOf(counted) };
   }
 
   private where(sql: Sql, query: Query): string {
@@ -266,13 +358,14 @@ export class Queries {
     const sql = new Sql();
     const keys = query.sort.map((key) => {
       const value = valueOf(sql, key.field);
-      return { value: key.field.kind === 'value' ? `coalesce(${value}, ${LOWEST})` : value, raw: value, key };
+      const last = missing(key.direction === 'desc');
+      return { value: key.field.kind === 'value' ? `coalesce(${value}, ${last})` : value, raw: value, key };
     });
     let keyset = '1';
     if (after !== undefined) {
       const at = keys.map(({ key }, i) => {
         const p = sql.param(after[i] ?? null);
-        return key.field.kind === 'value' ? `coalesce(${p}, ${LOWEST})` : p;
+        return key.field.kind === 'value' ? `coalesce(${p}, ${missing(key.direction === 'desc')})` : p;
       });
       keyset = keys
         .map(({ value, key }, i) => {
