@@ -283,8 +283,9 @@ export class Queries {
     if (query.search !== undefined) return this.searchPage(workspaceId, query, from, desc, source);
     const sql = new Sql();
     const candidates = source(sql, from, true);
-    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} JOIN records r ON r.id = c.id
-      WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''} LIMIT ?3`;
+    // The walk stays the outer loop, in its order, and the page stops reading at its limit.
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id
+      WHERE ${this.where(sql, query)} LIMIT ?3`;
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
     if (query.count) statements.push(this.countStatement(workspaceId, query, (s) => source(s, undefined, false)));
     const [rows, counted] = await this.read(statements);
