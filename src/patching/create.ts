@@ -1,5 +1,6 @@
 import type { Context } from '../context.ts';
 import type { Settled } from '../core/settle.ts';
+import { recordAccess } from '../domain/access.ts';
 import { planCreate } from '../domain/create.ts';
 import { createdRecord } from '../domain/record-json.ts';
 import { failureOf, newWriteId, type LedgerOutcome } from '../core/ledger.ts';
@@ -75,7 +76,7 @@ export async function createRecords(
         (id) => known.objects.get(id)?.fields,
         (i, name) => pointer('', i, 'fieldValues', items[i]?.fieldValues.findIndex((v) => v.fieldName === name) ?? 0),
       );
-      const clashes = await uniqueClashes(context.env.DB, claims);
+      const clashes = await uniqueClashes(context.env.DB, claims, (shared) => recordAccess(caller, shared) !== 'none');
       throw rejected(clashes.length > 0 ? clashes : [uniqueViolation('')]);
     });
     if ('committed' in result) {

@@ -266,6 +266,7 @@ export async function upsertRecords(
                     body.items[i]?.fieldValues.findIndex((f) => f.fieldName === name) ?? 0,
                   ),
               ),
+              (shared) => recordAccess(caller, shared) !== 'none',
             );
             throw rejected(clashes.length > 0 ? clashes : [uniqueViolation('/items')]);
           }

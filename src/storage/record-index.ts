@@ -107,23 +107,28 @@ export interface UniqueClaim {
   recordId?: number;
 }
 
-const HOLDERS = `SELECT j.key AS i, ri.record_id FROM json_each(?1) j JOIN record_index ri
+const HOLDERS = `SELECT j.key AS i, ri.record_id, (SELECT json_group_array(workspace_id) FROM record_workspaces
+    WHERE record_id = ri.record_id) AS shared
+  FROM json_each(?1) j JOIN record_index ri
   ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2`;
 
 /**
  * The claims that clash: with a live record holding the value, or with an earlier claim of the
- * same request. One round trip; each problem is 409 `unique_violation` at its claim's pointer.
+ * same request. One round trip; each problem is 409 `unique_violation` at its claim's pointer,
+ * naming the holding record when `canSee` says the caller may see it (by its workspaces).
  */
 export async function uniqueClashes(
   db: D1Database,
   claims: readonly UniqueClaim[],
+  canSee: (sharedWorkspaceIds: readonly number[]) => boolean = () => false,
 ): Promise<{ pointer: string; code: string; message: string; status: number }[]> {
   if (claims.length === 0) return [];
   const rows = await db
     .prepare(HOLDERS)
     .bind(JSON.stringify(claims.map((c) => [c.objectId, c.field, c.key])))
-    .all<{ i: number; record_id: number }>();
+    .all<{ i: number; record_id: number; shared: string }>();
   const held = new Map(rows.results.map((row) => [row.i, row.record_id]));
+  const visible = new Map(rows.results.map((row) => [row.record_id, canSee(JSON.parse(row.shared) as number[])]));
   const seen = new Set<string>();
   return claims.flatMap((claim, i) => {
     const at = JSON.stringify([claim.objectId, claim.field, claim.key]);
@@ -135,7 +140,11 @@ export async function uniqueClashes(
       {
         pointer: claim.pointer,
         code: 'unique_violation',
-        message: twice ? 'another element of this request holds this value' : 'another live record holds this value',
+        message: twice
+          ? 'another element of this request holds this value'
+          : holder !== undefined && visible.get(holder) === true
+            ? `record ${holder} holds this value`
+            : 'another live record holds this value',
         status: 409,
       },
     ];

@@ -74,7 +74,8 @@ describe('indexed and unique fields: the index follows every write in its transa
     });
     expectProblem(clash, 409, 'conflict');
     expect(clash.body.errors).toEqual([
-      { pointer: '/1/fieldValues/1', code: 'unique_violation', message: 'another live record holds this value' },
+      // The caller sees the holder: it is named.
+      { pointer: '/1/fieldValues/1', code: 'unique_violation', message: `record ${first.id} holds this value` },
     ]);
     const after = await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>();
     expect(after?.n).toBe(before?.n);
@@ -105,6 +106,24 @@ describe('indexed and unique fields: the index follows every write in its transa
       body: { fieldValues: [fv('code', 'X-1'), fv('note', 'n')] },
     });
     expect(own.status).toBe(200);
+  });
+
+  it('a holder the caller cannot see is not named', async () => {
+    const { editor, object, definition } = await setup();
+    await createOne(editor.key, object.id, [fv('code', 'hidden')]);
+    // Shared only with the first workspace; another user edits only a second one.
+    const other = await newUser('other');
+    const second = await newWorkspace({ [other.id]: 'editor' });
+    const widened = { ...definition, workspaceIds: [...definition.workspaceIds, second] };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, widened)).status).toBe(200);
+    const clash = await call('POST', '/records/batch', {
+      key: other.key,
+      body: [{ objectId: object.id, fieldValues: [fv('code', 'HIDDEN')] }],
+    });
+    expectProblem(clash, 409, 'conflict');
+    expect(clash.body.errors).toEqual([
+      { pointer: '/0/fieldValues/0', code: 'unique_violation', message: 'another live record holds this value' },
+    ]);
   });
 
   it('20 concurrent creates of one new value: exactly one record holds it', async () => {

@@ -70,7 +70,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
 
   it('is all or nothing, checks the body, and answers 400 for the same value twice or a field that is not unique', async () => {
     const { editor, viewer, stranger, object } = await setup();
-    await createOne(editor.key, object.id, [fv('email', 'a@x.org'), fv('name', 'A'), fv('code', 1)]);
+    const holder = await createOne(editor.key, object.id, [fv('email', 'a@x.org'), fv('name', 'A'), fv('code', 1)]);
     const before = await recordsOf(object.id);
     const bad = await upsert(editor.key, object.id, {
       matchOn: 'email',
@@ -88,7 +88,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
     });
     expectProblem(clash, 409, 'conflict');
     expect(clash.body.errors).toEqual([
-      { pointer: '/items/0/fieldValues/2', code: 'unique_violation', message: 'another live record holds this value' },
+      { pointer: '/items/0/fieldValues/2', code: 'unique_violation', message: `record ${holder.id} holds this value` },
     ]);
     expect(await recordsOf(object.id)).toEqual(before);
     const twice = await upsert(editor.key, object.id, {
