@@ -210,7 +210,8 @@ export class AdminStore {
   /**
    * Adds the next version of an existing object; undefined when it does not exist. In the same
    * transaction, the index follows the new version's indexed fields (see record-index.ts): a field that
-   * became indexed is built for every record of the object, one no longer indexed is dropped.
+   * became indexed is built for every record of the object, one no longer indexed is dropped (a
+   * version that changes no field's indexing reads nothing more).
    * A field made unique while live records share a value: UniqueDuplicates, nothing written.
    */
   async updateObject(id: number, input: ObjectDefinitionIn, now: number): Promise<ObjectDef | undefined> {

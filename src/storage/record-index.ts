@@ -23,8 +23,16 @@ export const datetimeKey = (param: string): string => `CAST(round(1000 * coalesc
     unixepoch(upper(${param}), 'subsec'),
     unixepoch(upper(substr(${param}, 1, 17) || '59' || substr(${param}, 20)), 'subsec') + 1)) AS INTEGER)`;
 
+/** The indexed fields (name, type, unique) of version `current_version + delta` of object ?1, as JSON. */
+const indexedOf = (delta: number): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
+    f.value ->> '$.type', coalesce(f.value ->> '$.unique', 0)))
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
+    json_each(v.fields) f
+  WHERE o.id = ?1 AND (coalesce(f.value ->> '$.indexed', 0) OR coalesce(f.value ->> '$.unique', 0)))`;
+// Only a version that changes which fields are indexed (or how) touches the index.
+const CHANGED = `${indexedOf(0)} IS NOT ${indexedOf(-1)}`;
 // Rows of fields the object's current definition no longer indexes.
-const DROP = `DELETE FROM record_index WHERE object_id = ?1
+const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED}
   AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1)`;
 // Every indexed field of every record of the object; only rows that differ are written.
 const BUILD = `INSERT INTO record_index (record_id, field, object_id, value, unique_key)
@@ -33,12 +41,15 @@ const BUILD = `INSERT INTO record_index (record_id, field, object_id, value, uni
   FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique, ${INDEX_VALUE} AS value
     FROM records r JOIN index_fields f ON f.object_id = r.object_id
       JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name
-    WHERE r.object_id = ?1)
+    WHERE r.object_id = ?1 AND ${CHANGED})
   WHERE true
   ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key
     WHERE value IS NOT excluded.value OR unique_key IS NOT excluded.unique_key`;
 
-/** The statements that make the index follow the object's current definition (after its new version is in). */
+/**
+ * The statements that make the index follow the object's current definition (after its new
+ * version is in): nothing, unless the new version changes which fields are indexed or unique.
+ */
 export function reindexObject(db: D1Database, objectId: number): D1PreparedStatement[] {
   return [db.prepare(DROP).bind(objectId), db.prepare(BUILD).bind(objectId)];
 }

@@ -164,6 +164,10 @@ describe('indexed and unique fields: the index follows every write in its transa
       { pointer: '/fields/3/unique', code: 'duplicates', message: `live records ${a.id}, ${b.id} hold the same value` },
     ]);
     expect((await admin('GET', `/admin/objects/${object.id}`)).body.version).toBe(2);
+    // A version that changes no field's indexing leaves the index as it is.
+    const renamed = await admin('PUT', `/admin/objects/${object.id}`, { ...withIndexed, name: 'Renamed' });
+    expect(renamed.status).toBe(200);
+    expect(await indexRows(c.id)).toEqual([{ field: 'note', value: 'single', unique_key: null }]);
     // Unindexing drops its rows.
     expect((await admin('PUT', `/admin/objects/${object.id}`, definition)).status).toBe(200);
     expect(await indexRows(c.id)).toEqual([]);
