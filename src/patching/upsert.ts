@@ -145,7 +145,14 @@ export async function upsertRecords(
       const found = updates.flatMap(({ i, id, patch }) => {
         const record = records.get(id);
         const access = record ? recordAccess(caller, record.sharedWorkspaceIds) : 'none';
-        return patchProblems(record, access, record && objects.get(record.objectId), patch, pointer('', 'items', i));
+        // An item names no id: a record it may not change is answered at the item.
+        return patchProblems(
+          record,
+          access,
+          record && objects.get(record.objectId),
+          patch,
+          pointer('', 'items', i),
+        ).map((p) => (p.pointer === pointer('', 'items', i, 'id') ? { ...p, pointer: pointer('', 'items', i) } : p));
       });
       const plan = planCreate(
         caller,

@@ -110,11 +110,12 @@ describe('POST /objects/{objectId}/records/upsert', () => {
     expect(missing.body.errors[0]).toMatchObject({ pointer: '/items/0/fieldValues', code: 'required' });
     const empty = await upsert(editor.key, object.id, { matchOn: 'email', items: [] });
     expectProblem(empty, 400, 'invalid_request');
-    expectProblem(
-      await upsert(viewer.key, object.id, { matchOn: 'email', items: [{ fieldValues: [fv('email', 'a@x.org')] }] }),
-      403,
-      'forbidden',
-    );
+    const viewing = await upsert(viewer.key, object.id, {
+      matchOn: 'email',
+      items: [{ fieldValues: [fv('email', 'a@x.org')] }],
+    });
+    expectProblem(viewing, 403, 'forbidden');
+    expect(viewing.body.errors[0].pointer).toBe('/items/0');
     expectProblem(
       await upsert(stranger.key, object.id, { matchOn: 'email', items: [{ fieldValues: [fv('email', 'a@x.org')] }] }),
       404,
