@@ -1,5 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { createContext } from '../../src/context.ts';
+import { sha256Hex } from '../../src/http/auth.ts';
+import { upsertRecords } from '../../src/patching/upsert.ts';
 import { admin, call, createOne, expectProblem, newUser, newWorkspace } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
@@ -168,5 +171,37 @@ describe('POST /objects/{objectId}/records/upsert', () => {
     );
     expectProblem(other, 422, 'unprocessable');
     expect(other.body.errors[0].code).toBe('idempotency_key_reused');
+  });
+
+  it('run again under the same write id (a lost reply, a re-run), an upsert is answered from its ledger row: nothing twice', async () => {
+    const { editor, object } = await setup();
+    await createOne(editor.key, object.id, [fv('email', 'r@x.org'), fv('name', 'R')]);
+    const context = () =>
+      createContext(env, 'rerun', {
+        waitUntil() {},
+        passThroughOnException() {},
+        props: {},
+      } as unknown as ExecutionContext);
+    const input = {
+      keyHash: await sha256Hex(editor.key),
+      objectId: object.id,
+      body: {
+        ok: true as const,
+        value: {
+          matchOn: 'email',
+          items: [
+            { fieldValues: [fv('email', 'r@x.org'), fv('score', 3)] },
+            { fieldValues: [fv('email', 's@x.org'), fv('name', 'S')] },
+          ],
+        },
+      },
+      idempotency: { key: undefined, method: 'POST', path: `/objects/${object.id}/records/upsert`, problems: [] },
+    };
+    const first = await upsertRecords(context(), input, 'rerun-write-1');
+    const after = await recordsOf(object.id);
+    const again = await upsertRecords(context(), input, 'rerun-write-1');
+    expect('value' in again && again.value).toEqual('value' in first && first.value);
+    expect('value' in first && first.value.map((item) => item.result)).toEqual(['updated', 'created']);
+    expect(await recordsOf(object.id)).toEqual(after);
   });
 });
