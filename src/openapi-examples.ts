@@ -80,6 +80,49 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   patchRecord: { request: stagePatch, response: patched },
   listRecords: { response: { items: [contact], nextCursor: cursor } },
+  upsertRecords: {
+    request: {
+      matchOn: 'email',
+      items: [
+        {
+          fieldValues: [
+            { fieldName: 'email', value: 'ada@example.com' },
+            { fieldName: 'stage', value: 'customer' },
+          ],
+        },
+        {
+          fieldValues: [
+            { fieldName: 'email', value: 'grace@example.com' },
+            { fieldName: 'firstName', value: 'Grace' },
+          ],
+        },
+      ],
+    },
+    response: [
+      { status: 'Succeeded', result: 'updated', record: patched },
+      {
+        status: 'Succeeded',
+        result: 'created',
+        record: { ...contact, id: 2, name: 'Grace', fieldValues: [{ fieldName: 'firstName', value: 'Grace' }] },
+      },
+    ],
+  },
+  queryRecords: {
+    request: {
+      filter: {
+        and: [
+          { field: 'stage', op: 'in', value: ['lead', 'customer'] },
+          { field: 'lastName', op: 'startsWith', value: 'Love' },
+          { not: { field: 'createdAt', op: 'lt', value: AT - 86_400_000 } },
+        ],
+      },
+      sort: [{ field: 'updatedAt', direction: 'desc' }],
+      fields: ['firstName', 'lastName'],
+      limit: 20,
+      count: true,
+    },
+    response: { items: [contact], nextCursor: null, count: { value: 1, exact: true } },
+  },
   listChanges: {
     response: {
       items: [

@@ -60,6 +60,10 @@ export default defineConfig({
       workersProject('workers', 'test/integration/wrangler.toml', 'test/integration/**/*.test.ts'),
       // The same, against the chaos build: real D1 and objects behind bindings that inject faults.
       workersProject('chaos', 'test/chaos/wrangler.toml', 'test/chaos/**/*.test.ts'),
+      // `npm run bench:query` only: indexed and unindexed queries over 100,000 records.
+      ...(process.env.BENCH_QUERY === '1'
+        ? [workersProject('bench-query', 'test/integration/wrangler.toml', 'test/bench/workers/query.bench.test.ts')]
+        : []),
       {
         // Over real HTTP against a locally started Worker.
         test: {

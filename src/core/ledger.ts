@@ -7,10 +7,13 @@
 
 import type { InputProblem } from './problem.ts';
 
+/** What an upsert did to each of its items. */
+export type UpsertResult = 'created' | 'updated' | 'unchanged';
+
 /** What a finished write left in the ledger. */
 export type LedgerOutcome =
-  /** Record writes: each record it answered, at the version it answered. */
-  | { r: [recordId: number, version: number][] }
+  /** Record writes: each record it answered, at the version it answered (an upsert: and what it did to each). */
+  | { r: [recordId: number, version: number][]; u?: UpsertResult[] }
   /** A create: `count` records with consecutive ids from `first`, each at version 1. */
   | { c: [first: number, count: number] }
   /** Any other write (the admin API): its answer. */

@@ -1,7 +1,7 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import { templateFields } from './name.ts';
-import type { FieldType, ObjectDef } from './object-def.ts';
+import type { FieldDef, FieldType, ObjectDef } from './object-def.ts';
 
 export type { FieldDef, FieldType, ObjectDef } from './object-def.ts';
 
@@ -19,6 +19,24 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   url: false,
   json: false,
 };
+
+/** Types whose values an index keeps (scalars). */
+export const INDEXABLE: ReadonlySet<FieldType> = new Set<FieldType>([
+  'text',
+  'number',
+  'integer',
+  'boolean',
+  'date',
+  'datetime',
+  'select',
+  'email',
+  'url',
+]);
+/** Types a field may be unique in. */
+export const UNIQUE_TYPES: ReadonlySet<FieldType> = new Set<FieldType>(['text', 'email', 'url', 'integer', 'date']);
+
+/** Whether queries find a field by the index: marked indexed, or unique (which implies it). */
+export const isIndexed = (field: FieldDef): boolean => field.indexed === true || field.unique === true;
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
@@ -41,6 +59,10 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
     }
     if (!choice && field.options !== undefined)
       add(pointer('', 'fields', i, 'options'), 'not_allowed', 'only select fields take options');
+    if (field.indexed === true && !INDEXABLE.has(field.type))
+      add(pointer('', 'fields', i, 'indexed'), 'not_allowed', `a ${field.type} field cannot be indexed`);
+    if (field.unique === true && !UNIQUE_TYPES.has(field.type))
+      add(pointer('', 'fields', i, 'unique'), 'not_allowed', `a ${field.type} field cannot be unique`);
     if (field.options !== undefined && new Set(field.options).size !== field.options.length) {
       add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
     }

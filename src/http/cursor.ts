@@ -1,4 +1,4 @@
-import { HttpError } from './errors.ts';
+import { HttpError, invalidCursor } from './errors.ts';
 
 /**
  * Opaque, tamper-evident cursors: base64url of the position's decimal digits, a dot, and an
@@ -79,4 +79,43 @@ export async function readCursor(secret: string, cursor: string, scope: string, 
 /** The key cursors are signed with: the CURSOR_SECRET secret when set, else the one kept in storage. */
 export async function cursorKey(secret: string | undefined, stored: () => Promise<string>): Promise<string> {
   return secret !== undefined && secret !== '' ? secret : stored();
+}
+
+/**
+ * A cursor holding a keyset position (sort values and an id) rather than one number: base64url of
+ * the position's JSON, a dot, and the tag over that JSON and `scope`. Read back only if it is
+ * exactly the text this service would issue for that position and scope.
+ */
+export async function signPosition(secret: string, position: readonly unknown[], scope: string): Promise<string> {
+  const text = JSON.stringify(position);
+  const bytes = encoder.encode(text);
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  const head = btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
+  return `${head}.${await tag(secret, `${text}.${scope}`)}`;
+}
+
+/** The position a keyset cursor holds, or 400 naming `pointer` (a body property) when it is not one this service issued for `scope`. */
+export async function readPosition(secret: string, cursor: string, scope: string, at: string): Promise<unknown[]> {
+  const dot = cursor.indexOf('.');
+  const head = dot < 0 ? '' : cursor.slice(0, dot);
+  let position: unknown;
+  if (/^[A-Za-z0-9_-]{1,2048}$/.test(head)) {
+    try {
+      const binary = atob(head.replaceAll('-', '+').replaceAll('_', '/'));
+      position = JSON.parse(
+        new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(
+          Uint8Array.from(binary, (c) => c.charCodeAt(0)),
+        ),
+      );
+    } catch {
+      position = undefined;
+    }
+  }
+  if (Array.isArray(position) && sameText(cursor, await signPosition(secret, position, scope))) return position;
+  throw invalidCursor({
+    pointer: at,
+    code: 'invalid_cursor',
+    message: 'not a cursor this service issued for this query',
+  });
 }

@@ -110,6 +110,15 @@ export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
     errors: problems,
   });
 
+/** A cursor this service did not issue for this request. */
+export const invalidCursor = (problem: InputProblem): HttpError =>
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Invalid cursor',
+    detail: 'The cursor was not issued for this request.',
+    errors: [problem],
+  });
+
 export const unauthorized = (): HttpError =>
   new HttpError(401, {
     code: 'unauthorized',

@@ -1,10 +1,12 @@
 import type { Context } from '../context.ts';
+import { recordAccess } from '../domain/access.ts';
 import { planCreate } from '../domain/create.ts';
 import { createdRecord } from '../domain/record-json.ts';
 import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
+import { claimsOf, isUniqueViolation, uniqueClashes, uniqueViolation } from '../storage/record-index.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import type { CreateInput } from '../record-rpc.ts';
 import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
@@ -62,7 +64,17 @@ export async function createRecords(
             ),
           ]),
     ];
-    const result = await writes.commit<{ id: number }>(statements, [writeId], deadline);
+    const result = await writes.commit<{ id: number }>(statements, [writeId], deadline).catch(async (error) => {
+      if (!isUniqueViolation(error)) throw error;
+      // A unique field's value is held already: say where, from what D1 holds now.
+      const claims = claimsOf(
+        plan.value,
+        (id) => known.objects.get(id)?.fields,
+        (i, name) => pointer('', i, 'fieldValues', items[i]?.fieldValues.findIndex((v) => v.fieldName === name) ?? 0),
+      );
+      const clashes = await uniqueClashes(context.env.DB, claims, (shared) => recordAccess(caller, shared) !== 'none');
+      throw rejected(clashes.length > 0 ? clashes : [uniqueViolation('')]);
+    });
     if ('committed' in result) {
       return {
         value: plan.value.map((record, i) =>

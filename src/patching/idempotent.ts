@@ -135,7 +135,12 @@ async function replayed({ writes }: Context, done: KeyDone): Promise<StoredAnswe
   if ('a' in outcome) return { status, headers, body: outcome.a.body };
   const records = (await writes.answered(outcome, deadline)) ?? [];
   const body =
-    done.shape === 'record' ? JSON.stringify(records[0]) : batchAnswer(records.map((record) => JSON.stringify(record)));
+    done.shape === 'record'
+      ? JSON.stringify(records[0])
+      : batchAnswer(
+          records.map((record) => JSON.stringify(record)),
+          'r' in outcome ? outcome.u : undefined,
+        );
   return { status, headers, body };
 }
 

@@ -7,6 +7,7 @@ import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '..
 import { PatchItem, type PatchItemIn, type RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { sleep } from '../storage/retry.ts';
+import { claimsOf, isUniqueViolation, uniqueClashes, uniqueViolation } from '../storage/record-index.ts';
 import { VersionConflict } from '../storage/writes.ts';
 import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
@@ -92,7 +93,7 @@ function batchDuplicates(items: readonly unknown[]): InputProblem[] {
  * the batch's ledger row; the records answered, or the refusal to answer.
  */
 async function commit(
-  { writes }: Context,
+  { writes, env }: Context,
   items: readonly PatchItemIn[],
   states: Map<number, RecordOut>,
   objects: ReadonlyMap<number, ObjectDef>,
@@ -143,6 +144,21 @@ async function commit(
       if (failure !== undefined) return { refused: failure.status === 503 ? busy() : rejected(problemsOf(finished)) };
       return { records: (await writes.answered(finished, deadline + CALL_DEADLINE_MS)) ?? [] };
     } catch (error) {
+      if (isUniqueViolation(error)) {
+        // A unique field's value is held by another live record: say where (nothing was written).
+        const claims = claimsOf(
+          items.map((item) => ({
+            id: item.id,
+            objectId: (states.get(item.id) as RecordOut).objectId,
+            fieldValues: item.fieldValues ?? [],
+          })),
+          (objectId) => objects.get(objectId)?.fields,
+          (i, name) =>
+            pointer('', i, 'fieldValues', items[i]?.fieldValues?.findIndex((f) => f.fieldName === name) ?? 0),
+        );
+        const clashes = await uniqueClashes(env.DB, claims);
+        return { refused: rejected(clashes.length > 0 ? clashes : [uniqueViolation('')]) };
+      }
       if (!(error instanceof VersionConflict)) throw error;
       if (Date.now() >= deadline) return { refused: busy() };
       // Lost to a concurrent write: a short jittered pause keeps retries from meeting again.

@@ -1,3 +1,4 @@
+import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems, type ObjectDef } from '../domain/definition.ts';
@@ -343,6 +344,18 @@ export async function updateObject(request: IRequest, context: Context): Promise
   return adminWrite(context, key, input, {
     batch: (writes, writeId, now) => writes.updateObject(writeId, objectId, columns, around, now),
     failure: () => notFound('Object'),
+  }).catch(async (error: unknown) => {
+    // A field made unique while live records share a value: nothing was written; say which.
+    if (!isUniqueViolation(error)) throw error;
+    const duplicates = await duplicateValues(context.env.DB, objectId, input.fields);
+    throw rejected(
+      duplicates.map(({ fieldIndex, recordIds }) => ({
+        pointer: pointer('', 'fields', fieldIndex, 'unique'),
+        code: 'duplicates',
+        message: `live records ${recordIds.join(', ')} hold the same value`,
+        status: 409,
+      })),
+    );
   });
 }
 

@@ -46,6 +46,20 @@ export const FieldDefinition = v.strictObject({
   type: v.picklist(FIELD_TYPES),
   required: v.exactOptional(v.boolean()),
   options: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), maxChars(200))), v.maxLength(1000))),
+  indexed: v.exactOptional(
+    v.pipe(
+      v.boolean(),
+      v.description('Keep an index of this field (scalar types): queries filter and sort on it by the index.'),
+    ),
+  ),
+  unique: v.exactOptional(
+    v.pipe(
+      v.boolean(),
+      v.description(
+        'No two live records of the object hold the same value (text and email compare case-insensitively); text, email, url, integer and date only. Implies indexed.',
+      ),
+    ),
+  ),
 });
 export type FieldDefinitionIn = v.InferOutput<typeof FieldDefinition>;
 

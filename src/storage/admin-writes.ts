@@ -3,6 +3,7 @@ import type { Role } from '../domain/access.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { RecordWrites } from './writes.ts';
+import { reindexObject } from './record-index.ts';
 
 /**
  * The writes of the admin API, exactly once. Each is one D1 batch whose first statement inserts
@@ -240,6 +241,8 @@ export class AdminWrites {
       effects: [
         this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
         this.insertVersion('?', version, now, id),
+        // The index follows the new version's indexed fields, in the same transaction.
+        ...reindexObject(this.db, id),
       ],
       complete: this.db
         .prepare(

@@ -44,6 +44,13 @@ const LEDGER = 'INSERT INTO writes (id, outcome) SELECT value ->> 0, value ->> 1
 // A create's ids are max + 1 onwards (rows are never deleted), known in SQL before its inserts run.
 const LEDGER_CREATE = `INSERT INTO writes (id, outcome)
   SELECT ?1, json_object('c', json_array(coalesce(max(id), 0) + 1, ?2)) FROM records`;
+// An upsert's records in request order: `[id, version]` for a record it updated, `[null, k]` for
+// its k-th create, whose id is max + 1 + k (the ledger row goes in before the inserts).
+const LEDGER_UPSERT = `INSERT INTO writes (id, outcome)
+  SELECT ?1, json_object('r', (SELECT json_group_array(json(x)) FROM (SELECT CASE WHEN j.value ->> 0 IS NULL
+      THEN json_array(n.first + (j.value ->> 1), 1) ELSE j.value END AS x FROM json_each(?2) j ORDER BY j.key)),
+    'u', json(?3))
+  FROM (SELECT coalesce(max(id), 0) + 1 AS first FROM records) AS n`;
 const OUTCOMES = 'SELECT id, outcome FROM writes WHERE id IN (SELECT value FROM json_each(?1))';
 
 // See migrations 0002 and 0003: a stale expected version yields NULL, which the trigger refuses;
@@ -118,9 +125,17 @@ export interface KeyAnswer {
   shape: AnswerShape;
 }
 
-/** Items of a batch answer around each record's JSON: `[{"status":"Succeeded","record":…},…]`. */
-export function batchAnswer(recordJsons: readonly string[]): string {
-  return `[${recordJsons.map((json) => `{"status":"Succeeded","record":${json}}`).join(',')}]`;
+/**
+ * Items of a batch answer around each record's JSON: `[{"status":"Succeeded","record":…},…]`;
+ * an upsert's items also say what it did to each (`"result":"created"`).
+ */
+export function batchAnswer(recordJsons: readonly string[], results?: readonly string[]): string {
+  return `[${recordJsons
+    .map((json, i) => {
+      const result = results?.[i];
+      return `{"status":"Succeeded",${result === undefined ? '' : `"result":${JSON.stringify(result)},`}"record":${json}}`;
+    })
+    .join(',')}]`;
 }
 
 /**
@@ -182,6 +197,15 @@ export class RecordWrites {
   /** A create's ledger row: its records' ids are known only in SQL. */
   ledgerOfCreate(id: string, count: number): D1PreparedStatement {
     return this.db.prepare(LEDGER_CREATE).bind(id, count);
+  }
+
+  /** An upsert's ledger row: the ids of the records it creates are known only in SQL. */
+  ledgerOfUpsert(
+    id: string,
+    records: readonly ([number, number] | [null, number])[],
+    results: readonly string[],
+  ): D1PreparedStatement {
+    return this.db.prepare(LEDGER_UPSERT).bind(id, JSON.stringify(records), JSON.stringify(results));
   }
 
   /** One change row: the diff from `prev` to `next`. */

@@ -1,3 +1,4 @@
+import { isUniqueViolation, uniqueViolation } from '../storage/record-index.ts';
 import type { Clock } from '../core/clock.ts';
 import { failureOf, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
@@ -195,15 +196,23 @@ export class RecordQueue {
             refused: error instanceof Error ? error.message : String(error),
           }),
         );
-        entry.answer({
-          status: 422,
-          problem: {
-            pointer: '',
-            code: 'storage_refused',
-            message: 'storage refused this change; nothing was written',
-          },
-          work: meter.work(),
-        });
+        entry.answer(
+          isUniqueViolation(error)
+            ? {
+                status: 409,
+                problem: { pointer: '/fieldValues', code: 'unique_violation', message: uniqueViolation('').message },
+                work: meter.work(),
+              }
+            : {
+                status: 422,
+                problem: {
+                  pointer: '',
+                  code: 'storage_refused',
+                  message: 'storage refused this change; nothing was written',
+                },
+                work: meter.work(),
+              },
+        );
       }
     }
   }

@@ -1,0 +1,344 @@
+import { characters } from '../core/characters.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
+import { FIELD_NAME } from '../schemas/common.ts';
+import { isIndexed } from './definition.ts';
+import { isDate, isDateTime, isEmail, isHttpUrl } from './field-types.ts';
+import type { FieldType, ObjectDef } from './object-def.ts';
+
+/**
+ * The query of `POST /workspaces/{id}/records/query`, checked without storage: its shape, then
+ * every condition against the types of the fields it names. Each problem is listed with its
+ * pointer into the body. What comes out is a typed tree that storage turns into SQL.
+ */
+
+export const OPS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'nin', 'contains', 'startsWith', 'exists'] as const;
+export type Op = (typeof OPS)[number];
+
+export const MAX_DEPTH = 10;
+export const MAX_CONDITIONS = 50;
+export const MAX_IN = 100;
+export const MAX_SEARCH = 200;
+export const MAX_SORT = 3;
+export const MAX_LIMIT = 100;
+
+/** A field as a condition or sort reads it: a column of the record, or a field value (by the index when indexed). */
+export type FieldRef =
+  | { kind: 'system'; name: SystemField; type: FieldType }
+  | { kind: 'value'; name: string; type: FieldType; indexed: boolean };
+
+export type Expr = { and: Expr[] } | { or: Expr[] } | { not: Expr } | { field: FieldRef; op: Op; value?: unknown };
+
+export interface SortKey {
+  field: FieldRef;
+  direction: 'asc' | 'desc';
+}
+
+export interface Query {
+  filter?: Expr;
+  /** True when the filter names `deleted`; otherwise only live records match. */
+  namesDeleted: boolean;
+  search?: string;
+  /** The keys, ending with `id` (the tie-break) unless it came earlier. */
+  sort: SortKey[];
+  fields?: string[];
+  limit: number;
+  cursor?: string;
+  count: boolean;
+  /** What a cursor is bound to: the filter, search and sort as sent. */
+  scope: unknown;
+}
+
+export const SYSTEM_FIELDS = {
+  id: 'integer',
+  objectId: 'integer',
+  name: 'text',
+  createdAt: 'integer',
+  updatedAt: 'integer',
+  createdBy: 'integer',
+  updatedBy: 'integer',
+  ownedBy: 'integer',
+  deleted: 'boolean',
+  isTemplate: 'boolean',
+} as const satisfies Record<string, FieldType>;
+export type SystemField = keyof typeof SYSTEM_FIELDS;
+
+const isSystem = (name: string): name is SystemField => Object.hasOwn(SYSTEM_FIELDS, name);
+
+/** System fields a query may sort by (besides indexed fields). */
+const SORTABLE_SYSTEM = new Set<SystemField>([
+  'id',
+  'objectId',
+  'name',
+  'createdAt',
+  'updatedAt',
+  'createdBy',
+  'updatedBy',
+]);
+
+const ORDERED = new Set<FieldType>(['number', 'integer', 'date', 'datetime', 'text']);
+const EQUATABLE = new Set<FieldType>([
+  'text',
+  'number',
+  'integer',
+  'boolean',
+  'date',
+  'datetime',
+  'select',
+  'email',
+  'url',
+]);
+
+/** Which operators a field of `type` takes (`system` for the record's own properties). */
+export function opsFor(type: FieldType, system: SystemField | undefined): readonly Op[] {
+  const ops: Op[] = ['exists'];
+  if (EQUATABLE.has(type)) ops.push('eq', 'ne', 'in', 'nin');
+  if (ORDERED.has(type)) ops.push('lt', 'lte', 'gt', 'gte');
+  if ((type === 'text' && system === undefined) || type === 'multiSelect' || system === 'name') ops.push('contains');
+  if ((type === 'text' && system === undefined) || type === 'email' || type === 'url' || system === 'name')
+    ops.push('startsWith');
+  return ops;
+}
+
+/** The fields of the objects in view: one type per name, or `conflict` when objects disagree. */
+export type Catalog = Map<string, { type: FieldType; indexed: boolean } | 'conflict'>;
+
+export function catalogOf(defs: readonly ObjectDef[]): Catalog {
+  const catalog: Catalog = new Map();
+  for (const def of defs) {
+    for (const field of def.fields) {
+      const known = catalog.get(field.name);
+      if (known === undefined) catalog.set(field.name, { type: field.type, indexed: isIndexed(field) });
+      else if (known === 'conflict' || known.type !== field.type) catalog.set(field.name, 'conflict');
+      else known.indexed &&= isIndexed(field);
+    }
+  }
+  return catalog;
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
+
+const KEYS = new Set(['filter', 'search', 'sort', 'fields', 'limit', 'cursor', 'count']);
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** Checks a query body against the fields in view; every problem at once. */
+export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
+  const problems: InputProblem[] = [];
+  const add = (at: string, code: string, message: string): void => {
+    problems.push({ pointer: at, code, message });
+  };
+  if (!isObject(input))
+    return { ok: false, problems: [{ pointer: '', code: 'invalid_type', message: 'expected an object' }] };
+  for (const key of Object.keys(input))
+    if (!KEYS.has(key)) add(pointer('', key), 'unknown_property', 'unknown property');
+
+  const resolve = (name: unknown, at: string): FieldRef | undefined => {
+    if (typeof name !== 'string') return void add(at, 'invalid_type', 'expected string');
+    if (isSystem(name)) return { kind: 'system', name, type: SYSTEM_FIELDS[name] };
+    if (!FIELD_NAME.test(name)) return void add(at, 'unknown_field', 'no such field');
+    const known = catalog.get(name);
+    if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the objects in view');
+    if (known === 'conflict')
+      return void add(at, 'ambiguous_field', 'objects in view define this field with different types');
+    return { kind: 'value', name, type: known.type, indexed: known.indexed };
+  };
+
+  let conditions = 0;
+  let namesDeleted = false;
+  const expr = (node: unknown, at: string, depth: number): Expr | undefined => {
+    if (depth > MAX_DEPTH) return void add(at, 'too_deep', `expected at most ${MAX_DEPTH} levels`);
+    if (!isObject(node)) return void add(at, 'invalid_type', 'expected an object');
+    const keys = Object.keys(node);
+    const group = keys.length === 1 && (keys[0] === 'and' || keys[0] === 'or') ? keys[0] : undefined;
+    if (group !== undefined) {
+      const list = node[group];
+      if (!Array.isArray(list) || list.length === 0)
+        return void add(pointer(at, group), 'invalid_type', 'expected a non-empty array');
+      const items = list.map((item, i) => expr(item, pointer(at, group, i), depth + 1));
+      return items.every((item) => item !== undefined)
+        ? ({ [group]: items } as { and: Expr[] } | { or: Expr[] })
+        : undefined;
+    }
+    if (keys.length === 1 && keys[0] === 'not') {
+      const inner = expr(node.not, pointer(at, 'not'), depth + 1);
+      return inner === undefined ? undefined : { not: inner };
+    }
+    for (const key of keys)
+      if (!['field', 'op', 'value'].includes(key)) add(pointer(at, key), 'unknown_property', 'unknown property');
+    if (!('field' in node) && !('op' in node))
+      return void add(at, 'invalid_type', 'expected and, or, not or a condition');
+    conditions += 1;
+    if (conditions === MAX_CONDITIONS + 1) add(at, 'too_many', `expected at most ${MAX_CONDITIONS} conditions`);
+    const field = resolve(node.field, pointer(at, 'field'));
+    if (field?.name === 'deleted') namesDeleted = true;
+    const op = node.op;
+    if (!OPS.includes(op as Op))
+      return void add(pointer(at, 'op'), 'invalid_value', `expected one of ${OPS.join(', ')}`);
+    if (field === undefined) return undefined;
+    const system = field.kind === 'system' ? field.name : undefined;
+    if (!opsFor(field.type, system).includes(op as Op)) {
+      return void add(pointer(at, 'op'), 'invalid_operator', `${String(op)} does not apply to a ${field.type} field`);
+    }
+    const problem = valueProblem(field, op as Op, node.value);
+    if (problem !== undefined)
+      return void add(
+        problem.at ? pointer(at, 'value', ...problem.at) : pointer(at, 'value'),
+        problem.code,
+        problem.message,
+      );
+    return { field, op: op as Op, ...('value' in node ? { value: node.value } : {}) };
+  };
+
+  const filter = input.filter === undefined ? undefined : expr(input.filter, '/filter', 1);
+
+  let search: string | undefined;
+  if (input.search !== undefined) {
+    if (typeof input.search !== 'string') add('/search', 'invalid_type', 'expected string');
+    else if (characters(input.search) > MAX_SEARCH)
+      add('/search', 'invalid_length', `expected at most ${MAX_SEARCH} characters`);
+    else search = input.search;
+  }
+
+  const sort: SortKey[] = [];
+  if (input.sort !== undefined) {
+    if (!Array.isArray(input.sort)) add('/sort', 'invalid_type', 'expected an array');
+    else if (input.sort.length > MAX_SORT) add('/sort', 'invalid_length', `expected at most ${MAX_SORT} keys`);
+    else
+      input.sort.forEach((key: unknown, i) => {
+        const at = pointer('', 'sort', i);
+        if (!isObject(key)) return add(at, 'invalid_type', 'expected an object');
+        for (const k of Object.keys(key))
+          if (k !== 'field' && k !== 'direction') add(pointer(at, k), 'unknown_property', 'unknown property');
+        const direction = key.direction ?? 'asc';
+        if (direction !== 'asc' && direction !== 'desc')
+          add(pointer(at, 'direction'), 'invalid_value', 'expected asc or desc');
+        const field = resolve(key.field, pointer(at, 'field'));
+        if (field === undefined) return;
+        const sortable = field.kind === 'system' ? SORTABLE_SYSTEM.has(field.name) : field.indexed;
+        if (!sortable)
+          return add(pointer(at, 'field'), 'not_sortable', 'sort by id, a system field or an indexed field');
+        if (sort.some((s) => s.field.name === field.name))
+          return add(pointer(at, 'field'), 'duplicate', 'sorted by twice');
+        sort.push({ field, direction: direction === 'desc' ? 'desc' : 'asc' });
+      });
+  }
+  if (search !== undefined && sort.some((key) => key.field.name !== 'id'))
+    add('/sort', 'not_supported', 'a search is answered in id order: sort by id or not at all');
+  if (!sort.some((key) => key.field.name === 'id'))
+    sort.push({ field: { kind: 'system', name: 'id', type: 'integer' }, direction: 'asc' });
+
+  let fields: string[] | undefined;
+  if (input.fields !== undefined) {
+    if (!Array.isArray(input.fields) || input.fields.length > 200)
+      add('/fields', 'invalid_type', 'expected an array of at most 200 field names');
+    else {
+      fields = [];
+      input.fields.forEach((name: unknown, i) => {
+        const at = pointer('', 'fields', i);
+        if (typeof name !== 'string') return add(at, 'invalid_type', 'expected string');
+        if (!catalog.has(name)) return add(at, 'unknown_field', 'no field of this name in the objects in view');
+        fields?.push(name);
+      });
+    }
+  }
+
+  let limit = 50;
+  if (input.limit !== undefined) {
+    if (!Number.isSafeInteger(input.limit) || (input.limit as number) < 1 || (input.limit as number) > MAX_LIMIT)
+      add('/limit', 'out_of_range', `expected an integer from 1 to ${MAX_LIMIT}`);
+    else limit = input.limit as number;
+  }
+  if (input.cursor !== undefined && typeof input.cursor !== 'string') add('/cursor', 'invalid_type', 'expected string');
+  if (input.count !== undefined && typeof input.count !== 'boolean') add('/count', 'invalid_type', 'expected boolean');
+
+  if (search !== undefined && input.count === true)
+    add('/count', 'not_supported', 'a search is not counted: leave out count or search');
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    value: {
+      ...(filter === undefined ? {} : { filter }),
+      namesDeleted,
+      ...(search === undefined ? {} : { search }),
+      sort,
+      ...(fields === undefined ? {} : { fields }),
+      limit,
+      ...(typeof input.cursor === 'string' ? { cursor: input.cursor } : {}),
+      count: input.count === true,
+      scope: { filter: input.filter ?? null, search: search ?? null, sort: input.sort ?? null },
+    },
+  };
+}
+
+interface ValueProblem {
+  at?: (string | number)[];
+  code: string;
+  message: string;
+}
+
+/** Whether `value` fits the operator on a field of `field.type`. */
+function valueProblem(field: FieldRef, op: Op, value: unknown): ValueProblem | undefined {
+  if (op === 'exists')
+    return typeof value === 'boolean' ? undefined : { code: 'invalid_type', message: 'expected true or false' };
+  if (value === undefined) return { code: 'required', message: 'value is required' };
+  if (op === 'in' || op === 'nin') {
+    if (!Array.isArray(value) || value.length === 0 || value.length > MAX_IN)
+      return { code: 'invalid_type', message: `expected an array of 1 to ${MAX_IN} values` };
+    for (const [i, item] of value.entries()) {
+      const problem = scalarProblem(field, item);
+      if (problem !== undefined) return { at: [i], code: 'invalid_type', message: problem };
+    }
+    return undefined;
+  }
+  if (op === 'contains' || op === 'startsWith') {
+    if (typeof value !== 'string') return { code: 'invalid_type', message: 'expected string' };
+    return value === '' ? { code: 'invalid_value', message: 'expected a non-empty string' } : undefined;
+  }
+  const problem = scalarProblem(field, value);
+  return problem === undefined ? undefined : { code: 'invalid_type', message: problem };
+}
+
+function scalarProblem(field: FieldRef, value: unknown): string | undefined {
+  switch (field.type) {
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'expected number';
+    case 'integer':
+      if (field.kind === 'system')
+        return Number.isSafeInteger(value) && (value as number) >= 0 ? undefined : 'expected a non-negative integer';
+      return Number.isSafeInteger(value) ? undefined : 'expected integer';
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : 'expected boolean';
+    case 'date':
+      return typeof value === 'string' && isDate(value) ? undefined : 'expected a calendar date YYYY-MM-DD';
+    case 'datetime':
+      return typeof value === 'string' && isDateTime(value) ? undefined : 'expected an RFC 3339 date-time with offset';
+    case 'email':
+      return typeof value === 'string' && isEmail(value) ? undefined : 'expected an email address';
+    case 'url':
+      return typeof value === 'string' && isHttpUrl(value) ? undefined : 'expected an absolute http or https URL';
+    default:
+      return typeof value === 'string' ? undefined : 'expected string';
+  }
+}
+
+/** A record's field values limited to `fields` (all of them without a projection). */
+export function project<T extends { fieldValues: { fieldName: string }[] }>(record: T, fields?: readonly string[]): T {
+  if (fields === undefined) return record;
+  return { ...record, fieldValues: record.fieldValues.filter((value) => fields.includes(value.fieldName)) };
+}
+
+/** Words of a text as search compares them: Unicode letters and digits, lower case, accents removed. */
+export function searchWords(text: string): string[] {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== '');
+}
+
+/** Whether every word of the search starts a word of `name` (a search without words matches all). */
+export function matchesSearch(name: string, words: readonly string[]): boolean {
+  if (words.length === 0) return true;
+  const own = searchWords(name);
+  return words.every((word) => own.some((candidate) => candidate.startsWith(word)));
+}

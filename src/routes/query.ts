@@ -1,0 +1,46 @@
+import type { IRequest } from 'itty-router';
+import type { Context } from '../context.ts';
+import { canonicalJson } from '../core/json.ts';
+import { settle } from '../core/settle.ts';
+import { catalogOf, parseQuery, project } from '../domain/query.ts';
+import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { readJson } from '../http/body.ts';
+import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
+import { invalidBody, notFound, unauthorized } from '../http/errors.ts';
+import { pathIds } from '../http/params.ts';
+import { json } from '../http/respond.ts';
+import { storedCursorKey } from '../storage/cursor-key.ts';
+import { Queries, type Position } from '../storage/query.ts';
+import { pageOf } from './lists.ts';
+
+/**
+ * POST /workspaces/{workspaceId}/records/query: read-only, members (viewers too). One round trip
+ * reads the caller and the definitions in view (whose fields type the filter), one more the page.
+ * Order of checks: 401, the body 400 (a non-member learns nothing: 404 first), a foreign cursor 400.
+ */
+export async function queryRecords(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const body = await settle(() => readJson(request));
+  const queries = new Queries(context.env.DB, context.meter);
+  const { caller, objects } = await queries.view(keyHash, workspaceId);
+  if (caller === undefined) throw unauthorized();
+  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
+  if (!body.ok) throw body.error;
+  const parsed = parseQuery(body.value, catalogOf(objects));
+  if (!parsed.ok) throw invalidBody(parsed.problems);
+  const query = parsed.value;
+  const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
+  const scope = `query/${workspaceId}/${canonicalJson(query.scope)}`;
+  const after =
+    query.cursor === undefined ? undefined : ((await readPosition(secret, query.cursor, scope, '/cursor')) as Position);
+  const page = await queries.page(workspaceId, query, after);
+  const items = pageOf(page.records.map((record) => project(record, query.fields)));
+  const cut = items.length < page.records.length;
+  const next = cut ? page.positions[items.length - 1] : page.next;
+  return json({
+    items,
+    nextCursor: next === undefined ? null : await signPosition(secret, next, scope),
+    ...(page.count === undefined ? {} : { count: page.count }),
+  });
+}

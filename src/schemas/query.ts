@@ -1,0 +1,91 @@
+import * as v from 'valibot';
+import { Id } from './common.ts';
+import { maxChars } from './max-chars.ts';
+import { BatchItemSchema, RecordSchema } from './record.ts';
+
+/**
+ * The query body as /openapi.json documents it. The body is checked by domain/query.ts, which
+ * knows the field types (this schema cannot): these schemas only describe it.
+ */
+
+const OPS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'nin', 'contains', 'startsWith', 'exists'] as const;
+
+const Condition = v.pipe(
+  v.strictObject({
+    field: v.pipe(
+      v.string(),
+      v.description(
+        'A field of the objects in view, or a system field (id, objectId, name, createdAt, updatedAt, createdBy, updatedBy, ownedBy, deleted, isTemplate).',
+      ),
+    ),
+    op: v.picklist(OPS),
+    value: v.exactOptional(
+      v.pipe(
+        v.unknown(),
+        v.description(
+          "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a string for contains/startsWith.",
+        ),
+      ),
+    ),
+  }),
+  v.description(
+    'One condition; operators are typed by the field (ordering on number, integer, date, datetime, text; contains on text, multiSelect, name; startsWith on text, email, url, name).',
+  ),
+);
+
+const Group = v.union([
+  v.strictObject({
+    and: v.pipe(v.array(v.unknown()), v.minLength(1), v.description('Expressions that must all hold.')),
+  }),
+  v.strictObject({
+    or: v.pipe(v.array(v.unknown()), v.minLength(1), v.description('Expressions one of which must hold.')),
+  }),
+  v.strictObject({ not: v.pipe(v.unknown(), v.description('An expression that must not hold.')) }),
+]);
+
+export const QueryBody = v.strictObject({
+  filter: v.exactOptional(
+    v.pipe(
+      v.union([Condition, Group]),
+      v.description(
+        'A condition, or and/or/not of expressions: at most 10 levels and 50 conditions. Deleted records match only when the filter names `deleted`.',
+      ),
+    ),
+  ),
+  search: v.exactOptional(v.pipe(v.string(), maxChars(200))),
+  sort: v.exactOptional(
+    v.pipe(
+      v.array(v.strictObject({ field: v.string(), direction: v.exactOptional(v.picklist(['asc', 'desc'])) })),
+      v.maxLength(3),
+      v.description(
+        'By id (the default), a system field or an indexed field; ties broken by id. Records without a value come last, either way.',
+      ),
+    ),
+  ),
+  fields: v.exactOptional(
+    v.pipe(v.array(v.string()), v.description("Only these field values in each record's `fieldValues`.")),
+  ),
+  limit: v.exactOptional(v.pipe(Id, v.minValue(1), v.maxValue(100))),
+  cursor: v.exactOptional(
+    v.pipe(
+      v.string(),
+      v.description('The `nextCursor` of the previous page; valid only with the same filter, search and sort.'),
+    ),
+  ),
+  count: v.exactOptional(v.pipe(v.boolean(), v.description('Also count the matching records (exact up to 10,000).'))),
+});
+
+export const QueryPage = v.strictObject({
+  items: v.array(RecordSchema),
+  nextCursor: v.nullable(v.string()),
+  count: v.exactOptional(v.strictObject({ value: Id, exact: v.boolean() })),
+});
+
+/** POST /objects/{objectId}/records/upsert: each item's record and what was done to it, in request order. */
+export const UpsertAnswer = v.array(
+  v.strictObject({
+    status: BatchItemSchema.entries.status,
+    result: v.picklist(['created', 'updated', 'unchanged']),
+    record: RecordSchema,
+  }),
+);

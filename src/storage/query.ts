@@ -1,0 +1,414 @@
+import type { Caller } from '../domain/access.ts';
+import type { ObjectDef } from '../domain/object-def.ts';
+import { matchesSearch, searchWords, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { Meter } from './meter.ts';
+import { datetimeKey } from './record-index.ts';
+import { retrying } from './retry.ts';
+import {
+  callerOf,
+  callerStatement,
+  RECORD_COLUMNS,
+  recordsOf,
+  toObjectDef,
+  type ObjectRow,
+  type RecordReadRow,
+} from './store.ts';
+
+/**
+ * The SQL of record queries. A query's values never enter the SQL text: they travel in one JSON
+ * array bound to `?1` and are read with `?1 ->> '$[k]'`, so no statement nears D1's bound
+ * parameter limit and a field name is only ever a value.
+ *
+ * Plans. Sorted by `id` alone, a page walks candidates in id order, at most SCAN_BOUND of them:
+ * the workspace's records, or, when the filter requires an indexed field to equal a value, the
+ * index's entries for that value (rows read grow with the page). Sorted by one indexed field, it
+ * walks that field's index entries, then the records without a value, as bounded. A page that
+ * reaches the bound ends there with a cursor, so a query never runs long and always progresses.
+ * Sorted by other keys, the matching records of the workspace are ordered by SQL (keyset on the
+ * sort values and id); such a page reads every record the filter lets through.
+ */
+
+/** Candidates a page of an id-ordered query reads at most. */
+export const SCAN_BOUND = 5000;
+/** A count is exact up to this many records; beyond, a lower bound. */
+export const COUNT_BOUND = 10_000;
+
+const COLUMNS: Record<SystemField, string> = {
+  id: 'r.id',
+  objectId: 'r.object_id',
+  name: 'r.name',
+  createdAt: 'r.created_at',
+  updatedAt: 'r.updated_at',
+  createdBy: 'r.created_by',
+  updatedBy: 'r.updated_by',
+  ownedBy: 'r.owned_by',
+  deleted: 'r.deleted',
+  isTemplate: 'r.is_template',
+};
+
+/**
+ * Where a missing value sorts: last either way. Ascending, after every value (SQLite orders any
+ * blob after all numbers and texts); descending, before every value (-Infinity).
+ */
+const missing = (desc: boolean): string => (desc ? '-9e999' : "x''");
+
+/** The objects whose current definition lists the workspace `?`. */
+const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+  WHERE EXISTS (SELECT 1 FROM json_each(v.workspace_ids) j WHERE j.value = ?)`;
+
+/** A position in a walk: the sort keys' values, then the id. */
+export type Position = (string | number | null)[];
+
+export interface QueryPage {
+  records: RecordOut[];
+  /** Each record's position (a page cut short by its size continues after one). */
+  positions: Position[];
+  /** Where the next page starts, when there may be one. */
+  next: Position | undefined;
+  count?: { value: number; exact: boolean };
+}
+
+class Sql {
+  readonly params: unknown[] = [];
+  /** The JSON parameter `k`, as an SQL value. */
+  param(value: unknown): string {
+    this.params.push(value);
+    return `(?1 ->> '$[${this.params.length - 1}]')`;
+  }
+  /** The JSON array parameter `k`, as rows of `value`. */
+  list(values: readonly unknown[]): string {
+    this.params.push(values);
+    return `json_each(?1, '$[${this.params.length - 1}]')`;
+  }
+}
+
+function valueOf(sql: Sql, field: FieldRef): string {
+  if (field.kind === 'system') return COLUMNS[field.name];
+  const name = sql.param(field.name);
+  if (field.indexed) return `(SELECT ri.value FROM record_index ri WHERE ri.record_id = r.id AND ri.field = ${name})`;
+  const raw = `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e WHERE e.value ->> '$.fieldName' = ${name})`;
+  return field.type === 'datetime' ? datetimeKey(raw) : raw;
+}
+
+/** A value sent for a field, as the field's SQL value compares with it. */
+function operand(sql: Sql, field: FieldRef, value: unknown): string {
+  const p = sql.param(value);
+  return field.type === 'datetime' ? datetimeKey(p) : p;
+}
+
+const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
+
+/** A condition or a tree of them, as an SQL expression that is 0 or 1 (never NULL). */
+function compile(sql: Sql, expr: Expr): string {
+  if ('and' in expr) return `(${expr.and.map((e) => compile(sql, e)).join(' AND ')})`;
+  if ('or' in expr) return `(${expr.or.map((e) => compile(sql, e)).join(' OR ')})`;
+  if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
+  const { field, op, value } = expr;
+  if (op === 'contains' && field.type === 'multiSelect') {
+    return `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
+      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value = ${sql.param(value)})`;
+  }
+  const v = valueOf(sql, field);
+  switch (op) {
+    case 'exists':
+      return value === true ? `(${v} IS NOT NULL)` : `(${v} IS NULL)`;
+    case 'ne':
+      return `(${v} IS NOT ${operand(sql, field, value)})`;
+    case 'in':
+    case 'nin': {
+      const items = sql.list(value as unknown[]);
+      const set =
+        field.type === 'datetime' ? `SELECT ${datetimeKey('value')} FROM ${items}` : `SELECT value FROM ${items}`;
+      return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
+    }
+    case 'contains':
+      return `coalesce(instr(lower(${v}), lower(${sql.param(value)})) > 0, 0)`;
+    case 'startsWith': {
+      const p = sql.param(value);
+      return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
+    }
+    default:
+      return `coalesce(${v} ${COMPARE[op]} ${operand(sql, field, value)}, 0)`;
+  }
+}
+
+/** An `eq` on an indexed field that every match must meet: the walk can read the index for it. */
+function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown } | undefined {
+  const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
+  for (const e of top) {
+    if ('field' in e && e.op === 'eq' && e.field.kind === 'value' && e.field.indexed)
+      return { field: e.field, value: e.value };
+  }
+  return undefined;
+}
+
+export class Queries {
+  constructor(
+    private readonly db: D1Database,
+    private readonly meter: Meter,
+  ) {}
+
+  /** The caller and the definitions of the objects in view of the workspace. One round trip. */
+  async view(keyHash: string, workspaceId: number): Promise<{ caller: Caller | undefined; objects: ObjectDef[] }> {
+    const [caller, objects] = await this.read([
+      callerStatement(this.db, keyHash),
+      this.db.prepare(OBJECTS_IN_VIEW).bind(workspaceId),
+    ]);
+    return { caller: callerOf(caller), objects: ((objects?.results ?? []) as ObjectRow[]).map(toObjectDef) };
+  }
+
+  /** One page of the query after `after` (a position this walk issued). */
+  async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const [first, second] = query.sort;
+    if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
+    if (
+      query.sort.length === 2 &&
+      first?.field.kind === 'value' &&
+      second?.field.name === 'id' &&
+      second.direction === 'asc'
+    )
+      return this.indexedSortPage(workspaceId, query, first.field.name, first.direction === 'desc', after);
+    return this.sortedPage(workspaceId, query, after);
+  }
+
+  /**
+   * A page sorted by one indexed field (ties by id), read from the index: the records with a value
+   * walk the index in value order, then those without one (last, either way) walk the workspace in
+   * id order; either walk reads at most SCAN_BOUND entries a page and ends there
+   * with a cursor. A page ends where its walk does (the next page starts the other walk).
+   * Positions are `[value, id]` (`value` null: among the records without one) or `[phase]` at the
+   * start of a walk.
+   */
+  private async indexedSortPage(
+    workspaceId: number,
+    query: Query,
+    field: string,
+    desc: boolean,
+    after: Position | undefined,
+  ): Promise<QueryPage> {
+    const order = ['values', 'missing'];
+    const walk: 'values' | 'missing' =
+      after === undefined
+        ? (order[0] as 'values' | 'missing')
+        : after.length === 1
+          ? (after[0] as 'values' | 'missing')
+          : after[0] === null
+            ? 'missing'
+            : 'values';
+    const from = after !== undefined && after.length === 2 ? after : undefined;
+    const sql = new Sql();
+    const name = sql.param(field);
+    let source: string;
+    if (walk === 'missing') {
+      const past = from === undefined ? '' : `AND rw.record_id > ${sql.param(from[1])}`;
+      source = `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
+        ORDER BY rw.record_id LIMIT ${SCAN_BOUND})`;
+    } else {
+      let past = '';
+      if (from !== undefined) {
+        const [v, id] = [sql.param(from[0]), sql.param(from[1])];
+        past = `AND (ri.value ${desc ? '<' : '>'} ${v} OR (ri.value = ${v} AND ri.record_id > ${id}))`;
+      }
+      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri WHERE ri.field = ${name} ${past}
+        ORDER BY ri.value ${desc ? 'DESC' : ''}, ri.record_id LIMIT ${SCAN_BOUND})`;
+    }
+    const holds =
+      walk === 'missing'
+        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name})`
+        : `EXISTS (SELECT 1 FROM record_workspaces w WHERE w.workspace_id = ?2 AND w.record_id = r.id)`;
+    const where = this.where(sql, query);
+    // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
+    // reading at its limit (an ORDER BY here would read the whole bounded walk to sort it).
+    const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${source} c CROSS JOIN records r ON r.id = c.id
+      WHERE ${holds} AND ${where} LIMIT ?3`;
+    const args = walk === 'missing' ? [JSON.stringify(sql.params), workspaceId] : [JSON.stringify(sql.params)];
+    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
+    if (query.count)
+      statements.push(
+        this.countStatement(
+          workspaceId,
+          query,
+          () => '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c',
+        ),
+      );
+    const [rows, counted] = await this.read(statements);
+    // In the walk's order (see CROSS JOIN above), which the cursors follow.
+    const results = (rows?.results ?? []) as (RecordReadRow & { sort_value: string | number | null })[];
+    const positions = results.map((row): Position => [row.sort_value, row.id]);
+    const records = recordsOf(results).slice(0, query.limit);
+    let next: Position | undefined;
+    if (results.length > query.limit) next = positions[query.limit - 1];
+    else {
+      // Fewer than a page: the walk ended, or stopped at its bound (then the next page goes on).
+      const scanned = `SELECT (SELECT count(*) FROM ${source} c) AS n,
+        (SELECT json_array(c.v, c.id) FROM ${source} c ORDER BY c.v ${desc ? '' : 'DESC'}, c.id DESC LIMIT 1) AS last`;
+      // Only the walk of records without a value names the workspace (`?2`).
+      const [bound] = await this.read([this.db.prepare(scanned).bind(...args)]);
+      const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: string | null };
+      if (n >= SCAN_BOUND && last !== null) next = JSON.parse(last) as Position;
+      else if (walk === order[0]) next = [order[1] as string];
+    }
+    return { records, positions: positions.slice(0, query.limit), next, ...countOf(counted) };
+  }
+
+  private where(sql: Sql, query: Query): string {
+    const live = query.namesDeleted ? '1' : 'r.deleted = 0';
+    return query.filter === undefined ? live : `${live} AND ${compile(sql, query.filter)}`;
+  }
+
+  private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
+    const sql = new Sql();
+    const from = source(sql);
+    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id
+      WHERE ${this.where(sql, query)} LIMIT ${COUNT_BOUND + 1})`;
+    return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
+  }
+
+  private async boundedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const desc = query.sort[0]?.direction === 'desc';
+    const driver = driverOf(query.filter);
+    const source = (sql: Sql, from: number | undefined, bound: boolean): string => {
+      const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+      const order = `ORDER BY rw.record_id ${desc ? 'DESC' : ''} ${bound ? `LIMIT ${SCAN_BOUND}` : ''}`;
+      if (driver === undefined)
+        return `(SELECT rw.record_id AS id FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past} ${order}) c`;
+      return `(SELECT rw.record_id AS id FROM record_index ri JOIN record_workspaces rw
+          ON rw.workspace_id = ?2 AND rw.record_id = ri.record_id
+        WHERE ri.field = ${sql.param(driver.field.name)} AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
+        ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
+    };
+    const from = after?.at(-1) as number | undefined;
+    if (query.search !== undefined) return this.searchPage(workspaceId, query, from, desc, source);
+    const sql = new Sql();
+    const candidates = source(sql, from, true);
+    // The walk stays the outer loop, in its order, and the page stops reading at its limit.
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id
+      WHERE ${this.where(sql, query)} LIMIT ?3`;
+    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
+    if (query.count) statements.push(this.countStatement(workspaceId, query, (s) => source(s, undefined, false)));
+    const [rows, counted] = await this.read(statements);
+    const records = recordsOf((rows?.results ?? []) as RecordReadRow[]);
+    const count = countOf(counted);
+    if (records.length > query.limit) {
+      const kept = records.slice(0, query.limit);
+      return {
+        records: kept,
+        positions: kept.map((r) => [r.id]),
+        next: [(records[query.limit - 1] as RecordOut).id],
+        ...count,
+      };
+    }
+    // Fewer than a page: the walk is done unless the scan stopped at its bound.
+    const scan = new Sql();
+    const [scanned] = await this.read([
+      this.db
+        .prepare(`SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`)
+        .bind(JSON.stringify(scan.params), workspaceId),
+    ]);
+    const { n, last } = (scanned?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
+    return {
+      records,
+      positions: records.map((r) => [r.id]),
+      next: n >= SCAN_BOUND && last !== null ? [last] : undefined,
+      ...count,
+    };
+  }
+
+  /**
+   * A search page: the names of the (at most SCAN_BOUND) candidates that pass the filter, matched
+   * here word by word, then the first matches' records. Two round trips.
+   */
+  private async searchPage(
+    workspaceId: number,
+    query: Query,
+    from: number | undefined,
+    desc: boolean,
+    source: (sql: Sql, from: number | undefined, bound: boolean) => string,
+  ): Promise<QueryPage> {
+    const sql = new Sql();
+    const candidates = source(sql, from, true);
+    const names = `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''}`;
+    const scan = new Sql();
+    const scanned = `SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`;
+    const statements = [
+      this.db.prepare(names).bind(JSON.stringify(sql.params), workspaceId),
+      this.db.prepare(scanned).bind(JSON.stringify(scan.params), workspaceId),
+    ];
+    const [named, bound] = await this.read(statements);
+    const words = searchWords(query.search ?? '');
+    const hits = ((named?.results ?? []) as { id: number; name: string }[])
+      .filter((row) => matchesSearch(row.name, words))
+      .map((row) => row.id);
+    const ids = hits.slice(0, query.limit);
+    const [rows] = await this.read([
+      this.db
+        .prepare(`SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?1))`)
+        .bind(JSON.stringify(ids)),
+    ]);
+    const byId = new Map(recordsOf((rows?.results ?? []) as RecordReadRow[]).map((r) => [r.id, r]));
+    const records = ids.flatMap((id) => byId.get(id) ?? []);
+    const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
+    const next =
+      hits.length > query.limit ? [ids.at(-1) as number] : n >= SCAN_BOUND && last !== null ? [last] : undefined;
+    return { records, positions: records.map((r) => [r.id]), next };
+  }
+
+  private async sortedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const sql = new Sql();
+    const keys = query.sort.map((key) => {
+      const value = valueOf(sql, key.field);
+      const last = missing(key.direction === 'desc');
+      return { value: key.field.kind === 'value' ? `coalesce(${value}, ${last})` : value, raw: value, key };
+    });
+    let keyset = '1';
+    if (after !== undefined) {
+      const at = keys.map(({ key }, i) => {
+        const p = sql.param(after[i] ?? null);
+        return key.field.kind === 'value' ? `coalesce(${p}, ${missing(key.direction === 'desc')})` : p;
+      });
+      keyset = keys
+        .map(({ value, key }, i) => {
+          const equal = keys.slice(0, i).map((k, j) => `${k.value} = ${at[j]}`);
+          return `(${[...equal, `${value} ${key.direction === 'desc' ? '<' : '>'} ${at[i]}`].join(' AND ')})`;
+        })
+        .join(' OR ');
+    }
+    const where = this.where(sql, query);
+    const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
+      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+      WHERE rw.workspace_id = ?2 AND ${where} AND (${keyset})
+      ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
+      LIMIT ?3`;
+    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
+    if (query.count)
+      statements.push(
+        this.countStatement(
+          workspaceId,
+          query,
+          () => '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c',
+        ),
+      );
+    const [rows, counted] = await this.read(statements);
+    const results = (rows?.results ?? []) as (RecordReadRow & { position: string })[];
+    const records = recordsOf(results);
+    const last = results[query.limit - 1];
+    return {
+      records: records.slice(0, query.limit),
+      positions: results.slice(0, query.limit).map((row) => JSON.parse(row.position) as Position),
+      next: results.length > query.limit && last !== undefined ? (JSON.parse(last.position) as Position) : undefined,
+      ...countOf(counted),
+    };
+  }
+
+  private read(statements: D1PreparedStatement[]): Promise<D1Result<unknown>[]> {
+    return retrying(() => this.meter.d1(() => this.db.batch<unknown>(statements)));
+  }
+}
+
+function countOf(result: D1Result<unknown> | undefined): { count?: { value: number; exact: boolean } } {
+  if (result === undefined) return {};
+  const n = (result.results[0] as { n: number } | undefined)?.n ?? 0;
+  return { count: n > COUNT_BOUND ? { value: COUNT_BOUND, exact: false } : { value: n, exact: true } };
+}

@@ -1,0 +1,206 @@
+import type { FieldDefinitionIn } from '../schemas/admin.ts';
+
+/**
+ * The index of indexed and unique fields (`record_index`): one row per record and field, with a
+ * comparable `value` and, for a unique field of a live record, a `unique_key` that a unique SQL
+ * index keeps unique per object and field. Triggers on `records` keep it in step with every
+ * write of a record in that write's own transaction (see the migrations); this file holds what
+ * else reads or rebuilds it.
+ */
+
+/**
+ * A field value as the index compares it, from a `json_each` row `e` of a record's field values
+ * of a field of type `f.type`: the value itself (a boolean as 1 or 0), a date-time as epoch
+ * milliseconds (a leap second counts as the next second). The triggers use the same expression.
+ */
+export const INDEX_VALUE = `CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
+    unixepoch(upper(e.value ->> '$.value'), 'subsec'),
+    unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)), 'subsec') + 1
+  )) AS INTEGER) ELSE e.value ->> '$.value' END`;
+
+/** The same for a value `?` sent by a query, of the type `t`. */
+export const datetimeKey = (param: string): string => `CAST(round(1000 * coalesce(
+    unixepoch(upper(${param}), 'subsec'),
+    unixepoch(upper(substr(${param}, 1, 17) || '59' || substr(${param}, 20)), 'subsec') + 1)) AS INTEGER)`;
+
+/** The indexed fields (name, type, unique) of version `current_version + delta` of object ?1, as JSON. */
+const indexedOf = (delta: number): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
+    f.value ->> '$.type', coalesce(f.value ->> '$.unique', 0)))
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
+    json_each(v.fields) f
+  WHERE o.id = ?1 AND (coalesce(f.value ->> '$.indexed', 0) OR coalesce(f.value ->> '$.unique', 0)))`;
+// Only a version that changes which fields are indexed (or how) touches the index.
+const CHANGED = `${indexedOf(0)} IS NOT ${indexedOf(-1)}`;
+// Rows of fields the object's current definition no longer indexes.
+const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED}
+  AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1)`;
+// Every indexed field of every record of the object; only rows that differ are written.
+const BUILD = `INSERT INTO record_index (record_id, field, object_id, value, unique_key)
+  SELECT id, name, object_id, value, CASE WHEN is_unique AND NOT deleted
+      THEN CASE WHEN type IN ('text', 'email') THEN lower(value) ELSE value END END
+  FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique, ${INDEX_VALUE} AS value
+    FROM records r JOIN index_fields f ON f.object_id = r.object_id
+      JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name
+    WHERE r.object_id = ?1 AND ${CHANGED})
+  WHERE true
+  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key
+    WHERE value IS NOT excluded.value OR unique_key IS NOT excluded.unique_key`;
+
+/**
+ * The statements that make the index follow the object's current definition (after its new
+ * version is in): nothing, unless the new version changes which fields are indexed or unique.
+ */
+export function reindexObject(db: D1Database, objectId: number): D1PreparedStatement[] {
+  return [db.prepare(DROP).bind(objectId), db.prepare(BUILD).bind(objectId)];
+}
+
+/** D1 refused a write because a unique field's value is held by another live record. */
+export function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && /UNIQUE constraint failed: record_index\./.test(error.message);
+}
+
+/** Values of a unique field that several live records hold: the field and the records' ids. */
+export interface Duplicate {
+  field: string;
+  fieldIndex: number;
+  recordIds: number[];
+}
+
+/** A definition was refused: it marks fields unique whose values live records share. */
+export class UniqueDuplicates extends Error {
+  constructor(readonly duplicates: Duplicate[]) {
+    super('unique_duplicates');
+    this.name = 'UniqueDuplicates';
+  }
+}
+
+const VALUES = `SELECT r.id, e.value ->> '$.fieldName' AS field, e.value ->> '$.value' AS value
+  FROM records r, json_each(r.field_values) e
+  WHERE r.object_id = ?1 AND r.deleted = 0 AND e.value ->> '$.fieldName' IN (SELECT value FROM json_each(?2))
+  ORDER BY r.id`;
+
+/** The values that live records of the object share, in the unique fields of `fields`. One round trip. */
+export async function duplicateValues(
+  db: D1Database,
+  objectId: number,
+  fields: readonly FieldDefinitionIn[],
+): Promise<Duplicate[]> {
+  const unique = fields.filter((field) => field.unique === true);
+  const rows = await db
+    .prepare(VALUES)
+    .bind(objectId, JSON.stringify(unique.map((field) => field.name)))
+    .all<{ id: number; field: string; value: string | number }>();
+  const holders = new Map<string, number[]>();
+  for (const row of rows.results) {
+    const type = unique.find((field) => field.name === row.field)?.type;
+    const key = type === 'text' || type === 'email' ? asciiLower(String(row.value)) : String(row.value);
+    const at = JSON.stringify([row.field, key]);
+    holders.set(at, [...(holders.get(at) ?? []), row.id]);
+  }
+  return [...holders]
+    .filter(([, ids]) => ids.length > 1)
+    .map(([at, recordIds]) => {
+      const field = (JSON.parse(at) as [string, string])[0];
+      return { field, fieldIndex: fields.findIndex((f) => f.name === field), recordIds };
+    });
+}
+
+/** Lower case as SQLite's lower() makes it (ASCII letters only), which the unique index compares. */
+export const asciiLower = (text: string): string => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/** A value a write would give a unique field: where it is in the request, and its key in the index. */
+export interface UniqueClaim {
+  pointer: string;
+  objectId: number;
+  field: string;
+  key: string | number;
+  /** The record that writes it (undefined for a new one): holding its own value is no clash. */
+  recordId?: number;
+}
+
+const HOLDERS = `SELECT j.key AS i, ri.record_id, (SELECT json_group_array(workspace_id) FROM record_workspaces
+    WHERE record_id = ri.record_id) AS shared
+  FROM json_each(?1) j JOIN record_index ri
+  ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2`;
+
+/**
+ * The claims that clash: with a live record holding the value, or with an earlier claim of the
+ * same request. One round trip; each problem is 409 `unique_violation` at its claim's pointer,
+ * naming the holding record when `canSee` says the caller may see it (by its workspaces).
+ */
+export async function uniqueClashes(
+  db: D1Database,
+  claims: readonly UniqueClaim[],
+  canSee: (sharedWorkspaceIds: readonly number[]) => boolean = () => false,
+): Promise<{ pointer: string; code: string; message: string; status: number }[]> {
+  if (claims.length === 0) return [];
+  const rows = await db
+    .prepare(HOLDERS)
+    .bind(JSON.stringify(claims.map((c) => [c.objectId, c.field, c.key])))
+    .all<{ i: number; record_id: number; shared: string }>();
+  const held = new Map(rows.results.map((row) => [row.i, row.record_id]));
+  const visible = new Map(rows.results.map((row) => [row.record_id, canSee(JSON.parse(row.shared) as number[])]));
+  const seen = new Set<string>();
+  return claims.flatMap((claim, i) => {
+    const at = JSON.stringify([claim.objectId, claim.field, claim.key]);
+    const holder = held.get(i);
+    const twice = seen.has(at);
+    seen.add(at);
+    if (!twice && (holder === undefined || holder === claim.recordId)) return [];
+    return [
+      {
+        pointer: claim.pointer,
+        code: 'unique_violation',
+        message: twice
+          ? 'another element of this request holds this value'
+          : holder !== undefined && visible.get(holder) === true
+            ? `record ${holder} holds this value`
+            : 'another live record holds this value',
+        status: 409,
+      },
+    ];
+  });
+}
+
+/** The unique claims of records about to be written, by their definitions. */
+export function claimsOf(
+  records: readonly { objectId: number; id?: number; fieldValues: readonly { fieldName: string; value: unknown }[] }[],
+  fieldsOf: (objectId: number) => readonly FieldDefinitionIn[] | undefined,
+  pointerOf: (index: number, fieldName: string) => string,
+): UniqueClaim[] {
+  return records.flatMap((record, index) =>
+    record.fieldValues.flatMap(({ fieldName, value }) => {
+      const field = fieldsOf(record.objectId)?.find((f) => f.name === fieldName);
+      if (field?.unique !== true || (typeof value !== 'string' && typeof value !== 'number')) return [];
+      const key = field.type === 'text' || field.type === 'email' ? asciiLower(String(value)) : value;
+      return [
+        {
+          pointer: pointerOf(index, fieldName),
+          objectId: record.objectId,
+          field: fieldName,
+          key,
+          ...(record.id === undefined ? {} : { recordId: record.id }),
+        },
+      ];
+    }),
+  );
+}
+
+/** A unique clash at `pointer`, when which value clashed is not known. */
+export const uniqueViolation = (at: string): { pointer: string; code: string; message: string; status: number } => ({
+  pointer: at,
+  code: 'unique_violation',
+  message: 'another live record holds a value of a unique field',
+  status: 409,
+});
+
+/** The live record holding each claim's value, in the claims' order (undefined: none). One round trip. */
+export async function uniqueHolders(db: D1Database, claims: readonly UniqueClaim[]): Promise<(number | undefined)[]> {
+  if (claims.length === 0) return [];
+  const rows = await db
+    .prepare(HOLDERS)
+    .bind(JSON.stringify(claims.map((c) => [c.objectId, c.field, c.key])))
+    .all<{ i: number; record_id: number }>();
+  const held = new Map(rows.results.map((row) => [row.i, row.record_id]));
+  return claims.map((_, i) => held.get(i));
+}

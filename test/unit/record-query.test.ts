@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { catalogOf, matchesSearch, opsFor, parseQuery, project, searchWords } from '../../src/domain/query.ts';
+import type { ObjectDef } from '../../src/domain/object-def.ts';
+
+const def = (id: number, fields: ObjectDef['fields']): ObjectDef => ({
+  id,
+  version: 1,
+  name: 'O',
+  workspaceIds: [1],
+  fields,
+});
+const catalog = catalogOf([
+  def(1, [
+    { name: 'title', type: 'text' },
+    { name: 'rank', type: 'integer', indexed: true },
+    { name: 'tags', type: 'multiSelect', options: ['a'] },
+  ]),
+  def(2, [
+    { name: 'rank', type: 'integer' },
+    { name: 'kind', type: 'text' },
+  ]),
+  def(3, [{ name: 'kind', type: 'number' }]),
+]);
+
+describe('the query domain', () => {
+  it('types fields across objects: indexed only where every object indexes it; a type conflict is ambiguous', () => {
+    expect(catalog.get('rank')).toEqual({ type: 'integer', indexed: false });
+    expect(catalog.get('kind')).toBe('conflict');
+    expect(catalog.get('title')).toEqual({ type: 'text', indexed: false });
+  });
+
+  it('gives each type its operators', () => {
+    expect(opsFor('text', undefined)).toEqual([
+      'exists',
+      'eq',
+      'ne',
+      'in',
+      'nin',
+      'lt',
+      'lte',
+      'gt',
+      'gte',
+      'contains',
+      'startsWith',
+    ]);
+    expect(opsFor('multiSelect', undefined)).toEqual(['exists', 'contains']);
+    expect(opsFor('json', undefined)).toEqual(['exists']);
+    expect(opsFor('boolean', undefined)).toEqual(['exists', 'eq', 'ne', 'in', 'nin']);
+    expect(opsFor('email', undefined)).toEqual(['exists', 'eq', 'ne', 'in', 'nin', 'startsWith']);
+    expect(opsFor('text', 'name')).toEqual([
+      'exists',
+      'eq',
+      'ne',
+      'in',
+      'nin',
+      'lt',
+      'lte',
+      'gt',
+      'gte',
+      'contains',
+      'startsWith',
+    ]);
+  });
+
+  it('parses a valid query: defaults, the id tie-break, deleted named or not', () => {
+    const parsed = parseQuery({ filter: { field: 'title', op: 'eq', value: 'x' } }, catalog);
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    expect(parsed.value.limit).toBe(50);
+    expect(parsed.value.count).toBe(false);
+    expect(parsed.value.namesDeleted).toBe(false);
+    expect(parsed.value.sort.map((key) => [key.field.name, key.direction])).toEqual([['id', 'asc']]);
+    const deleted = parseQuery({ filter: { or: [{ field: 'deleted', op: 'eq', value: true }] } }, catalog);
+    expect(deleted.ok && deleted.value.namesDeleted).toBe(true);
+  });
+
+  it('lists every problem with its pointer', () => {
+    const parsed = parseQuery(
+      {
+        filter: { and: [{ field: 'kind', op: 'eq', value: 1 }, { field: 'tags', op: 'eq', value: 'a' }, { foo: 1 }] },
+        sort: [{ field: 'title' }, { field: 'rank' }],
+        search: 'x',
+        count: 'yes',
+      },
+      catalog,
+    );
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    expect(parsed.problems.map((p) => [p.pointer, p.code])).toEqual([
+      ['/filter/and/0/field', 'ambiguous_field'],
+      ['/filter/and/1/op', 'invalid_operator'],
+      ['/filter/and/2/foo', 'unknown_property'],
+      ['/filter/and/2', 'invalid_type'],
+      ['/sort/0/field', 'not_sortable'],
+      ['/sort/1/field', 'not_sortable'],
+      ['/count', 'invalid_type'],
+    ]);
+  });
+
+  it('projects field values', () => {
+    const record = {
+      id: 1,
+      fieldValues: [
+        { fieldName: 'a', value: 1 },
+        { fieldName: 'b', value: 2 },
+      ],
+    };
+    expect(project(record, ['b'])).toEqual({ id: 1, fieldValues: [{ fieldName: 'b', value: 2 }] });
+    expect(project(record)).toBe(record);
+  });
+
+  it('searches words by prefix, without case or accents, in any script', () => {
+    expect(searchWords('Zoë  Ångström-Smith, 東京')).toEqual(['zoe', 'angstrom', 'smith', '東京']);
+    expect(matchesSearch('Zoë Ångström', searchWords('ANG zo'))).toBe(true);
+    expect(matchesSearch('Zoë Ångström', searchWords('ström'))).toBe(false);
+    expect(matchesSearch('anything', [])).toBe(true);
+  });
+});
