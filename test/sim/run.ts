@@ -64,6 +64,8 @@ interface Setup {
 }
 
 const RECORDS = 3;
+/** The values upserts match on. */
+const CODES = ['a', 'b', 'c'];
 /** The id of the one workspace of every run (the first the setup creates). */
 const WORKSPACE = 1;
 let prepared: Setup | undefined;
@@ -98,6 +100,7 @@ async function setup(): Promise<Setup> {
       fields: [
         { name: 'title', type: 'text' },
         { name: 'flag', type: 'boolean' },
+        { name: 'code', type: 'text', unique: true },
       ],
     });
     const created = await http.json(
@@ -243,7 +246,17 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         const key = keyed ? `k-${c}-${o}` : undefined;
         const token = (a: number, i = 0): string => `t${c}.${o}.${keyed ? 0 : a}.${i}`;
         const id = world.pick(records);
-        const kind = world.pick(['patch', 'patch', 'ifMatch', 'batch', 'batchAll', 'create', 'delete', 'restore']);
+        const kind = world.pick([
+          'patch',
+          'patch',
+          'ifMatch',
+          'batch',
+          'batchAll',
+          'create',
+          'upsert',
+          'delete',
+          'restore',
+        ]);
         const headers: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
         if (kind === 'ifMatch') {
           const read = await send('read', 'GET', `/records/${id}`, undefined, []);
@@ -255,6 +268,9 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         const batchIds = chosen.length === 0 ? [id] : chosen;
         const noop = batchIds.map(() => world.chance(0.3));
         const creates = world.between(1, 2);
+        // Upserts match on a unique code drawn from a few, so clients race on the same values.
+        const codes = world.chance(0.5) ? [world.pick(CODES)] : CODES.filter(() => world.chance(0.5)).slice(0, 2);
+        const upserted = codes.length === 0 ? [world.pick(CODES)] : codes;
         const request = (a: number): { method: string; path: string; body: unknown; tokens: string[] } => {
           switch (kind) {
             case 'patch':
@@ -277,6 +293,22 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
                   ],
                 })),
                 tokens: batchIds.flatMap((_, i) => (noop[i] ? [] : [token(a, i)])),
+              };
+            case 'upsert':
+              return {
+                method: 'POST',
+                path: `/objects/${objectId}/records/upsert`,
+                body: {
+                  matchOn: 'code',
+                  items: upserted.map((code, i) => ({
+                    fieldValues: [
+                      { fieldName: 'code', value: code },
+                      { fieldName: 'title', value: token(a, i) },
+                      { fieldName: 'flag', value: true },
+                    ],
+                  })),
+                },
+                tokens: upserted.map((_, i) => token(a, i)),
               };
             case 'create':
               return {
@@ -367,6 +399,10 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     const stored = recordsOf(
       base.d1.db.prepare(`SELECT ${RECORD_COLUMNS} FROM records r ORDER BY r.id`).all() as unknown as RecordReadRow[],
     );
+    // A unique field: no two live records hold the same value, however the writes raced.
+    const held = stored.filter((r) => !r.deleted).flatMap((r) => r.fieldValues.filter((f) => f.fieldName === 'code'));
+    for (const code of CODES)
+      if (held.filter((f) => f.value === code).length > 1) violations.push(`code ${code} held by several live records`);
     for (const record of stored) {
       const folded = states.get(`${record.id}@${record.version}`);
       if (JSON.stringify(byName(record)) !== JSON.stringify(folded))
