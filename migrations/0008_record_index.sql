@@ -37,7 +37,8 @@ BEGIN
       THEN CASE WHEN type IN ('text', 'email') THEN lower(value) ELSE value END END
   FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
         unixepoch(upper(e.value ->> '$.value'), 'subsec'),
-        unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)), 'subsec') + 1
+        unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)),
+          'subsec') + 1
       )) AS INTEGER) ELSE e.value ->> '$.value' END AS value
     FROM index_fields f JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name
     WHERE f.object_id = NEW.object_id)
@@ -56,7 +57,8 @@ BEGIN
       THEN CASE WHEN type IN ('text', 'email') THEN lower(value) ELSE value END END
   FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
         unixepoch(upper(e.value ->> '$.value'), 'subsec'),
-        unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)), 'subsec') + 1
+        unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)),
+          'subsec') + 1
       )) AS INTEGER) ELSE e.value ->> '$.value' END AS value
     FROM index_fields f JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name
     WHERE f.object_id = NEW.object_id AND (NEW.deleted IS NOT OLD.deleted OR NOT EXISTS (

@@ -95,7 +95,10 @@ export async function signPosition(secret: string, position: readonly unknown[],
   return `${head}.${await tag(secret, `${text}.${scope}`)}`;
 }
 
-/** The position a keyset cursor holds, or 400 naming `pointer` (a body property) when it is not one this service issued for `scope`. */
+/**
+ * The position a keyset cursor holds, or 400 naming `pointer` (a body property) when it is not one
+ * this service issued for `scope`.
+ */
 export async function readPosition(secret: string, cursor: string, scope: string, at: string): Promise<unknown[]> {
   const dot = cursor.indexOf('.');
   const head = dot < 0 ? '' : cursor.slice(0, dot);

@@ -175,7 +175,13 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'Find records of a workspace: filter, sort, count',
     description:
-      'Read-only; members (viewers too), else 404. A typed filter tree over system and object fields (every problem listed with its pointer, 400), sort by id, system or indexed fields with keyset cursors bound to the filter, search and sort, a `fields` projection and an optional `count`. Sorted by id or by one indexed field, a page reads at most 5,000 candidates and may end early with a `nextCursor` (fewer or no items): keep following it until it is null. An `eq` on an indexed field and a sort by one are read from the index; other sorts read the workspace. A search (words of the name, by prefix, case and accents ignored) is answered in id order, without `count`.',
+      'Read-only; members (viewers too), else 404. A typed filter tree over system and object fields (every problem' +
+      ' listed with its pointer, 400), sort by id, system or indexed fields with keyset cursors bound to the ' +
+      'filter, search and sort, a `fields` projection and an optional `count`. Sorted by id or by one indexed ' +
+      'field, a page reads at most 5,000 candidates and may end early with a `nextCursor` (fewer or no items): keep' +
+      ' following it until it is null. An `eq` on an indexed field and a sort by one are read from the index; other' +
+      ' sorts read the workspace. A search (words of the name, by prefix, case and accents ignored) is answered in ' +
+      'id order, without `count`.',
     auth: 'key',
     body: QueryBody,
     ok: { status: 200, schema: QueryPage },
@@ -188,7 +194,12 @@ export const operations: Operation[] = [
     operationId: 'upsertRecords',
     tag: 'Records',
     summary: 'Create or update 1 to 20 records by a unique field (all or nothing)',
-    description: `Each item whose \`matchOn\` value (a unique field) a live record holds patches that record (merged as a patch; editor in one of its workspaces), else creates one (editor in one of the object's workspaces). Each answer says \`created\`, \`updated\` or \`unchanged\`. The same value twice in one request is 400; concurrent upserts of one new value create exactly one record. An object the caller cannot see is 404. ${ALL_OR_NOTHING}`,
+    description:
+      'Each item whose `matchOn` value (a unique field) a live record holds patches that record (merged as a ' +
+      "patch; editor in one of its workspaces), else creates one (editor in one of the object's workspaces). " +
+      'Each answer says `created`, `updated` or `unchanged`. The same value twice in one request is 400; ' +
+      'concurrent upserts of one new value create exactly one record. An object the caller cannot see is 404. ' +
+      ALL_OR_NOTHING,
     auth: 'key',
     body: UpsertBody,
     ok: { status: 200, schema: UpsertAnswer },

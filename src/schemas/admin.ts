@@ -56,7 +56,8 @@ export const FieldDefinition = v.strictObject({
     v.pipe(
       v.boolean(),
       v.description(
-        'No two live records of the object hold the same value (text and email compare case-insensitively); text, email, url, integer and date only. Implies indexed.',
+        'No two live records of the object hold the same value (text and email compare case-insensitively); text, ' +
+          'email, url, integer and date only. Implies indexed.',
       ),
     ),
   ),

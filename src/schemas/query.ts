@@ -15,7 +15,8 @@ const Condition = v.pipe(
     field: v.pipe(
       v.string(),
       v.description(
-        'A field of the objects in view, or a system field (id, objectId, name, createdAt, updatedAt, createdBy, updatedBy, ownedBy, deleted, isTemplate).',
+        'A field of the objects in view, or a system field (id, objectId, name, createdAt, updatedAt, createdBy, ' +
+          'updatedBy, ownedBy, deleted, isTemplate).',
       ),
     ),
     op: v.picklist(OPS),
@@ -23,13 +24,15 @@ const Condition = v.pipe(
       v.pipe(
         v.unknown(),
         v.description(
-          "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a string for contains/startsWith.",
+          "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a string for " +
+            'contains/startsWith.',
         ),
       ),
     ),
   }),
   v.description(
-    'One condition; operators are typed by the field (ordering on number, integer, date, datetime, text; contains on text, multiSelect, name; startsWith on text, email, url, name).',
+    'One condition; operators are typed by the field (ordering on number, integer, date, datetime, text; contains ' +
+      'on text, multiSelect, name; startsWith on text, email, url, name).',
   ),
 );
 
@@ -48,7 +51,8 @@ export const QueryBody = v.strictObject({
     v.pipe(
       v.union([Condition, Group]),
       v.description(
-        'A condition, or and/or/not of expressions: at most 10 levels and 50 conditions. Deleted records match only when the filter names `deleted`.',
+        'A condition, or and/or/not of expressions: at most 10 levels and 50 conditions. Deleted records match only' +
+          ' when the filter names `deleted`.',
       ),
     ),
   ),
@@ -58,7 +62,8 @@ export const QueryBody = v.strictObject({
       v.array(v.strictObject({ field: v.string(), direction: v.exactOptional(v.picklist(['asc', 'desc'])) })),
       v.maxLength(3),
       v.description(
-        'By id (the default), a system field or an indexed field; ties broken by id. Records without a value come last, either way.',
+        'By id (the default), a system field or an indexed field; ties broken by id. Records without a value come ' +
+          'last, either way.',
       ),
     ),
   ),

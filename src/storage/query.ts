@@ -88,7 +88,8 @@ function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
   const name = sql.param(field.name);
   if (field.indexed) return `(SELECT ri.value FROM record_index ri WHERE ri.record_id = r.id AND ri.field = ${name})`;
-  const raw = `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e WHERE e.value ->> '$.fieldName' = ${name})`;
+  const raw =
+    `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e ` + `WHERE e.value ->> '$.fieldName' = ${name})`;
   return field.type === 'datetime' ? datetimeKey(raw) : raw;
 }
 
@@ -276,7 +277,8 @@ export class Queries {
         return `(SELECT rw.record_id AS id FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past} ${order}) c`;
       return `(SELECT rw.record_id AS id FROM record_index ri JOIN record_workspaces rw
           ON rw.workspace_id = ?2 AND rw.record_id = ri.record_id
-        WHERE ri.field = ${sql.param(driver.field.name)} AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
+        WHERE ri.field = ${sql.param(driver.field.name)}
+          AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
         ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
     };
     const from = after?.at(-1) as number | undefined;
@@ -329,7 +331,9 @@ export class Queries {
   ): Promise<QueryPage> {
     const sql = new Sql();
     const candidates = source(sql, from, true);
-    const names = `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''}`;
+    const names =
+      `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id ` +
+      `WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''}`;
     const scan = new Sql();
     const scanned = `SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`;
     const statements = [

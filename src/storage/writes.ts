@@ -133,7 +133,8 @@ export function batchAnswer(recordJsons: readonly string[], results?: readonly s
   return `[${recordJsons
     .map((json, i) => {
       const result = results?.[i];
-      return `{"status":"Succeeded",${result === undefined ? '' : `"result":${JSON.stringify(result)},`}"record":${json}}`;
+      const said = result === undefined ? '' : `"result":${JSON.stringify(result)},`;
+      return `{"status":"Succeeded",${said}"record":${json}}`;
     })
     .join(',')}]`;
 }

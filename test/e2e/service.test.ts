@@ -125,7 +125,7 @@ describe('end to end over HTTP against wrangler dev', () => {
     () => {
       const walk = readmeWalkThrough();
       const examples = readmeExamples();
-      expect(examples.length).toBe(6);
+      expect(examples.length).toBe(5);
       const run = runBlocks([walk.script, ...examples.map((e) => e.script)]);
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);

@@ -119,7 +119,11 @@ export class World {
       setTimeout: globalThis.setTimeout,
       clearTimeout: globalThis.clearTimeout,
       crypto: Object.getOwnPropertyDescriptor(globalThis, 'crypto'),
+      error: console.error,
     };
+    // The service logs what it absorbs (a lost webhook wake-up, a refused write); a run judges by
+    // its answers and its history, so those lines are shown only with SIM_TRACE.
+    if (!process.env.SIM_TRACE) console.error = () => undefined;
     Date.now = () => EPOCH + Math.floor(this.now);
     Math.random = this.random;
     globalThis.setTimeout = ((run: () => void, ms?: number) => this.schedule(ms ?? 0, run)) as typeof setTimeout;
@@ -131,6 +135,7 @@ export class World {
       globalThis.setTimeout = saved.setTimeout;
       globalThis.clearTimeout = saved.clearTimeout;
       if (saved.crypto !== undefined) Object.defineProperty(globalThis, 'crypto', saved.crypto);
+      console.error = saved.error;
     };
   }
 
