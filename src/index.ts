@@ -1,5 +1,6 @@
 import { createContext } from './context.ts';
 import type { Env } from './env.ts';
+import { BOOKMARK_HEADER, sessionStart } from './http/bookmark.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { buildRouter } from './router.ts';
 import { runScheduled } from './scheduled.ts';
@@ -10,7 +11,8 @@ const router = buildRouter();
 
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    return router.fetch(request, createContext(env, requestIdOf(request), ctx));
+    const reads = sessionStart(request.method, request.headers.get(BOOKMARK_HEADER));
+    return router.fetch(request, createContext(env, requestIdOf(request), ctx, reads));
   },
   scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): void {
     ctx.waitUntil(runScheduled(env, controller.scheduledTime));

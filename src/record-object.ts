@@ -3,6 +3,7 @@ import { systemClock } from './core/clock.ts';
 import type { Env } from './env.ts';
 import { runNear, type NearAnswer, type NearCall } from './patching/near.ts';
 import { Expiring } from './storage/isolate-cache.ts';
+import { onPrimary } from './storage/sessions.ts';
 import { RecordWrites } from './storage/writes.ts';
 import { RecordQueue, type PatchAnswer, type PatchCall, type TurnAnswer } from './writing/record-queue.ts';
 
@@ -47,7 +48,11 @@ export class RecordObject extends DurableObject<Env> {
   }
 
   private queueOf(recordId: number): RecordQueue {
-    this.queue ??= new RecordQueue(recordId, systemClock, (meter) => new RecordWrites(this.env.DB, meter));
+    this.queue ??= new RecordQueue(
+      recordId,
+      systemClock,
+      (meter) => new RecordWrites(onPrimary(this.env.DB, meter), meter),
+    );
     return this.queue;
   }
 }

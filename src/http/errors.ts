@@ -57,6 +57,16 @@ export const invalidQuery = (problems: readonly InputProblem[]): HttpError =>
 export const invalidPath = (problems: readonly InputProblem[]): HttpError =>
   new HttpError(400, 'invalid_request', 'Path parameter is invalid', summary(problems, 'path'), problems);
 
+/** An `X-D1-Bookmark` that is not one D1 gave: refused before anything is read or written. */
+export const invalidBookmark = (): HttpError =>
+  new HttpError(400, 'invalid_request', 'Header is invalid', '1 problem in the headers', [
+    {
+      header: 'X-D1-Bookmark',
+      code: 'invalid_format',
+      message: 'expected a bookmark from an earlier answer’s X-D1-Bookmark header',
+    },
+  ]);
+
 export const unauthorized = (): HttpError =>
   new HttpError(401, 'unauthorized', 'Authentication required', 'Send Authorization: Bearer <api key>.', undefined, {
     'WWW-Authenticate': 'Bearer',

@@ -19,7 +19,7 @@ import { isolateCache } from '../storage/isolate-cache.ts';
  * checks the admin token first, so a caller without it learns nothing else about the request.
  */
 
-const adminStore = ({ env, meter }: Context): AdminStore => new AdminStore(env.DB, meter);
+const adminStore = ({ primary, meter }: Context): AdminStore => new AdminStore(primary, meter);
 
 function valid<T>(parsed: Parsed<T>): T {
   if (!parsed.ok) throw invalidBody(parsed.problems);

@@ -4,6 +4,7 @@ import type { ObjectDefinitionIn } from '../schemas/admin.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import { OBJECTS, toObjectDef, type ObjectRow } from './store.ts';
+import type { D1 } from './sessions.ts';
 
 /**
  * The SQL of the admin API: users, workspaces, memberships and object definitions. Every
@@ -43,7 +44,7 @@ const UNUSED = `NOT EXISTS (${OBJECTS_LISTING}) AND NOT EXISTS (SELECT 1 FROM re
 
 export class AdminStore {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

@@ -163,25 +163,30 @@ function wrapD1(
     real.set(proxy, statement);
     return proxy;
   };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === 'prepare') return (sql: string) => wrapStatement(target.prepare(sql), sql);
-      if (property === 'batch') {
-        return (statements: D1PreparedStatement[]) => {
-          const unwrapped = statements.map((s) => real.get(s) ?? s);
-          const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
-          return inject(
-            decide({ target: 'd1', method: 'batch', sql, from }),
-            () => target.batch(unwrapped),
-            latency,
-            committed && (() => committed(sql)),
-          );
-        };
-      }
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  // The database and its sessions alike: a session's statements pay the same trip and faults.
+  const wrapHandle = <D extends D1Database | D1DatabaseSession>(handle: D): D =>
+    new Proxy(handle, {
+      get(target, property) {
+        if (property === 'prepare') return (sql: string) => wrapStatement(target.prepare(sql), sql);
+        if (property === 'withSession')
+          return (start?: string) => wrapHandle((target as D1Database).withSession(start));
+        if (property === 'batch') {
+          return (statements: D1PreparedStatement[]) => {
+            const unwrapped = statements.map((s) => real.get(s) ?? s);
+            const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
+            return inject(
+              decide({ target: 'd1', method: 'batch', sql, from }),
+              () => target.batch(unwrapped),
+              latency,
+              committed && (() => committed(sql)),
+            );
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  return wrapHandle(db);
 }
 
 // Stubs are handled as plain objects: their RPC types are too deep for the checker here.
