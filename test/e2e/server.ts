@@ -38,19 +38,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first. */
+/**
+ * Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first (to the
+ * REPLICA database too with `replica`, the geo simulation's read replica).
+ */
 export async function startLocalWorker(
-  options: { config?: string; vars?: Record<string, string>; migrate?: boolean } = {},
+  options: { config?: string; vars?: Record<string, string>; migrate?: boolean; replica?: boolean } = {},
 ): Promise<LocalWorker> {
   const config = options.config ?? join(ROOT, 'wrangler.toml');
   // /docs serves Redoc's bundle from the static assets: a fresh clone has not copied it yet.
   copyDocs();
   const state = mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
-  if (options.migrate !== false) {
+  const databases = options.migrate === false ? [] : options.replica === true ? ['DB', 'REPLICA'] : ['DB'];
+  for (const database of databases) {
     const migrated = spawnSync(
       process.execPath,
-      [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', state, '--config', config],
+      [WRANGLER, 'd1', 'migrations', 'apply', database, '--local', '--persist-to', state, '--config', config],
       { env, encoding: 'utf8' },
     );
     if (migrated.status !== 0) throw new Error(`migrations failed: ${migrated.stderr}${migrated.stdout}`);
