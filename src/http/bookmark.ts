@@ -7,7 +7,8 @@
 
 export const BOOKMARK_HEADER = 'X-D1-Bookmark';
 
-const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+export const BOOKMARK_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$';
+const BOOKMARK = new RegExp(BOOKMARK_PATTERN);
 
 /** Whether `text` has a bookmark's shape (local D1 accepts anything, so the service checks). */
 export const isBookmark = (text: string): boolean => BOOKMARK.test(text);
