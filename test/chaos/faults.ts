@@ -132,11 +132,37 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
       : (sql: readonly string[]) => {
           if (sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)) && Math.random() < chance) restart();
         };
+  const db =
+    from === 'worker'
+      ? workerD1(env, latency, counted)
+      : wrapD1(withProductionLimits(env.DB), decide, from, latency, committed, replicaFor(env));
   return {
     ...env,
-    DB: wrapD1(withProductionLimits(env.DB), decide, from, latency, committed, replicaFor(env)),
+    DB: db,
     ...(env.RECORDS === undefined ? {} : { RECORDS: wrapObjects(env.RECORDS, decide, from, latency) }),
   };
+}
+
+/**
+ * The Worker's D1, wrapped once per binding as production's binding is one per isolate, so what
+ * the service remembers per database (the cursor key) stays remembered. Its faults are counted
+ * for the request that came in last (the counts of requests in flight together may mix; their
+ * sum is exact).
+ */
+const workerD1s = new WeakMap<
+  D1Database,
+  { db: D1Database; counting: { counted?: ((fault: Fault) => void) | undefined } }
+>();
+function workerD1(env: Pick<Env, 'DB'> & ChaosVars, latency: number, counted?: (fault: Fault) => void): D1Database {
+  let wrapped = workerD1s.get(env.DB);
+  if (wrapped === undefined) {
+    const counting: { counted?: ((fault: Fault) => void) | undefined } = {};
+    const decide = decider(env, (fault) => counting.counted?.(fault));
+    const db = wrapD1(withProductionLimits(env.DB), decide, 'worker', latency, undefined, replicaFor(env));
+    workerD1s.set(env.DB, (wrapped = { db, counting }));
+  }
+  wrapped.counting.counted = counted;
+  return wrapped.db;
 }
 
 /** The replica model, when the geo simulation asks for one. */
