@@ -23,6 +23,8 @@ export interface LocalWorker {
   stop: () => Promise<void>;
   /** CPU time used so far by wrangler dev's whole process tree (workerd included), in ms; undefined without /proc. */
   cpuMs: () => number | undefined;
+  /** Its local state directory (D1 included), which another Worker may be started on with `state`. */
+  state: string;
 }
 
 export async function freePort(): Promise<number> {
@@ -43,14 +45,22 @@ export async function freePort(): Promise<number> {
  * REPLICA database too with `replica`, the geo simulation's read replica).
  */
 export async function startLocalWorker(
-  options: { config?: string; vars?: Record<string, string>; migrate?: boolean; replica?: boolean } = {},
+  options: {
+    config?: string;
+    vars?: Record<string, string>;
+    migrate?: boolean;
+    replica?: boolean;
+    state?: string;
+  } = {},
 ): Promise<LocalWorker> {
   const config = options.config ?? join(ROOT, 'wrangler.toml');
   // /docs serves Redoc's bundle from the static assets: a fresh clone has not copied it yet.
   copyDocs();
-  const state = mkdtempSync(join(tmpdir(), 'record-service-'));
+  // A state given is another Worker's: used as it is, and left for its owner to remove.
+  const shared = options.state !== undefined;
+  const state = options.state ?? mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
-  const databases = options.migrate === false ? [] : options.replica === true ? ['DB', 'REPLICA'] : ['DB'];
+  const databases = options.migrate === false || shared ? [] : options.replica === true ? ['DB', 'REPLICA'] : ['DB'];
   for (const database of databases) {
     const migrated = spawnSync(
       process.execPath,
@@ -90,10 +100,10 @@ export async function startLocalWorker(
   try {
     await waitUntilUp(url, child, () => output);
   } catch (error) {
-    await stop(child, state);
+    await stop(child, shared ? undefined : state);
     throw error;
   }
-  return { url, stop: () => stop(child, state), cpuMs: () => treeCpuMs(child.pid) };
+  return { url, state, stop: () => stop(child, shared ? undefined : state), cpuMs: () => treeCpuMs(child.pid) };
 }
 
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);
@@ -142,12 +152,12 @@ async function waitUntilUp(url: string, child: ChildProcess, output: () => strin
   throw new Error(`wrangler dev did not answer within 60 s: ${output()}`);
 }
 
-async function stop(child: ChildProcess, state: string): Promise<void> {
+async function stop(child: ChildProcess, state: string | undefined): Promise<void> {
   if (child.exitCode === null) {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
     if (child.exitCode === null) child.kill('SIGKILL');
   }
-  rmSync(state, { recursive: true, force: true });
+  if (state !== undefined) rmSync(state, { recursive: true, force: true });
 }
