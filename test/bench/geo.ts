@@ -173,6 +173,8 @@ async function main(): Promise<void> {
     startLocalWorker({ config: fileURLToPath(new URL('./baseline/wrangler.toml', import.meta.url)), vars }),
   ]);
   const rows: string[] = [];
+  /** p50 from one client, in long-haul round trips, by `${who} ${operation}`. */
+  const p50s = new Map<string, number>();
   try {
     const [s, r, b] = await Promise.all([
       serviceTarget(service, RECORDS),
@@ -200,6 +202,7 @@ async function main(): Promise<void> {
           const ids = cold || op.unique === true ? pool : drawer(target.ids, false);
           const latencies = await measure(target, op, ids, connections, count);
           cells.set(`${who}${connections}`, `${trips(quantile(latencies, 0.5))} / ${trips(quantile(latencies, 0.99))}`);
+          if (connections === 1) p50s.set(`${who} ${op.name}`, Number(trips(quantile(latencies, 0.5))));
         }
       }
       const columns = ['service1', 'replica1', 'baseline1', `service${CONCURRENT}`, `replica${CONCURRENT}`];
@@ -223,6 +226,15 @@ async function main(): Promise<void> {
   ].join('\n');
   if (ONLY === '') writeFileSync(RESULTS, table);
   console.log('\n' + table);
+  // Reads near the client cost a fraction of a long-haul trip; writes cost what they cost without a replica.
+  const near = ['read', 'list-50', 'query-50'].filter((name) => p50s.has(`replica ${name}`));
+  const far = near.filter((name) => (p50s.get(`replica ${name}`) ?? 0) > 0.3);
+  console.log(
+    far.length === 0
+      ? `Reads with a near replica (${near.join(', ')}): p50 ≤ 0.3 long-haul round trips.`
+      : `Reads with a near replica above 0.3 long-haul round trips at p50: ${far.join(', ')}.`,
+  );
+  if (far.length > 0) process.exitCode = 1;
 }
 
 await main();
