@@ -210,7 +210,7 @@ async function main(): Promise<void> {
       console.log(rows.at(-1));
     }
   } finally {
-    await Promise.all([service.stop(), baseline.stop()]);
+    await Promise.all([service.stop(), replicated.stop(), baseline.stop()]);
   }
   const table = [
     '# Geo simulation: latency in long-haul round trips',
