@@ -4,6 +4,7 @@ import { BOOKMARK_HEADER, sessionStart } from './http/bookmark.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { buildRouter } from './router.ts';
 import { runScheduled } from './scheduled.ts';
+import { revocationFloor } from './storage/sessions.ts';
 
 export { RecordObject } from './record-object.ts';
 
@@ -11,7 +12,7 @@ const router = buildRouter();
 
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const reads = sessionStart(request.method, request.headers.get(BOOKMARK_HEADER));
+    const reads = sessionStart(request.method, request.headers.get(BOOKMARK_HEADER), revocationFloor());
     return router.fetch(request, createContext(env, requestIdOf(request), ctx, reads));
   },
   scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): void {

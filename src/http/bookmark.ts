@@ -13,11 +13,15 @@ const BOOKMARK = new RegExp(BOOKMARK_PATTERN);
 /** Whether `text` has a bookmark's shape (local D1 accepts anything, so the service checks). */
 export const isBookmark = (text: string): boolean => BOOKMARK.test(text);
 
-/** Where a request's reads start: the bookmark it sent, else any replica (a write: the primary). */
-export function sessionStart(method: string, sent: string | null): string {
+/**
+ * Where a request's reads start: the newer of the bookmark it sent and `floor` (this isolate's
+ * last revocation), else any replica. A write's checks read the primary: a write refused on a
+ * replica's older state (a record not there yet, a grant not seen) would be refused wrongly.
+ */
+export function sessionStart(method: string, sent: string | null, floor?: string): string {
   const reads = method === 'GET' || method === 'HEAD';
   if (!reads) return 'first-primary';
-  return sent !== null && isBookmark(sent) ? sent : 'first-unconstrained';
+  return latestBookmark(sent, floor) ?? 'first-unconstrained';
 }
 
 /**

@@ -13,6 +13,7 @@ import { MembershipInput, NamedInput, ObjectDefinitionInput, type ObjectDefiniti
 import { parseObject, pointer, type Parsed } from '../schemas/parse.ts';
 import { AdminStore, type Member, type Named } from '../storage/admin.ts';
 import { isolateCache } from '../storage/isolate-cache.ts';
+import { revokedHere } from '../storage/sessions.ts';
 
 /**
  * The admin API: users, keys, workspaces, memberships and object definitions. Every handler
@@ -81,6 +82,7 @@ export async function deleteUser(request: IRequest, context: Context): Promise<R
   if (deleted === undefined) throw notFound('User');
   for (const hash of deleted.keyHashes) isolateCache.revokeKey(hash);
   isolateCache.revokeUser(userId);
+  revokedHere(context.meter.newestBookmark());
   return new Response(null, { status: 204 });
 }
 
@@ -105,12 +107,13 @@ export async function listKeys(request: IRequest, { env, keys }: Context): Promi
  * Revokes a key: 401 at once in this isolate (its memory forgets the key, and a read of it still
  * in flight cannot put it back), within the memory's 30 s in every other isolate.
  */
-export async function revokeKey(request: IRequest, { env, keys }: Context): Promise<Response> {
+export async function revokeKey(request: IRequest, { env, keys, meter }: Context): Promise<Response> {
   await requireAdmin(request, env.ADMIN_TOKEN);
   const { keyId } = pathIds(request.params, 'keyId');
   const keyHash = await keys.revoke(keyId);
   if (keyHash === undefined) throw notFound('Key');
   isolateCache.revokeKey(keyHash);
+  revokedHere(meter.newestBookmark());
   return new Response(null, { status: 204 });
 }
 
@@ -170,6 +173,7 @@ export async function putMember(request: IRequest, context: Context): Promise<Re
   if (!(await adminStore(context).putMember(workspaceId, userId, role))) throw notFound('Workspace or user');
   // A changed role may take rights away: this isolate reads the user's rights afresh.
   isolateCache.revokeUser(userId);
+  revokedHere(context.meter.newestBookmark());
   return json({ workspaceId, userId, role });
 }
 
@@ -179,6 +183,7 @@ export async function deleteMember(request: IRequest, context: Context): Promise
   if (!(await adminStore(context).deleteMember(workspaceId, userId))) throw notFound('Workspace or user');
   // Removed at once in this isolate; a read still in flight cannot put the membership back.
   isolateCache.revokeUser(userId);
+  revokedHere(context.meter.newestBookmark());
   return new Response(null, { status: 204 });
 }
 

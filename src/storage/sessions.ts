@@ -1,3 +1,4 @@
+import { latestBookmark } from '../http/bookmark.ts';
 import type { Meter } from './meter.ts';
 
 /**
@@ -19,4 +20,18 @@ export function onPrimary(db: D1Database, meter: Meter): D1 {
     prepare: (sql) => session().prepare(sql),
     batch: <T>(statements: D1PreparedStatement[]) => session().batch<T>(statements),
   };
+}
+
+/** The newest bookmark of a revocation (a key, a user, a membership, a role) made in this isolate. */
+let revokedAt: string | undefined;
+
+/**
+ * Reads in this isolate start no earlier than its last revocation, so a replica that has not
+ * applied it yet cannot undo it here: a revoked key is refused at once in the isolate that
+ * revoked it. Elsewhere a revocation takes the isolates' memory time plus the replica's lag.
+ */
+export const revocationFloor = (): string | undefined => revokedAt;
+
+export function revokedHere(bookmark: string | undefined): void {
+  revokedAt = latestBookmark(revokedAt, bookmark);
 }

@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { revocationFloor } from '../../src/storage/sessions.ts';
 import { d1Log } from '../d1-log.ts';
 import { call, countRows, createOne, expectProblem, world, type Answer } from './helpers.ts';
 
@@ -18,6 +19,9 @@ const bookmarkOf = (answer: Answer): string => {
   if (bookmark === null || !BOOKMARK.test(bookmark)) throw new Error(`no bookmark: ${bookmark}`);
   return bookmark;
 };
+
+/** Where a read without a bookmark starts: anywhere, unless this isolate revoked something (then no earlier). */
+const anywhere = (): string => revocationFloor() ?? 'first-unconstrained';
 
 /** A workspace with one record patched once, and every read path of it. */
 async function setUp() {
@@ -48,7 +52,7 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
       expect(plain.answer.status, path).toBe(200);
       expect(plain.ran.length, path).toBeGreaterThan(0);
       expect(
-        plain.ran.filter((s) => s.via !== 'first-unconstrained'),
+        plain.ran.filter((s) => s.via !== anywhere()),
         path,
       ).toEqual([]);
       const since = bookmarkOf(plain.answer);
@@ -63,11 +67,11 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
     // Refusals read the same way: a stranger's 404 and an unknown key's 401.
     const hidden = await logged(() => call('GET', `/records/${record.id}`, { key: stranger.key }));
     expectProblem(hidden.answer, 404, 'not_found');
-    expect(hidden.ran.map((s) => s.via)).toEqual(['first-unconstrained', 'first-unconstrained', 'first-unconstrained']);
+    expect(hidden.ran.map((s) => s.via)).toEqual([anywhere(), anywhere(), anywhere()]);
     bookmarkOf(hidden.answer);
     const anonymous = await logged(() => call('GET', '/me', { key: 'nobody' }));
     expectProblem(anonymous.answer, 401, 'unauthorized');
-    expect(anonymous.ran.every((s) => s.via === 'first-unconstrained')).toBe(true);
+    expect(anonymous.ran.every((s) => s.via === anywhere())).toBe(true);
   });
 
   it('writes, their version guards and idempotency look-ups run on the primary; the answer carries the commit’s bookmark', async () => {
@@ -139,7 +143,8 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
           { header: 'X-D1-Bookmark', code: 'invalid_format', message: expect.stringContaining('bookmark') },
         ]);
         expect(ran).toEqual([]);
-        expect(answer.headers.get('X-D1-Bookmark')).toBeNull();
+        // Nothing read: no bookmark, or this isolate's floor (where its reads would have started).
+        expect(answer.headers.get('X-D1-Bookmark')).toBe(method === 'GET' ? (revocationFloor() ?? null) : null);
       }
     }
     expect(await countRows('writes')).toBe(ledger);
@@ -159,5 +164,27 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
     const unknown = await call('GET', '/nowhere', { headers: { 'X-D1-Bookmark': sent } });
     expectProblem(unknown, 404, 'not_found');
     expect(unknown.headers.get('X-D1-Bookmark')).toBe(sent);
+  });
+
+  it('a revocation holds at once in the isolate that made it: its reads start no earlier, whatever a replica lags', async () => {
+    const { editor, viewer, workspaceId } = await setUp();
+    expect((await call('GET', '/me', { key: viewer.key })).status).toBe(200);
+    const keys = await call('GET', `/admin/users/${viewer.id}/keys`, { key: 'test-admin-token' });
+    const revoked = await call('DELETE', `/admin/keys/${keys.body[0].id}`, { key: 'test-admin-token' });
+    expect(revoked.status).toBe(204);
+    const at = bookmarkOf(revoked);
+    expect(revocationFloor()! >= at).toBe(true);
+    const after = await logged(() => call('GET', '/me', { key: viewer.key }));
+    expectProblem(after.answer, 401, 'unauthorized');
+    expect(after.ran.length).toBeGreaterThan(0);
+    expect(after.ran.every((s) => s.via >= at && BOOKMARK.test(s.via))).toBe(true);
+    // A membership removed: the same.
+    const removed = await call('DELETE', `/admin/workspaces/${workspaceId}/members/${editor.id}`, {
+      key: 'test-admin-token',
+    });
+    expect(removed.status).toBe(204);
+    const list = await logged(() => call('GET', `/workspaces/${workspaceId}/records`, { key: editor.key }));
+    expectProblem(list.answer, 404, 'not_found');
+    expect(list.ran.every((s) => s.via >= bookmarkOf(removed) && BOOKMARK.test(s.via))).toBe(true);
   });
 });

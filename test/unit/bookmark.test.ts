@@ -23,6 +23,11 @@ describe('D1 bookmarks', () => {
     expect(sessionStart('HEAD', at(7))).toBe(at(7));
     expect(sessionStart('GET', 'garbage')).toBe('first-unconstrained');
     for (const method of ['POST', 'PATCH', 'PUT', 'DELETE']) expect(sessionStart(method, at(7))).toBe('first-primary');
+    // This isolate's last revocation is a floor: no read here starts before it.
+    expect(sessionStart('GET', null, at(9))).toBe(at(9));
+    expect(sessionStart('GET', at(7), at(9))).toBe(at(9));
+    expect(sessionStart('GET', at(11), at(9))).toBe(at(11));
+    expect(sessionStart('PATCH', null, at(9))).toBe('first-primary');
   });
 
   it('picks the newest in history order, ignoring what is not a bookmark', () => {
