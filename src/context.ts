@@ -5,6 +5,7 @@ import { KeyStore } from './storage/keys.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
 import { Recall } from './storage/recall.ts';
+import { onPrimary, type D1 } from './storage/sessions.ts';
 import { Store } from './storage/store.ts';
 import { RecordWrites } from './storage/writes.ts';
 
@@ -20,21 +21,40 @@ export interface Context {
   /** The store's reads of keys, memberships and definitions, through the isolate's memory. */
   recall: Recall;
   meter: Meter;
+  /** D1 with every statement on the primary: writes, version guards, idempotency look-ups, the admin API. */
+  primary: D1;
+  /** The request's D1 session for reads (a replica may serve it): lists, queries, the feed. */
+  reads: D1;
   requestId: string;
   waitUntil: (promise: Promise<unknown>) => void;
 }
 
-export function createContext(env: Env, requestId: string, ctx: Pick<ExecutionContext, 'waitUntil'>): Context {
+/**
+ * `reads`: where the request's D1 session starts (a bookmark, `first-unconstrained` or
+ * `first-primary`); its reads of callers, records, lists and the feed go through that session,
+ * which D1 may serve from a replica. Without it (inside a record object) everything reads the
+ * primary.
+ */
+export function createContext(
+  env: Env,
+  requestId: string,
+  ctx: Pick<ExecutionContext, 'waitUntil'>,
+  reads?: string,
+): Context {
   const meter = new Meter();
-  const store = new Store(env.DB, meter);
+  const primary = onPrimary(env.DB, meter);
+  const near = reads === undefined ? primary : meter.track(env.DB.withSession(reads));
+  const store = new Store(near, meter);
   return {
     env,
     meter,
+    primary,
+    reads: near,
     store,
-    writes: new RecordWrites(env.DB, meter),
-    idempotency: new IdempotencyStore(env.DB, meter),
-    lists: new Lists(env.DB, meter),
-    keys: new KeyStore(env.DB, meter),
+    writes: new RecordWrites(primary, meter),
+    idempotency: new IdempotencyStore(primary, meter),
+    lists: new Lists(near, meter),
+    keys: new KeyStore(primary, meter),
     recall: new Recall(store, isolateCache),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),

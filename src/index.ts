@@ -1,8 +1,10 @@
 import { createContext } from './context.ts';
 import type { Env } from './env.ts';
+import { BOOKMARK_HEADER, sessionStart } from './http/bookmark.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { buildRouter } from './router.ts';
 import { runScheduled } from './scheduled.ts';
+import { revocationFloor } from './storage/sessions.ts';
 
 export { RecordObject } from './record-object.ts';
 export { WebhookObject } from './webhook-object.ts';
@@ -11,7 +13,8 @@ const router = buildRouter();
 
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    return router.fetch(request, createContext(env, requestIdOf(request), ctx));
+    const reads = sessionStart(request.method, request.headers.get(BOOKMARK_HEADER), revocationFloor());
+    return router.fetch(request, createContext(env, requestIdOf(request), ctx, reads));
   },
   scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): void {
     ctx.waitUntil(runScheduled(env, controller.scheduledTime));

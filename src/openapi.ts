@@ -19,6 +19,7 @@ import { maxCharsAsJsonSchema } from './schemas/max-chars.ts';
 import { Health, InputProblem, Problem } from './schemas/problem.ts';
 import { ChangeItem, ChangePage, Me, RecordPage } from './schemas/lists.ts';
 import { BatchItemSchema, CreateItem, FieldValue, PatchBody, PatchItem, RecordSchema } from './schemas/record.ts';
+import { BOOKMARK_PATTERN } from './http/bookmark.ts';
 
 /**
  * OpenAPI 3.1, generated from the operation table and the same Valibot schemas that validate
@@ -95,7 +96,8 @@ const TITLES: Record<number, string> = {
 /** Statuses an operation can answer, from what it takes. */
 export function errorStatuses(op: Operation): number[] {
   const hasParams = op.path.includes(':');
-  const statuses = new Set<number>([...op.errors, 500, 503]);
+  // 400 for every operation: a malformed X-D1-Bookmark is refused whatever the operation.
+  const statuses = new Set<number>([...op.errors, 400, 500, 503]);
   if (op.auth !== 'none') statuses.add(401);
   if (op.auth === 'key') statuses.add(429);
   if (op.body !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
@@ -118,13 +120,22 @@ const HEADERS = {
   ETag: stringHeader('The record\'s version as a strong entity tag: `"<version>"`.', { pattern: '^"[0-9]+"$' }),
   RetryAfter: stringHeader('Seconds to wait before retrying.', { pattern: '^[0-9]+$' }),
   WWWAuthenticate: stringHeader('The authentication scheme: `Bearer`.', { const: 'Bearer' }),
+  XD1Bookmark: stringHeader(
+    'The newest D1 state this answer reflects (a write: its commit), or the bookmark sent when nothing was read. ' +
+      'Send it back as `X-D1-Bookmark` to read at least that state.',
+    { pattern: BOOKMARK_PATTERN },
+  ),
   IdempotentReplayed: stringHeader(
     '`true` when this answer is the stored answer of an earlier request with the same Idempotency-Key.',
     { const: 'true' },
   ),
 };
 const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
-const COMMON_HEADERS = { 'X-Request-Id': ref('XRequestId'), 'Server-Timing': ref('ServerTiming') };
+const COMMON_HEADERS = {
+  'X-Request-Id': ref('XRequestId'),
+  'Server-Timing': ref('ServerTiming'),
+  'X-D1-Bookmark': ref('XD1Bookmark'),
+};
 
 function problemHeaders(status: number, op: Operation): Record<string, unknown> {
   const headers: Record<string, unknown> = { ...COMMON_HEADERS };
@@ -147,6 +158,16 @@ const IF_MATCH = {
     pattern: '^[ \\t]*(\\*|(W/)?"[\\x21\\x23-\\x7e]*"([ \\t]*,[ \\t]*(W/)?"[\\x21\\x23-\\x7e]*")*)[ \\t]*$',
   },
 };
+const BOOKMARK = {
+  name: 'X-D1-Bookmark',
+  in: 'header',
+  required: false,
+  description:
+    'The `X-D1-Bookmark` of an earlier answer: a read then sees at least that state (your own writes included), ' +
+    'even when a read replica near you serves it. Without it a read may be served by a replica a little behind. ' +
+    'Writes always run on the primary. Not a bookmark: 400.',
+  schema: { type: 'string', pattern: BOOKMARK_PATTERN },
+};
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
   in: 'header',
@@ -168,6 +189,7 @@ function operationObject(op: Operation): Record<string, unknown> {
   }));
   if (op.ifMatch === true) parameters.push(IF_MATCH);
   if (op.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY);
+  parameters.push(BOOKMARK);
   for (const q of op.query ?? []) parameters.push({ in: 'query', required: false, ...q });
   const okHeaders: Record<string, unknown> = { ...COMMON_HEADERS };
   if (op.ok.etag === true) okHeaders.ETag = ref('ETag');

@@ -3,6 +3,7 @@ import { systemClock } from './core/clock.ts';
 import type { Env } from './env.ts';
 import { runNear } from './patching/near.ts';
 import type { NearAnswer, NearCall, RecordRpc } from './record-rpc.ts';
+import { onPrimary } from './storage/sessions.ts';
 import { RecordWrites } from './storage/writes.ts';
 import { CallMemory, jsonBytes } from './writing/call-memory.ts';
 import { RecordQueue, type PatchAnswer, type PatchCall, type TurnAnswer } from './writing/record-queue.ts';
@@ -63,7 +64,11 @@ export class RecordObject extends DurableObject<Env> implements RecordRpc {
   }
 
   private queueOf(recordId: number): RecordQueue {
-    this.queue ??= new RecordQueue(recordId, systemClock, (meter) => new RecordWrites(this.env.DB, meter));
+    this.queue ??= new RecordQueue(
+      recordId,
+      systemClock,
+      (meter) => new RecordWrites(onPrimary(this.env.DB, meter), meter),
+    );
     return this.queue;
   }
 }

@@ -2,28 +2,32 @@ import type { IRequest } from 'itty-router';
 import { Router } from 'itty-router/Router';
 import type { Context } from './context.ts';
 import { bearerToken, sha256Hex } from './http/auth.ts';
+import { BOOKMARK_HEADER, isBookmark, latestBookmark } from './http/bookmark.ts';
 import { allowedOrigin, corsHeaders, corsPolicy, preflightHeaders } from './http/cors.ts';
 import { refuseDotSegments } from './http/dot-segments.ts';
-import { HttpError, notFound } from './http/errors.ts';
+import { HttpError, invalidBookmark, notFound } from './http/errors.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { wakeAfterWrite } from './push/wake.ts';
 import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
- * Refuses a path with dot segments before routing. Routes every operation of the table; a known path with
- * another method answers 405 with
+ * Refuses a path with dot segments, and a malformed `X-D1-Bookmark`, before routing. Routes every
+ * operation of the table; a known path with another method answers 405 with
  * `Allow`, an unknown path 404. Errors of every stage become problem+json in one place, and
  * every answer (errors too) gets its request id, cost and, for an allowed origin, CORS headers.
  */
 export function buildRouter() {
   const router = Router<IRequest, [Context]>({
-    before: [refuseDotSegments],
+    before: [refuseDotSegments, refuseBadBookmark],
     catch: (error: unknown, _request: IRequest, context: Context) => problemResponse(error, context.requestId),
     finally: [
       (response: Response, request: IRequest, context: Context) => {
         response.headers.set('X-Request-Id', context.requestId);
         response.headers.set('Server-Timing', context.meter.header());
+        // The newest state this answer reflects (a write: its commit), else the one the client sent.
+        const bookmark = latestBookmark(context.meter.newestBookmark(), request.headers.get(BOOKMARK_HEADER));
+        if (bookmark !== undefined) response.headers.set(BOOKMARK_HEADER, bookmark);
         const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
         if (origin !== undefined)
           for (const [name, value] of Object.entries(corsHeaders(origin))) response.headers.set(name, value);
@@ -59,6 +63,12 @@ export function buildRouter() {
     throw notFound();
   });
   return router;
+}
+
+/** A bookmark that D1 did not give is refused before anything is read or written. */
+function refuseBadBookmark(request: IRequest): void {
+  const sent = request.headers.get(BOOKMARK_HEADER);
+  if (sent !== null && !isBookmark(sent)) throw invalidBookmark();
 }
 
 /** Operations with an API key pass the key's rate limit first: a limited request reads and writes nothing. */

@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.wrangler/', 'test/e2e/generated/', 'src/docs-assets/'] },
+  { ignores: ['node_modules/', '**/.wrangler/', 'test/e2e/generated/', 'src/docs-assets/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

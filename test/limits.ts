@@ -34,8 +34,11 @@ export function withProductionLimits(db: D1Database): D1Database {
   return wrapped;
 }
 
-function wrap(db: D1Database): D1Database {
-  const real = new WeakMap<object, D1PreparedStatement>();
+/** The real statement behind each checked one: a batch hands D1 the real ones, whichever session prepared them. */
+const real = new WeakMap<object, D1PreparedStatement>();
+
+/** `db`, or one of its sessions (whose statements are checked alike), with the limits checked. */
+function wrap<D extends D1Database | D1DatabaseSession>(db: D): D {
   return new Proxy(db, {
     get(target, property) {
       if (property === 'prepare') {
@@ -58,6 +61,7 @@ function wrap(db: D1Database): D1Database {
           return checked;
         };
       }
+      if (property === 'withSession') return (start?: string) => wrap((target as D1Database).withSession(start));
       if (property === 'batch')
         return (statements: D1PreparedStatement[]) => target.batch(statements.map((s) => real.get(s) ?? s));
       const value = Reflect.get(target, property, target) as unknown;

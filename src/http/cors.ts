@@ -4,8 +4,8 @@
  * response with status 200 (a 404 or 412 would reach a browser as a success).
  */
 
-export const ALLOW_HEADERS = 'Authorization, Content-Type, If-Match, Idempotency-Key, X-Request-Id';
-export const EXPOSE_HEADERS = 'ETag, X-Request-Id, Server-Timing, Retry-After, Idempotent-Replayed';
+export const ALLOW_HEADERS = 'Authorization, Content-Type, If-Match, Idempotency-Key, X-Request-Id, X-D1-Bookmark';
+export const EXPOSE_HEADERS = 'ETag, X-Request-Id, Server-Timing, Retry-After, Idempotent-Replayed, X-D1-Bookmark';
 export const MAX_AGE_SECONDS = 600;
 
 /** `*` for any origin, else the listed origins; undefined when the var is absent or empty (no CORS). */

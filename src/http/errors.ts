@@ -119,6 +119,21 @@ export const invalidCursor = (problem: InputProblem): HttpError =>
     errors: [problem],
   });
 
+/** An `X-D1-Bookmark` that is not one D1 gave: refused before anything is read or written. */
+export const invalidBookmark = (): HttpError =>
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Header is invalid',
+    detail: '1 problem in the headers',
+    errors: [
+      {
+        header: 'X-D1-Bookmark',
+        code: 'invalid_format',
+        message: 'expected a bookmark from an earlier answer’s X-D1-Bookmark header',
+      },
+    ],
+  });
+
 export const unauthorized = (): HttpError =>
   new HttpError(401, {
     code: 'unauthorized',

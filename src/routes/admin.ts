@@ -18,13 +18,14 @@ import { afterId, type DefinitionColumns } from '../storage/admin-writes.ts';
 import { toObjectDef } from '../storage/store.ts';
 import { adminWrite } from '../writing/admin-write.ts';
 import { isolateCache } from '../storage/isolate-cache.ts';
+import { revokedHere } from '../storage/sessions.ts';
 
 /**
  * The admin API: users, keys, workspaces, memberships and object definitions. Every handler
  * checks the admin token first, so a caller without it learns nothing else about the request.
  */
 
-const adminStore = ({ env, meter }: Context): AdminStore => new AdminStore(env.DB, meter);
+const adminStore = ({ primary, meter }: Context): AdminStore => new AdminStore(primary, meter);
 
 /** The parsed body, or one 400 listing every problem of the body and of the Idempotency-Key header. */
 function valid<T>(parsed: Parsed<T>, key: KeyRequest): T {
@@ -106,6 +107,7 @@ export async function deleteUser(request: IRequest, context: Context): Promise<R
     done: (effects) => {
       for (const row of (effects?.[0]?.results ?? []) as { key_hash: string }[]) isolateCache.revokeKey(row.key_hash);
       isolateCache.revokeUser(userId);
+      revokedHere(context.meter.newestBookmark());
     },
   });
 }
@@ -157,6 +159,7 @@ export async function revokeKey(request: IRequest, context: Context): Promise<Re
     failure: () => notFound('Key'),
     done: (effects) => {
       for (const row of (effects?.[0]?.results ?? []) as { key_hash: string }[]) isolateCache.revokeKey(row.key_hash);
+      revokedHere(context.meter.newestBookmark());
     },
   });
 }
@@ -237,7 +240,10 @@ export async function putMember(request: IRequest, context: Context): Promise<Re
       batch: (writes, writeId) => writes.putMember(writeId, workspaceId, userId, role),
       failure: () => notFound('Workspace or user'),
       // A changed role may take rights away: this isolate reads the user's rights afresh.
-      done: () => isolateCache.revokeUser(userId),
+      done: () => {
+        isolateCache.revokeUser(userId);
+        revokedHere(context.meter.newestBookmark());
+      },
     },
   );
 }
@@ -251,7 +257,10 @@ export async function deleteMember(request: IRequest, context: Context): Promise
     batch: (writes, writeId) => writes.deleteMember(writeId, workspaceId, userId),
     failure: () => notFound('Workspace or user'),
     // Removed at once in this isolate; a read still in flight cannot put the membership back.
-    done: () => isolateCache.revokeUser(userId),
+    done: () => {
+      isolateCache.revokeUser(userId);
+      revokedHere(context.meter.newestBookmark());
+    },
   });
 }
 

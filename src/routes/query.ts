@@ -22,7 +22,7 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   const keyHash = await sha256Hex(bearerToken(request));
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const body = await settle(() => readJson(request));
-  const queries = new Queries(context.env.DB, context.meter);
+  const queries = new Queries(context.reads, context.meter);
   const { caller, objects } = await queries.view(keyHash, workspaceId);
   if (caller === undefined) throw unauthorized();
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');

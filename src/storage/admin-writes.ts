@@ -4,6 +4,7 @@ import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { RecordWrites } from './writes.ts';
 import { reindexObject } from './record-index.ts';
+import type { D1 } from './sessions.ts';
 
 /**
  * The writes of the admin API, exactly once. Each is one D1 batch whose first statement inserts
@@ -70,7 +71,7 @@ export class AdminWrites {
   private readonly writes: RecordWrites;
 
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     meter: Meter,
   ) {
     this.writes = new RecordWrites(db, meter);

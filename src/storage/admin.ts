@@ -3,6 +3,7 @@ import type { ObjectDef } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import { OBJECTS, toObjectDef, type ObjectRow } from './store.ts';
+import type { D1 } from './sessions.ts';
 
 /**
  * The reads of the admin API: users, workspaces, memberships and object definitions. Every
@@ -24,7 +25,7 @@ const DEFINITION_COLUMNS = 'v.object_id AS id, v.version, v.name, v.name_templat
 
 export class AdminStore {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

@@ -1,5 +1,6 @@
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
+import type { D1 } from './sessions.ts';
 
 /** How long a completed key is replayed: at least 24 hours. */
 export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -83,7 +84,7 @@ const HOLDER = `SELECT fingerprint, token, state, status, headers, body, write_i
 /** SQL of Idempotency-Key; the write that completes a key is in writes.ts. */
 export class IdempotencyStore {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

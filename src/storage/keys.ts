@@ -1,5 +1,6 @@
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
+import type { D1 } from './sessions.ts';
 
 /** The reads of API keys: only a key's hash and prefix are stored (keys are issued and revoked in admin-writes.ts). */
 
@@ -19,7 +20,7 @@ const toInfo = (row: KeyRow): KeyInfo => ({ id: row.id, prefix: row.prefix, crea
 
 export class KeyStore {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

@@ -6,6 +6,7 @@ import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import type { Caller } from '../domain/access.ts';
 import { callerOf, callerStatement, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
+import type { D1 } from './sessions.ts';
 
 /** How long the change feed keeps a change: at least 7 days. */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -43,7 +44,7 @@ export type Change = ChangeRow;
  */
 export class Lists {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

@@ -1,3 +1,5 @@
+import { latestBookmark } from '../http/bookmark.ts';
+
 /**
  * Counts the round trips a request makes, for `Server-Timing`: every D1 call (a `batch()` is
  * one) and every Durable Object call, with their durations, and D1's own count of the rows
@@ -10,6 +12,8 @@ export interface Work {
   rowsRead?: number;
   /** Object calls made by the callee itself (a coordinator's turns and patches). */
   doCalls?: number;
+  /** The newest D1 bookmark the work reached (a write: its commit's). */
+  bookmark?: string;
 }
 
 export class Meter implements Work {
@@ -22,6 +26,19 @@ export class Meter implements Work {
   /** Most object calls in flight at once: 20 for a batch of 20 taken in parallel, 1 if in sequence. */
   doPeak = 0;
   private doInFlight = 0;
+  private readonly sessions: Pick<D1DatabaseSession, 'getBookmark'>[] = [];
+  private noted: string | undefined;
+
+  /** A D1 session whose bookmark counts toward the request's (read when asked: it moves as queries run). */
+  track<S extends Pick<D1DatabaseSession, 'getBookmark'>>(session: S): S {
+    this.sessions.push(session);
+    return session;
+  }
+
+  /** The newest bookmark of the request's D1 work, its objects' included. */
+  newestBookmark(): string | undefined {
+    return latestBookmark(this.noted, ...this.sessions.map((session) => session.getBookmark()));
+  }
 
   async d1<T>(call: () => Promise<T>): Promise<T> {
     const start = performance.now();
@@ -51,6 +68,7 @@ export class Meter implements Work {
       this.rowsWritten += answer.work.rowsWritten ?? 0;
       this.rowsRead += answer.work.rowsRead ?? 0;
       this.doCalls += answer.work.doCalls ?? 0;
+      this.noted = latestBookmark(this.noted, answer.work.bookmark);
       return answer;
     } finally {
       this.doInFlight--;
@@ -64,6 +82,8 @@ export class Meter implements Work {
     if (this.rowsWritten > 0 || this.rowsRead > 0)
       [work.rowsWritten, work.rowsRead] = [this.rowsWritten, this.rowsRead];
     if (this.doCalls > 0) work.doCalls = this.doCalls;
+    const bookmark = this.newestBookmark();
+    if (bookmark !== undefined) work.bookmark = bookmark;
     return work;
   }
 

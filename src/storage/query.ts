@@ -5,6 +5,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
+import type { D1 } from './sessions.ts';
 import {
   callerOf,
   callerStatement,
@@ -147,7 +148,7 @@ function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown }
 
 export class Queries {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

@@ -1,4 +1,5 @@
 import type { FieldDefinitionIn } from '../schemas/admin.ts';
+import type { D1 } from './sessions.ts';
 
 /**
  * The index of indexed and unique fields (`record_index`): one row per record and field, with a
@@ -50,7 +51,7 @@ const BUILD = `INSERT INTO record_index (record_id, field, object_id, value, uni
  * The statements that make the index follow the object's current definition (after its new
  * version is in): nothing, unless the new version changes which fields are indexed or unique.
  */
-export function reindexObject(db: D1Database, objectId: number): D1PreparedStatement[] {
+export function reindexObject(db: D1, objectId: number): D1PreparedStatement[] {
   return [db.prepare(DROP).bind(objectId), db.prepare(BUILD).bind(objectId)];
 }
 
@@ -81,7 +82,7 @@ const VALUES = `SELECT r.id, e.value ->> '$.fieldName' AS field, e.value ->> '$.
 
 /** The values that live records of the object share, in the unique fields of `fields`. One round trip. */
 export async function duplicateValues(
-  db: D1Database,
+  db: D1,
   objectId: number,
   fields: readonly FieldDefinitionIn[],
 ): Promise<Duplicate[]> {
@@ -129,7 +130,7 @@ const HOLDERS = `SELECT j.key AS i, ri.record_id, (SELECT json_group_array(works
  * naming the holding record when `canSee` says the caller may see it (by its workspaces).
  */
 export async function uniqueClashes(
-  db: D1Database,
+  db: D1,
   claims: readonly UniqueClaim[],
   canSee: (sharedWorkspaceIds: readonly number[]) => boolean = () => false,
 ): Promise<{ pointer: string; code: string; message: string; status: number }[]> {
@@ -195,7 +196,7 @@ export const uniqueViolation = (at: string): { pointer: string; code: string; me
 });
 
 /** The live record holding each claim's value, in the claims' order (undefined: none). One round trip. */
-export async function uniqueHolders(db: D1Database, claims: readonly UniqueClaim[]): Promise<(number | undefined)[]> {
+export async function uniqueHolders(db: D1, claims: readonly UniqueClaim[]): Promise<(number | undefined)[]> {
   if (claims.length === 0) return [];
   const rows = await db
     .prepare(HOLDERS)

@@ -3,6 +3,7 @@ import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
+import type { D1 } from './sessions.ts';
 
 /**
  * The SQL of records as requests read them (the caller, records, definitions); the admin API's
@@ -54,8 +55,7 @@ const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
   LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ?`;
 
 /** The caller behind a key hash: a statement to batch with others, and how to read its result. */
-export const callerStatement = (db: D1Database, keyHash: string): D1PreparedStatement =>
-  db.prepare(CALLER).bind(keyHash);
+export const callerStatement = (db: D1, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
 export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
 
 /** The current definitions of the objects whose ids are in the JSON array bound to `?`. */
@@ -75,7 +75,7 @@ const RECORDS = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT v
 
 export class Store {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
   ) {}
 

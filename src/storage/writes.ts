@@ -10,6 +10,7 @@ import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { isTransient } from './retry.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
+import type { D1 } from './sessions.ts';
 
 /**
  * Every write of the service, exactly once. A write is one D1 batch that starts with its
@@ -183,7 +184,7 @@ const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => [
 
 export class RecordWrites {
   constructor(
-    private readonly db: D1Database,
+    private readonly db: D1,
     private readonly meter: Meter,
     private readonly clock: Clock = systemClock,
   ) {}

@@ -34,7 +34,7 @@ export async function adminWrite(
   body: unknown,
   write: AdminWrite,
 ): Promise<Response> {
-  const writes = new AdminWrites(context.env.DB, context.meter);
+  const writes = new AdminWrites(context.primary, context.meter);
   const writeId = newWriteId();
   const claim = await claim_(context, writes, key, body, writeId, write);
   if (claim instanceof Response) return claim;

@@ -5,7 +5,9 @@
  * client, far from D1) and GEO_NEAR_MS each way to an object's calls to D1 (objects stand near
  * D1, as the location hint places them). Each operation runs warm and cold, sequentially from one
  * client and then over 8 connections; latency is printed as p50 / p99 ÷ (2 · GEO_FAR_MS), so the
- * bare Worker, one D1 round trip per operation, is about 1.0 by construction. Writes the table to
+ * bare Worker, one D1 round trip per operation, is about 1.0 by construction. A third run gives
+ * the service a read replica near the Worker, GEO_REPLICA_LAG_MS behind the primary
+ * (test/chaos/replica.ts): reads without a bookmark are served there. Writes the table to
  * test/bench/geo-results.md.
  */
 import { writeFileSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { ADMIN, baselineTarget, freshRecords, serviceTarget, warmUp, type Target
 
 const FAR = Number(process.env.GEO_FAR_MS ?? 75);
 const NEAR = Number(process.env.GEO_NEAR_MS ?? 1);
+const LAG = Number(process.env.GEO_REPLICA_LAG_MS ?? 500);
 const SEQUENTIAL = Number(process.env.GEO_SEQUENTIAL ?? 12);
 const CONCURRENT = 8;
 const PER_CONNECTION = Number(process.env.GEO_PER_CONNECTION ?? 5);
@@ -91,6 +94,17 @@ const operations: Operation[] = [
       ),
   },
   {
+    name: 'query-50',
+    send: (t) =>
+      ask(
+        t,
+        'GET',
+        t.workspacePath === undefined
+          ? '/workspaces/1/records?after=0'
+          : `${t.workspacePath}/records?limit=50&field.n0=0&objectId=${t.objectId ?? 0}`,
+      ),
+  },
+  {
     name: 'changes-100',
     send: (t) =>
       ask(
@@ -148,24 +162,34 @@ async function main(): Promise<void> {
   console.log(
     `Starting the service (chaos build, no faults) and the baseline with GEO_FAR_MS=${FAR}, GEO_NEAR_MS=${NEAR}…`,
   );
-  const [service, baseline] = await Promise.all([
+  const chaosConfig = fileURLToPath(new URL('../chaos/wrangler.toml', import.meta.url));
+  const [service, replicated, baseline] = await Promise.all([
+    startLocalWorker({ config: chaosConfig, vars: { ADMIN_TOKEN: ADMIN, ...vars } }),
     startLocalWorker({
-      config: fileURLToPath(new URL('../chaos/wrangler.toml', import.meta.url)),
-      vars: { ADMIN_TOKEN: ADMIN, ...vars },
+      config: chaosConfig,
+      vars: { ADMIN_TOKEN: ADMIN, ...vars, GEO_REPLICA_LAG_MS: String(LAG) },
+      replica: true,
     }),
     startLocalWorker({ config: fileURLToPath(new URL('./baseline/wrangler.toml', import.meta.url)), vars }),
   ]);
   const rows: string[] = [];
+  /** p50 from one client, in long-haul round trips, by `${who} ${operation}`. */
+  const p50s = new Map<string, number>();
   try {
-    const [s, b] = await Promise.all([serviceTarget(service, RECORDS), baselineTarget(baseline, RECORDS)]);
+    const [s, r, b] = await Promise.all([
+      serviceTarget(service, RECORDS),
+      serviceTarget(replicated, RECORDS),
+      baselineTarget(baseline, RECORDS),
+    ]);
     for (const op of operations.filter((one) => one.name.includes(ONLY))) {
       const cells = new Map<string, string>();
       for (const [who, target] of [
         ['service', s],
+        ['replica', r],
         ['baseline', b],
       ] as const) {
         // The baseline has no objects: for it a cold patch is a warm one.
-        const cold = op.cold === true && who === 'service';
+        const cold = op.cold === true && who !== 'baseline';
         const fresh = cold
           ? await freshRecords(target, (SEQUENTIAL + CONCURRENT * PER_CONNECTION) * (op.perRequest ?? 1))
           : [];
@@ -178,29 +202,39 @@ async function main(): Promise<void> {
           const ids = cold || op.unique === true ? pool : drawer(target.ids, false);
           const latencies = await measure(target, op, ids, connections, count);
           cells.set(`${who}${connections}`, `${trips(quantile(latencies, 0.5))} / ${trips(quantile(latencies, 0.99))}`);
+          if (connections === 1) p50s.set(`${who} ${op.name}`, Number(trips(quantile(latencies, 0.5))));
         }
       }
-      rows.push(
-        `| ${op.name} | ${['service1', 'baseline1', `service${CONCURRENT}`, `baseline${CONCURRENT}`].map((k) => cells.get(k)).join(' | ')} |`,
-      );
+      const columns = ['service1', 'replica1', 'baseline1', `service${CONCURRENT}`, `replica${CONCURRENT}`];
+      rows.push(`| ${op.name} | ${[...columns, `baseline${CONCURRENT}`].map((k) => cells.get(k)).join(' | ')} |`);
       console.log(rows.at(-1));
     }
   } finally {
-    await Promise.all([service.stop(), baseline.stop()]);
+    await Promise.all([service.stop(), replicated.stop(), baseline.stop()]);
   }
   const table = [
     '# Geo simulation: latency in long-haul round trips',
     '',
-    `${new Date().toISOString()} · GEO_FAR_MS=${FAR} (one long-haul round trip = ${2 * FAR} ms), GEO_NEAR_MS=${NEAR} · ` +
+    `${new Date().toISOString()} · GEO_FAR_MS=${FAR} (one long-haul round trip = ${2 * FAR} ms), GEO_NEAR_MS=${NEAR}, ` +
+      `GEO_REPLICA_LAG_MS=${LAG} (the "+ replica" columns: a read replica near the Worker) · ` +
       `sequential: ${SEQUENTIAL} requests from one client; concurrent: ${CONCURRENT} connections × ${PER_CONNECTION} · p50 / p99 ÷ ${2 * FAR} ms`,
     '',
-    '| operation | service, 1 client | bare Worker, 1 client | service, 8 connections | bare Worker, 8 connections |',
-    '|---|---:|---:|---:|---:|',
+    '| operation | service, 1 client | service + replica, 1 client | bare Worker, 1 client | service, 8 connections | service + replica, 8 connections | bare Worker, 8 connections |',
+    '|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
   ].join('\n');
   if (ONLY === '') writeFileSync(RESULTS, table);
   console.log('\n' + table);
+  // Reads near the client cost a fraction of a long-haul trip; writes cost what they cost without a replica.
+  const near = ['read', 'list-50', 'query-50'].filter((name) => p50s.has(`replica ${name}`));
+  const far = near.filter((name) => (p50s.get(`replica ${name}`) ?? 0) > 0.3);
+  console.log(
+    far.length === 0
+      ? `Reads with a near replica (${near.join(', ')}): p50 ≤ 0.3 long-haul round trips.`
+      : `Reads with a near replica above 0.3 long-haul round trips at p50: ${far.join(', ')}.`,
+  );
+  if (far.length > 0) process.exitCode = 1;
 }
 
 await main();

@@ -17,6 +17,8 @@ export interface Target {
   fresh?: number[];
   /** The service's `/workspaces/{id}` (the baseline has workspace 1 and no cursors). */
   workspacePath?: string;
+  /** The service's object of the records. */
+  objectId?: number;
   /** CPU time used so far by the target's wrangler dev process tree, in ms. */
   cpuMs: () => number | undefined;
   /** Cursors of every list and feed page, for the list scenarios. */
@@ -61,6 +63,7 @@ export async function serviceTarget(worker: LocalWorker, records: number): Promi
     ids,
     patchPath: `/workspaces/${ws.id}/records/{id}`,
     workspacePath: `/workspaces/${ws.id}`,
+    objectId: object.id,
     patchBody: (value) => ({ fieldValues: [{ fieldName: 'n0', value }] }),
     batchBody: (batch, value) => batch.map((id) => ({ id, fieldValues: [{ fieldName: 'n0', value }] })),
     createBody,

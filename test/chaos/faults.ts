@@ -1,5 +1,7 @@
 import type { Env } from '../../src/env.ts';
 import { withProductionLimits } from '../limits.ts';
+import { isBookmark, latestBookmark } from '../../src/http/bookmark.ts';
+import { replicaOf, type Replica, type Sql } from './replica.ts';
 
 /**
  * Fault injection for the chaos build: wraps the D1 binding and the record objects' namespace so
@@ -63,8 +65,12 @@ export interface ChaosVars {
   CHAOS_RESTART?: string;
   /** Geo simulation: one-way milliseconds between the Worker and D1's region (where objects stand too). */
   GEO_FAR_MS?: string;
-  /** Geo simulation: one-way milliseconds within D1's region (an object to D1). */
+  /** Geo simulation: one-way milliseconds within D1's region (an object to D1), and to a replica near the Worker. */
   GEO_NEAR_MS?: string;
+  /** Geo simulation: set, the Worker has a read replica near it, this many ms behind the primary (replica.ts). */
+  GEO_REPLICA_LAG_MS?: string;
+  /** The replica's own database (migrated like DB), used only with GEO_REPLICA_LAG_MS. */
+  REPLICA?: D1Database;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -126,10 +132,46 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
       : (sql: readonly string[]) => {
           if (sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)) && Math.random() < chance) restart();
         };
+  const db =
+    from === 'worker'
+      ? workerD1(env, latency, counted)
+      : wrapD1(withProductionLimits(env.DB), decide, from, latency, committed, replicaFor(env));
   return {
     ...env,
-    DB: wrapD1(withProductionLimits(env.DB), decide, from, latency, committed),
+    DB: db,
     ...(env.RECORDS === undefined ? {} : { RECORDS: wrapObjects(env.RECORDS, decide, from, latency) }),
+  };
+}
+
+/**
+ * The Worker's D1, wrapped once per binding as production's binding is one per isolate, so what
+ * the service remembers per database (the cursor key) stays remembered. Its faults are counted
+ * for the request that came in last (the counts of requests in flight together may mix; their
+ * sum is exact).
+ */
+const workerD1s = new WeakMap<
+  D1Database,
+  { db: D1Database; counting: { counted?: ((fault: Fault) => void) | undefined } }
+>();
+function workerD1(env: Pick<Env, 'DB'> & ChaosVars, latency: number, counted?: (fault: Fault) => void): D1Database {
+  let wrapped = workerD1s.get(env.DB);
+  if (wrapped === undefined) {
+    const counting: { counted?: ((fault: Fault) => void) | undefined } = {};
+    const decide = decider(env, (fault) => counting.counted?.(fault));
+    const db = wrapD1(withProductionLimits(env.DB), decide, 'worker', latency, undefined, replicaFor(env));
+    workerD1s.set(env.DB, (wrapped = { db, counting }));
+  }
+  wrapped.counting.counted = counted;
+  return wrapped.db;
+}
+
+/** The replica model, when the geo simulation asks for one. */
+function replicaFor(env: ChaosVars): { model: Replica; tripMs: number } | undefined {
+  const lag = env.GEO_REPLICA_LAG_MS;
+  if (lag === undefined || lag === '' || env.REPLICA === undefined) return undefined;
+  return {
+    model: replicaOf(env.REPLICA, Number(lag), roundTrip(env, 'worker')),
+    tripMs: roundTrip(env, 'object'),
   };
 }
 
@@ -139,21 +181,24 @@ function wrapD1(
   from: 'worker' | 'object',
   latency: number,
   committed?: (sql: readonly string[]) => void,
+  replica?: { model: Replica; tripMs: number },
 ): D1Database {
-  // Statements keep their SQL beside them; the real batch() is handed the real statements.
+  // Statements keep their SQL and values beside them; the real batch() is handed the real statements.
   const real = new WeakMap<object, D1PreparedStatement>();
-  const sqlOf = new WeakMap<D1PreparedStatement, string>();
-  const wrapStatement = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+  const sqlOf = new WeakMap<D1PreparedStatement, Sql>();
+  type Run = (statements: Sql[], method: string | undefined, direct: () => Promise<unknown>) => Promise<unknown>;
+  const wrapStatement = (statement: D1PreparedStatement, sql: Sql, run: Run): D1PreparedStatement => {
     sqlOf.set(statement, sql);
     const proxy = new Proxy(statement, {
       get(target, property) {
-        if (property === 'bind') return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
+        if (property === 'bind')
+          return (...values: unknown[]) => wrapStatement(target.bind(...values), { sql: sql.sql, params: values }, run);
         if (property === 'first' || property === 'all' || property === 'run' || property === 'raw') {
           return (...args: unknown[]) =>
-            inject(
-              decide({ target: 'd1', method: property, sql: [sql], from }),
-              () => (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args),
-              latency,
+            inject(decide({ target: 'd1', method: property, sql: [sql.sql], from }), () =>
+              run([sql], property, () =>
+                (target[property] as (...a: unknown[]) => Promise<unknown>).apply(target, args),
+              ),
             );
         }
         const value = Reflect.get(target, property, target) as unknown;
@@ -163,25 +208,51 @@ function wrapD1(
     real.set(proxy, statement);
     return proxy;
   };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === 'prepare') return (sql: string) => wrapStatement(target.prepare(sql), sql);
-      if (property === 'batch') {
-        return (statements: D1PreparedStatement[]) => {
-          const unwrapped = statements.map((s) => real.get(s) ?? s);
-          const sql = unwrapped.map((s) => sqlOf.get(s) ?? '');
-          return inject(
-            decide({ target: 'd1', method: 'batch', sql, from }),
-            () => target.batch(unwrapped),
-            latency,
-            committed && (() => committed(sql)),
-          );
-        };
+  // The database and its sessions alike. With a replica, the Worker's sessions that may read
+  // anywhere (not `first-primary`) read where replica.ts routes them; every other statement
+  // pays the trip to the primary, and the replica hears of what it wrote.
+  const wrapHandle = <D extends D1Database | D1DatabaseSession>(handle: D, start?: string): D => {
+    const near = replica !== undefined && from === 'worker' && start !== undefined && start !== 'first-primary';
+    let reached = start !== undefined && isBookmark(start) ? start : undefined;
+    const run: Run = async (statements, method, direct) => {
+      if (near && replica !== undefined && (await replica.model.route(reached)) === 'replica') {
+        await travel(replica.tripMs);
+        const result = await replica.model.run(statements, method);
+        reached = latestBookmark(reached, replica.model.position);
+        return result;
       }
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+      await travel(latency);
+      const result = await direct();
+      const bookmark = 'getBookmark' in handle ? handle.getBookmark() : null;
+      if (near) reached = latestBookmark(reached, bookmark);
+      else replica?.model.wrote(statements, bookmark);
+      return result;
+    };
+    return new Proxy(handle, {
+      get(target, property) {
+        if (property === 'prepare')
+          return (sql: string) => wrapStatement(target.prepare(sql), { sql, params: [] }, run);
+        if (property === 'withSession')
+          return (session?: string) => wrapHandle((target as D1Database).withSession(session), session);
+        if (property === 'getBookmark' && near) return () => reached ?? null;
+        if (property === 'batch') {
+          return (statements: D1PreparedStatement[]) => {
+            const unwrapped = statements.map((s) => real.get(s) ?? s);
+            const sql = unwrapped.map((s) => sqlOf.get(s) ?? { sql: '', params: [] });
+            return inject(
+              decide({ target: 'd1', method: 'batch', sql: sql.map((s) => s.sql), from }),
+              () => run(sql, undefined, () => target.batch(unwrapped)),
+              0,
+              committed && (() => committed(sql.map((s) => s.sql))),
+            );
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  };
+  return wrapHandle(db);
 }
 
 // Stubs are handled as plain objects: their RPC types are too deep for the checker here.

@@ -105,6 +105,13 @@ describe('clients of /openapi.json', () => {
     });
     expect(result.admin.userDeleted).toBe(204);
     expect(result.admin.keyAfterDelete).toBe(401);
+    // Each request sent the bookmark of the answer before it; bookmarks never went back.
+    const { sent, answered } = result.bookmarks;
+    expect(
+      answered.every((b: string | null) => /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/.test(b ?? '')),
+    ).toBe(true);
+    expect(sent).toEqual([null, ...answered.slice(0, -1)]);
+    expect([...answered].sort()).toEqual(answered);
   });
 });
 
@@ -177,6 +184,7 @@ describe('the browser page (test/e2e/browser.html) in headless Chromium', () => 
       expect((await runPage(`${listedPage}/?${query}`)).split('\n')).toEqual([
         'read: 200 name=Grace version=1 etag="1" request-id=yes',
         'patch: 200 stage=customer version=2 etag="2"',
+        'read back: 200 version=2 with-bookmark=yes',
         'stale patch: 412 precondition_failed',
         'done',
         '',

@@ -23,6 +23,8 @@ export interface LocalWorker {
   stop: () => Promise<void>;
   /** CPU time used so far by wrangler dev's whole process tree (workerd included), in ms; undefined without /proc. */
   cpuMs: () => number | undefined;
+  /** Its local state directory (D1 included), which another Worker may be started on with `state`. */
+  state: string;
 }
 
 export async function freePort(): Promise<number> {
@@ -38,7 +40,10 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first. */
+/**
+ * Starts `config` (a wrangler.toml) on a free port; migrations, if any, are applied first (to the
+ * REPLICA database too with `replica`, the geo simulation's read replica).
+ */
 export async function startLocalWorker(
   options: {
     config?: string;
@@ -46,18 +51,23 @@ export async function startLocalWorker(
     migrate?: boolean;
     /** Local state to use and keep (a restart of the same service); else a fresh one, removed on stop. */
     persistTo?: string;
+    replica?: boolean;
+    /** Another running Worker's state, shared as it is: not migrated, not removed. */
+    state?: string;
   } = {},
 ): Promise<LocalWorker> {
   const config = options.config ?? join(ROOT, 'wrangler.toml');
   // /docs serves Redoc's bundle from the static assets: a fresh clone has not copied it yet.
   copyDocs();
-  const state = options.persistTo ?? mkdtempSync(join(tmpdir(), 'record-service-'));
-  const keep = options.persistTo !== undefined;
+  const shared = options.state !== undefined;
+  const keep = shared || options.persistTo !== undefined;
+  const state = options.state ?? options.persistTo ?? mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
-  if (options.migrate !== false) {
+  const databases = options.migrate === false || shared ? [] : options.replica === true ? ['DB', 'REPLICA'] : ['DB'];
+  for (const database of databases) {
     const migrated = spawnSync(
       process.execPath,
-      [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', state, '--config', config],
+      [WRANGLER, 'd1', 'migrations', 'apply', database, '--local', '--persist-to', state, '--config', config],
       { env, encoding: 'utf8' },
     );
     if (migrated.status !== 0) throw new Error(`migrations failed: ${migrated.stderr}${migrated.stdout}`);
@@ -93,10 +103,10 @@ export async function startLocalWorker(
   try {
     await waitUntilUp(url, child, () => output);
   } catch (error) {
-    await stop(child, state, keep);
+    await stop(child, keep ? undefined : state);
     throw error;
   }
-  return { url, stop: () => stop(child, state, keep), cpuMs: () => treeCpuMs(child.pid) };
+  return { url, state, stop: () => stop(child, keep ? undefined : state), cpuMs: () => treeCpuMs(child.pid) };
 }
 
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);
@@ -145,12 +155,12 @@ async function waitUntilUp(url: string, child: ChildProcess, output: () => strin
   throw new Error(`wrangler dev did not answer within 60 s: ${output()}`);
 }
 
-async function stop(child: ChildProcess, state: string, keep = false): Promise<void> {
+async function stop(child: ChildProcess, state: string | undefined): Promise<void> {
   if (child.exitCode === null) {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
     if (child.exitCode === null) child.kill('SIGKILL');
   }
-  if (!keep) rmSync(state, { recursive: true, force: true });
+  if (state !== undefined) rmSync(state, { recursive: true, force: true });
 }

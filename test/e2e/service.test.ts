@@ -96,12 +96,13 @@ function readmeExamples(): { script: string; shown: string }[] {
   }));
 }
 
-/** Output with what differs on every run (times, durations, request ids) blanked. */
+/** Output with what differs on every run (times, durations, request ids, bookmarks) blanked. */
 const steady = (text: string): string =>
   text
     .replaceAll('\r', '')
     .replace(/dur=[\d.]+/g, 'dur=_')
     .replace(/^(X-Request-Id:) .*$/gim, '$1 _')
+    .replace(/^(X-D1-Bookmark:) .*$/gim, '$1 _')
     .replace(/\b\d{13}\b/g, '_')
     .trimEnd();
 

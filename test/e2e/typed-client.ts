@@ -1,4 +1,4 @@
-import createClient from 'openapi-fetch';
+import createClient, { type Middleware } from 'openapi-fetch';
 // Generated from /openapi.json at test time by openapi-typescript (clients.test.ts); never committed.
 import type { components, paths } from './generated/api.ts';
 
@@ -20,6 +20,31 @@ export interface WalkThrough {
     userDeleted: number;
     keyAfterDelete: number;
   };
+  /** The user's client: the bookmark each request sent, and the one each answer carried. */
+  bookmarks: { sent: (string | null)[]; answered: (string | null)[] };
+}
+
+/**
+ * Sends the newest X-D1-Bookmark answered with every next request, as a client that must read
+ * its own writes (even where a replica serves its reads) does.
+ */
+function followBookmarks(): { middleware: Middleware; seen: WalkThrough['bookmarks'] } {
+  const seen: WalkThrough['bookmarks'] = { sent: [], answered: [] };
+  let bookmark: string | null = null;
+  const middleware: Middleware = {
+    onRequest({ request }) {
+      seen.sent.push(bookmark);
+      if (bookmark !== null) request.headers.set('X-D1-Bookmark', bookmark);
+      return request;
+    },
+    onResponse({ response }) {
+      const answered = response.headers.get('X-D1-Bookmark');
+      seen.answered.push(answered);
+      bookmark = answered ?? bookmark;
+      return response;
+    },
+  };
+  return { middleware, seen };
 }
 
 /**
@@ -54,6 +79,8 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
   );
 
   const client = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key.key}` } });
+  const bookmarks = followBookmarks();
+  client.use(bookmarks.middleware);
   const created = need(
     await client.POST('/records/batch', {
       body: [
@@ -122,6 +149,7 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
     patched,
     stale: { status: stale.response.status, problem: problem(stale.error) },
     invalid: { status: invalid.response.status, problem: problem(invalid.error) },
+    bookmarks: bookmarks.seen,
   };
 }
 

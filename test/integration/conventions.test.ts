@@ -92,13 +92,12 @@ describe('conventions of every request', () => {
   });
 
   it('answers a generic 500 that shows neither message nor SQL when storage breaks', async () => {
-    const broken = {
-      ...env,
-      DB: {
-        prepare: () => ({ bind: () => ({}) }),
-        batch: () => Promise.reject(new Error('D1_ERROR: no such table: secret_table')),
-      },
-    } as unknown as typeof env;
+    const db = {
+      prepare: () => ({ bind: () => ({}) }),
+      batch: () => Promise.reject(new Error('D1_ERROR: no such table: secret_table')),
+      withSession: () => ({ ...db, getBookmark: () => null }),
+    };
+    const broken = { ...env, DB: db } as unknown as typeof env;
     const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
     const res = await worker.fetch(
       new Request('http://x/records/1', { headers: { Authorization: 'Bearer rk_x', 'X-Request-Id': 'req-500' } }),

@@ -45,9 +45,11 @@ describe('CORS from CORS_ORIGINS', () => {
     ).toEqual({
       'access-control-allow-origin': APP,
       'access-control-allow-methods': 'PATCH, DELETE, GET',
-      'access-control-allow-headers': 'Authorization, Content-Type, If-Match, Idempotency-Key, X-Request-Id',
+      'access-control-allow-headers':
+        'Authorization, Content-Type, If-Match, Idempotency-Key, X-Request-Id, X-D1-Bookmark',
       'access-control-max-age': '600',
-      'access-control-expose-headers': 'ETag, X-Request-Id, Server-Timing, Retry-After, Idempotent-Replayed',
+      'access-control-expose-headers':
+        'ETag, X-Request-Id, Server-Timing, Retry-After, Idempotent-Replayed, X-D1-Bookmark',
       vary: 'Origin',
     });
   });

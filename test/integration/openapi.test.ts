@@ -104,6 +104,13 @@ describe('GET /openapi.json', () => {
         description: expect.any(String),
         schema: { type: 'string', pattern: '^[0-9]+$' },
       },
+      {
+        name: 'X-D1-Bookmark',
+        in: 'header',
+        required: false,
+        description: expect.stringContaining('replica'),
+        schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$' },
+      },
     ]);
     expect(read.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Record' });
     expect(read.responses['200'].headers.ETag).toEqual({ $ref: '#/components/headers/ETag' });
@@ -139,6 +146,7 @@ describe('GET /openapi.json', () => {
     expect(patch.responses['200'].headers).toEqual({
       'X-Request-Id': { $ref: '#/components/headers/XRequestId' },
       'Server-Timing': { $ref: '#/components/headers/ServerTiming' },
+      'X-D1-Bookmark': { $ref: '#/components/headers/XD1Bookmark' },
       ETag: { $ref: '#/components/headers/ETag' },
       'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' },
     });

@@ -2,13 +2,15 @@ import worker from '../../src/index.ts';
 import { RecordObject as Production } from '../../src/record-object.ts';
 import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts';
 import type { Env } from '../../src/env.ts';
+import { loggingD1 } from '../d1-log.ts';
 import { withProductionLimits } from '../limits.ts';
 
 /**
  * The test build: the production Worker and record object, with a D1 binding that refuses what
- * production D1 refuses (test/limits.ts). Everything else is the production entry as it is.
+ * production D1 refuses (test/limits.ts) and notes where each statement ran (test/d1-log.ts).
+ * Everything else is the production entry as it is.
  */
-const limited = (env: Env): Env => ({ ...env, DB: withProductionLimits(env.DB) });
+const limited = (env: Env): Env => ({ ...env, DB: loggingD1(withProductionLimits(env.DB)) });
 
 export class RecordObject extends Production {
   constructor(ctx: DurableObjectState, env: Env) {

@@ -149,7 +149,7 @@ export class Cluster {
       run: () => send(() => statement.run(), true, statement.sql),
       raw: () => send(() => statement.raw(), false, statement.sql),
     });
-    return {
+    const database = {
       actor: actor.name,
       prepare: (sql: string) => wrap(this.d1.prepare(sql)),
       batch: (statements: { statement: SqliteStatement }[]) => {
@@ -163,6 +163,13 @@ export class Cluster {
       },
       exec: (sql: string) => send(() => this.d1.exec(sql)),
     };
+    // One database, no replica: every session reads the primary, and its bookmark is the latest commit.
+    const withSession = () => ({
+      prepare: database.prepare,
+      batch: database.batch,
+      getBookmark: () => this.d1.bookmark(),
+    });
+    return { ...database, withSession };
   }
 
   private namespace(): object {

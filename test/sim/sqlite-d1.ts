@@ -42,6 +42,12 @@ export class SqliteD1 {
     return new SqliteStatement(this, sql, []);
   }
 
+  /** Commits so far, as a D1 bookmark: sessions compare bookmarks as text. */
+  bookmark(): string {
+    const { commits } = this.statement('SELECT total_changes() AS commits').get() as { commits: number };
+    return `00000000-${commits.toString(16).padStart(8, '0')}-00000000-${'0'.repeat(32)}`;
+  }
+
   batch(statements: SqliteStatement[]): Promise<D1Result[]> {
     return settle(() => {
       this.db.exec('SAVEPOINT batch');
