@@ -161,7 +161,7 @@ describe('GET /openapi.json', () => {
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toEqual(
       operations.filter((op) => op.method !== 'GET').map((op) => op.operationId),
     );
-    expect(operations.filter((op) => op.idempotencyKey).length).toBe(16);
+    expect(operations.filter((op) => op.idempotencyKey).length).toBe(20);
   });
 
   it('lists 413 and 415 for every operation that reads a body, DELETE included, and answers them as documented', async () => {
