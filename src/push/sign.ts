@@ -41,7 +41,8 @@ export async function webhookHeaders(
  * The secret of the subscription made by write `writeId`: HMAC-SHA256 of the write id under the
  * service's key (24 of its bytes, as a fresh one has). A create stores it in the subscription's
  * row and nowhere else; an answer repeated after a lost reply or replayed for its Idempotency-Key
- * derives it again, so the write ledger never holds it.
+ * derives it again, so the write ledger never holds it. A replay after the service's key was
+ * rotated shows a secret the subscription does not sign with.
  */
 export async function derivedWebhookSecret(serviceKey: string, writeId: string): Promise<string> {
   const key = await crypto.subtle.importKey(

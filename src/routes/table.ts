@@ -258,7 +258,8 @@ export const operations: Operation[] = [
       'every retry; dedupe by it), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,` base64 HMAC-' +
       'SHA256 with the key in `secret` of `<id>.<timestamp>.<body>`). In feed order, one at a time; a non-2xx, a ' +
       'timeout (10 s) or a network error is retried after 5 s, doubling to at most 1 h; failing 3 days in a row ' +
-      'disables the subscription. `url` must be `https:` (422 otherwise). Editors only: a viewer is 403.',
+      'disables the subscription. `url` must be `https:` (422 otherwise). Editors only: a viewer is 403. ' +
+      'A retry with the same Idempotency-Key answers the same subscription and secret.',
     auth: 'key',
     idempotencyKey: true,
     body: WebhookInput,
