@@ -36,3 +36,22 @@ export async function webhookHeaders(
     'webhook-signature': `v1,${base64(new Uint8Array(mac))}`,
   };
 }
+
+/**
+ * The secret of the subscription made by write `writeId`: HMAC-SHA256 of the write id under the
+ * service's key (24 of its bytes, as a fresh one has). A create stores it in the subscription's
+ * row and nowhere else; an answer repeated after a lost reply or replayed for its Idempotency-Key
+ * derives it again, so the write ledger never holds it. A replay after the service's key was
+ * rotated shows a secret the subscription does not sign with.
+ */
+export async function derivedWebhookSecret(serviceKey: string, writeId: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    'raw',
+    encoder.encode(serviceKey),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
+  const mac = await crypto.subtle.sign('HMAC', key, encoder.encode(`webhook-secret\n${writeId}`));
+  return `${PREFIX}${base64(new Uint8Array(mac).slice(0, 24))}`;
+}

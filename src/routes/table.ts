@@ -301,8 +301,10 @@ export const operations: Operation[] = [
       'every retry; dedupe by it), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,` base64 HMAC-' +
       'SHA256 with the key in `secret` of `<id>.<timestamp>.<body>`). In feed order, one at a time; a non-2xx, a ' +
       'timeout (10 s) or a network error is retried after 5 s, doubling to at most 1 h; failing 3 days in a row ' +
-      'disables the subscription. `url` must be `https:` (422 otherwise). Editors only: a viewer is 403.',
+      'disables the subscription. `url` must be `https:` (422 otherwise). Editors only: a viewer is 403. ' +
+      'A retry with the same Idempotency-Key answers the same subscription and secret.',
     auth: 'key',
+    idempotencyKey: true,
     body: WebhookInput,
     ok: { status: 201, schema: NewWebhook },
     errors: [403, 422],
@@ -330,6 +332,7 @@ export const operations: Operation[] = [
       '`disabled` pauses it; `active` resumes it where it stopped (the item it was failing on is retried at once), ' +
       'also after it was disabled for failing.',
     auth: 'key',
+    idempotencyKey: true,
     body: WebhookStatusInput,
     ok: { status: 200, schema: WebhookSchema },
     errors: [403],
@@ -343,6 +346,7 @@ export const operations: Operation[] = [
     summary: 'Delete a subscription',
     description: 'Nothing more is sent; its delivery log goes with it.',
     auth: 'key',
+    idempotencyKey: true,
     ok: { status: 204 },
     errors: [403],
   },
@@ -358,6 +362,7 @@ export const operations: Operation[] = [
       'to that point at once; items are sent again with their own `webhook-id`. A cursor older than the feed keeps ' +
       '(7 days) is 410.',
     auth: 'key',
+    idempotencyKey: true,
     body: ReplayInput,
     ok: { status: 200, schema: WebhookSchema },
     errors: [403, 410],

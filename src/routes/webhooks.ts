@@ -14,7 +14,10 @@ import { parseObject } from '../schemas/parse.ts';
 import { ReplayInput, WebhookInput, WebhookStatusInput, type WebhookSchema } from '../schemas/webhooks.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Webhooks, type Webhook } from '../storage/webhooks.ts';
-import { newWebhookSecret } from '../push/sign.ts';
+import { derivedWebhookSecret } from '../push/sign.ts';
+import { keyRequest, type KeyRequest } from '../patching/idempotent.ts';
+import { HIDDEN_SECRET, WebhookWrites } from '../storage/webhook-writes.ts';
+import { adminWrite } from '../writing/admin-write.ts';
 import { forgetSubscriptions } from '../push/wake.ts';
 
 /**
@@ -64,11 +67,21 @@ async function editor<T>(
   return { caller, workspaceId, webhookId: ids.webhookId ?? 0, body: parsed.value };
 }
 
-function bodyOf<S extends Parameters<typeof parseObject>[0]>(request: Request, schema: S) {
+/** The body by `schema`; one 400 lists its problems with those of the Idempotency-Key header. */
+function bodyOf<S extends Parameters<typeof parseObject>[0]>(request: Request, schema: S, key: KeyRequest) {
   return async (): Promise<v.InferOutput<S>> => {
     const parsed = parseObject(schema, await readJson(request));
-    if (!parsed.ok) throw invalidBody(parsed.problems);
+    if (!parsed.ok || key.problems.length > 0)
+      throw invalidBody([...(parsed.ok ? [] : parsed.problems), ...key.problems]);
     return parsed.value;
+  };
+}
+
+/** A write without a body: 400 when its Idempotency-Key header is malformed. */
+function keyOnly(key: KeyRequest) {
+  return async (): Promise<undefined> => {
+    if (key.problems.length > 0) throw invalidBody(key.problems);
+    return undefined;
   };
 }
 
@@ -79,29 +92,68 @@ async function existing(context: Context, webhookId: number, workspaceId: number
   return webhook;
 }
 
-/** POST /workspaces/{workspaceId}/webhooks: delivery starts after the feed's newest change. */
+/**
+ * A create's answer with its secret put back. The ledger holds the answer without it; the secret
+ * is derived again from the write id (as it was when the subscription's row was written), so an
+ * answer after a lost reply or a key's replay shows the same secret without a second copy of it.
+ */
+function revealSecret(body: string, secret: string): string {
+  if (!body.endsWith(HIDDEN_SECRET)) throw new Error('a webhook create answer without its secret');
+  return `${body.slice(0, -HIDDEN_SECRET.length)},"secret":${JSON.stringify(secret)}}`;
+}
+
+/**
+ * The key secrets of new subscriptions are derived under: the CURSOR_SECRET secret, else the key
+ * kept in D1 (read once per isolate).
+ */
+const serviceKey = (context: Context): Promise<string> =>
+  cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
+
+/**
+ * POST /workspaces/{workspaceId}/webhooks: delivery starts after the feed's newest change. One
+ * ledger write: a retry after a lost reply, or with the same Idempotency-Key, makes no second
+ * subscription and shows the same secret.
+ */
 export async function createWebhook(request: IRequest, context: Context): Promise<Response> {
-  const { caller, workspaceId, body } = await editor(request, context, bodyOf(request, WebhookInput));
+  const key = keyRequest(request);
+  const { caller, workspaceId, body } = await editor(request, context, bodyOf(request, WebhookInput, key));
   const problem = urlProblem(body.url, context.env.WEBHOOK_ALLOW_HTTP);
   if (problem !== undefined) throw unprocessable([{ pointer: '/url', code: 'url_not_allowed', message: problem }]);
-  const secret = newWebhookSecret();
-  const webhook = await webhooksOf(context).create({
-    workspaceId,
-    url: body.url,
-    types: body.types === undefined ? null : [...new Set(body.types)],
-    objectIds: body.objectIds === undefined ? null : [...new Set(body.objectIds)].sort((a, b) => a - b),
-    secret,
-    now: Date.now(),
-    by: caller.userId,
-  });
-  forgetSubscriptions(workspaceId);
-  // Starts its alarms; should this call fail, the next write or the Cron Trigger wakes it.
-  context.waitUntil(
-    objectOf(context, webhook.id)
-      .wake(webhook.id)
-      .catch(() => {}),
+  const secretKey = await serviceKey(context);
+  const writes = new WebhookWrites(context.env.DB);
+  return adminWrite(
+    context,
+    key,
+    body,
+    {
+      batch: async (_, writeId, now) =>
+        writes.create(
+          writeId,
+          {
+            workspaceId,
+            url: body.url,
+            types: body.types === undefined ? null : [...new Set(body.types)],
+            objectIds: body.objectIds === undefined ? null : [...new Set(body.objectIds)].sort((a, b) => a - b),
+            secret: await derivedWebhookSecret(secretKey, writeId),
+            by: caller.userId,
+          },
+          now,
+        ),
+      failure: () => notFound('Workspace'),
+      done: (_, outcome) => {
+        forgetSubscriptions(workspaceId);
+        const { id } = JSON.parse(outcome.body) as { id: number };
+        // Starts its alarms; should this call fail, the next write or the Cron Trigger wakes it.
+        context.waitUntil(
+          objectOf(context, id)
+            .wake(id)
+            .catch(() => {}),
+        );
+      },
+      reveal: async (answer, writeId) => revealSecret(answer, await derivedWebhookSecret(secretKey, writeId)),
+    },
+    caller.userId,
   );
-  return json({ ...publicOf(webhook), secret }, 201);
 }
 
 /** GET /workspaces/{workspaceId}/webhooks: oldest first, never a secret. */
@@ -111,41 +163,96 @@ export async function listWebhooks(request: IRequest, context: Context): Promise
   return json({ items });
 }
 
-/** DELETE /workspaces/{workspaceId}/webhooks/{webhookId}: nothing more is sent. */
+/**
+ * DELETE /workspaces/{workspaceId}/webhooks/{webhookId}: nothing more is sent. Its object is told
+ * after the commit; should that fail, it finds the subscription gone at its next alarm.
+ */
 export async function deleteWebhook(request: IRequest, context: Context): Promise<Response> {
-  const { workspaceId, webhookId } = await editor(request, context);
-  if (!(await webhooksOf(context).remove(webhookId, workspaceId))) throw notFound('Webhook');
-  forgetSubscriptions(workspaceId);
-  await objectOf(context, webhookId).forget();
-  return new Response(null, { status: 204 });
+  const key = keyRequest(request);
+  const { caller, workspaceId, webhookId } = await editor(request, context, keyOnly(key));
+  const writes = new WebhookWrites(context.env.DB);
+  return adminWrite(
+    context,
+    key,
+    null,
+    {
+      batch: (_, writeId) => writes.remove(writeId, webhookId, workspaceId),
+      failure: () => notFound('Webhook'),
+      done: async () => {
+        forgetSubscriptions(workspaceId);
+        await objectOf(context, webhookId).forget();
+      },
+    },
+    caller.userId,
+  );
 }
 
-/** PATCH /workspaces/{workspaceId}/webhooks/{webhookId}: pause (`disabled`) or resume (`active`) where it stopped. */
+/**
+ * PATCH /workspaces/{workspaceId}/webhooks/{webhookId}: pause (`disabled`) or resume (`active`)
+ * where it stopped. A resume tells the object after the commit; should that fail, the Cron
+ * Trigger wakes every active subscription.
+ */
 export async function updateWebhook(request: IRequest, context: Context): Promise<Response> {
-  const { workspaceId, webhookId, body } = await editor(request, context, bodyOf(request, WebhookStatusInput));
+  const key = keyRequest(request);
+  const { caller, workspaceId, webhookId, body } = await editor(
+    request,
+    context,
+    bodyOf(request, WebhookStatusInput, key),
+  );
   const reason = body.status === 'disabled' ? 'paused by an editor' : null;
-  const webhook = await webhooksOf(context).setStatus(webhookId, workspaceId, body.status, reason);
-  if (webhook === undefined) throw notFound('Webhook');
-  forgetSubscriptions(workspaceId);
-  if (body.status === 'active') await objectOf(context, webhookId).resume(webhookId);
-  return json(publicOf(webhook));
+  const writes = new WebhookWrites(context.env.DB);
+  return adminWrite(
+    context,
+    key,
+    body,
+    {
+      batch: (_, writeId) => writes.setStatus(writeId, webhookId, workspaceId, body.status, reason),
+      failure: () => notFound('Webhook'),
+      done: async () => {
+        forgetSubscriptions(workspaceId);
+        if (body.status === 'active') await objectOf(context, webhookId).resume(webhookId);
+      },
+    },
+    caller.userId,
+  );
 }
 
-/** POST /workspaces/{workspaceId}/webhooks/{webhookId}/replay: delivers again every matching change after `after`. */
+/**
+ * POST /workspaces/{workspaceId}/webhooks/{webhookId}/replay: delivers again every matching
+ * change after `after`. Its object is told first, then the ledger row holding the answer is
+ * written: a failure stores nothing, and telling the object twice only sends items again.
+ */
 export async function replayWebhook(request: IRequest, context: Context): Promise<Response> {
-  const { workspaceId, webhookId, body } = await editor(request, context, bodyOf(request, ReplayInput));
-  const webhook = await existing(context, webhookId, workspaceId);
-  const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
+  const key = keyRequest(request);
+  const { caller, workspaceId, webhookId, body } = await editor(request, context, bodyOf(request, ReplayInput, key));
+  const secret = await serviceKey(context);
   const after = await settle(() => readCursor(secret, body.after, `changes/${workspaceId}`, 'after'));
   if (!after.ok)
     throw invalidBody([
       { pointer: '/after', code: 'invalid_cursor', message: 'not a cursor of this workspace’s change feed' },
     ]);
-  const { horizon } = await webhooksOf(context).changes(workspaceId, Number.MAX_SAFE_INTEGER, 1);
-  if (after.value < horizon)
-    throw cursorGone({ pointer: '/after', code: 'gone', message: 'changes after this position are no longer kept' });
-  await objectOf(context, webhookId).replay(webhookId, after.value);
-  return json(publicOf(webhook));
+  const writes = new WebhookWrites(context.env.DB);
+  return adminWrite(
+    context,
+    key,
+    body,
+    {
+      batch: async (_, writeId) => {
+        await existing(context, webhookId, workspaceId);
+        const { horizon } = await webhooksOf(context).changes(workspaceId, Number.MAX_SAFE_INTEGER, 1);
+        if (after.value < horizon)
+          throw cursorGone({
+            pointer: '/after',
+            code: 'gone',
+            message: 'changes after this position are no longer kept',
+          });
+        await objectOf(context, webhookId).replay(webhookId, after.value);
+        return writes.replayed(writeId, webhookId, workspaceId);
+      },
+      failure: () => notFound('Webhook'),
+    },
+    caller.userId,
+  );
 }
 
 /** GET /workspaces/{workspaceId}/webhooks/{webhookId}/deliveries: the last 100 attempts, newest first. */

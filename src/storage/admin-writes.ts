@@ -30,13 +30,13 @@ export interface AdminBatch {
 export const ADMIN_KEY_SCOPE = -1;
 
 /** The answer a create's batch completes around the id D1 assigns: `{"id":<id>` + `rest`. */
-const PENDING = '{"f":500}';
+export const PENDING = '{"f":500}';
 
-const answer = (status: number, body: string): string => JSON.stringify({ a: { status, body } });
+export const answer = (status: number, body: string): string => JSON.stringify({ a: { status, body } });
 
-const LEDGER = 'INSERT INTO writes (id, outcome) VALUES (?1, ?2)';
+export const LEDGER = 'INSERT INTO writes (id, outcome) VALUES (?1, ?2)';
 // The ledger row of a write whose outcome is known before it runs: `?2` when `?3` holds, else 404.
-const LEDGER_IF = (condition: string): string =>
+export const LEDGER_IF = (condition: string): string =>
   `INSERT INTO writes (id, outcome) SELECT ?1, CASE WHEN ${condition} THEN ?2 ELSE '{"f":404}' END`;
 // Completes a pending ledger row with the answer around the id `?2` selects: `{"id":<id>` + `?3`.
 const COMPLETE = (idSql: string): string =>

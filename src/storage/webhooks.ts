@@ -55,8 +55,6 @@ const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data, 
     AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
   ORDER BY c.seq LIMIT ?3`;
 const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
-/** The feed's newest position: a new subscription starts after it. */
-const NEWEST = 'coalesce((SELECT max(seq) FROM changes), 0)';
 
 /** SQL of webhook subscriptions. Each method is one D1 round trip. */
 export class Webhooks {
@@ -64,39 +62,6 @@ export class Webhooks {
     private readonly db: D1Database,
     private readonly meter: Meter,
   ) {}
-
-  /** Not retried: a lost answer after the commit would make a second subscription. */
-  async create(input: {
-    workspaceId: number;
-    url: string;
-    types: ChangeType[] | null;
-    objectIds: number[] | null;
-    secret: string;
-    now: number;
-    by: number;
-  }): Promise<Webhook> {
-    const rows = await this.meter.d1(() =>
-      this.db
-        .prepare(
-          `INSERT INTO webhooks (workspace_id, url, types, object_ids, secret, status, reason, start_seq, created_at,
-            created_by)
-           VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ${NEWEST}, ?6, ?7) RETURNING *`,
-        )
-        .bind(
-          input.workspaceId,
-          input.url,
-          JSON.stringify(input.types),
-          JSON.stringify(input.objectIds),
-          input.secret,
-          input.now,
-          input.by,
-        )
-        .all<WebhookRow>(),
-    );
-    const row = rows.results[0];
-    if (row === undefined) throw new Error('webhook insert returned no row');
-    return toWebhook(row);
-  }
 
   async list(workspaceId: number): Promise<Webhook[]> {
     const { results } = await retrying(() =>
@@ -122,16 +87,6 @@ export class Webhooks {
     );
     const row = rows.results[0];
     return row === undefined ? undefined : toWebhook(row);
-  }
-
-  /** Removes one; false when there was none in the workspace. */
-  async remove(id: number, workspaceId: number): Promise<boolean> {
-    const result = await retrying(() =>
-      this.meter.d1(() =>
-        this.db.prepare('DELETE FROM webhooks WHERE id = ? AND workspace_id = ?').bind(id, workspaceId).run(),
-      ),
-    );
-    return result.meta.changes > 0;
   }
 
   /** Sets the status (and its reason); the subscription as it now is, or undefined when there is none. */

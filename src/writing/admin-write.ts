@@ -12,7 +12,7 @@ import { TURN_TIMEOUT_MS } from './deadlines.ts';
  * One admin write, exactly once, with its Idempotency-Key. The write has an id and one D1 batch
  * that starts with its ledger row (see storage/admin-writes.ts); its answer is always the one
  * the ledger row holds, so the first answer, an answer after a lost reply and a key's replay
- * are the same bytes. Keys are the admin's own scope: the same key with the same canonical
+ * are the same bytes. Keys are their caller's own scope: the same key with the same canonical
  * request replays; with another body it is 422 `idempotency_key_reused`; while the first
  * request runs, 409. A failed write stores nothing under its key.
  */
@@ -22,21 +22,29 @@ export interface AdminWrite {
   batch: (writes: AdminWrites, writeId: string, now: number) => AdminBatch | Promise<AdminBatch>;
   /** The error a failure status answers (404, 409). */
   failure: (status: number, writes: AdminWrites) => Promise<HttpError> | HttpError;
-  /** What the isolate must forget once the write is done; `effects` when this attempt committed it. */
-  done?: (effects: D1Result[] | undefined) => void;
+  /**
+   * What must follow the commit (the isolate forgetting, an object told); `effects` when this
+   * attempt committed it. Not run for a key's replay.
+   */
+  done?: (effects: D1Result[] | undefined, outcome: { status: number; body: string }) => void | Promise<void>;
   /** Completes the stored body of the answer (an issued key is never stored). */
   reveal?: (body: string, writeId: string) => Promise<string>;
 }
 
+/**
+ * `scope` is whom the key belongs to: the admin (no user has its id), or the user behind the API
+ * key for the writes of users (webhook subscriptions).
+ */
 export async function adminWrite(
   context: Context,
   key: KeyRequest,
   body: unknown,
   write: AdminWrite,
+  scope: number = ADMIN_KEY_SCOPE,
 ): Promise<Response> {
   const writes = new AdminWrites(context.primary, context.meter);
   const writeId = newWriteId();
-  const claim = await claim_(context, writes, key, body, writeId, write);
+  const claim = await claim_(context, writes, key, body, writeId, write, scope);
   if (claim instanceof Response) return claim;
   return holding(context, claim, async () => {
     const now = Date.now();
@@ -48,7 +56,7 @@ export async function adminWrite(
       now + TURN_TIMEOUT_MS,
     );
     if ('failed' in outcome) throw await write.failure(outcome.failed, writes);
-    write.done?.(effects);
+    await write.done?.(effects, outcome);
     return answer(outcome, writeId, write, {});
   });
 }
@@ -72,10 +80,11 @@ async function claim_(
   body: unknown,
   writeId: string,
   write: AdminWrite,
+  scope: number,
 ): Promise<KeyClaim | undefined | Response> {
   if (request.key === undefined) return undefined;
   const claim: KeyClaim = {
-    userId: ADMIN_KEY_SCOPE,
+    userId: scope,
     method: request.method,
     path: request.path,
     key: request.key,

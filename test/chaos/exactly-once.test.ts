@@ -244,9 +244,12 @@ describe('a batch answers what D1 holds at its commit', () => {
     const [a, b] = ids as [number, number];
     chaos.delayMs = 400;
     let delayed = false;
+    let held = (): void => undefined;
+    const batchHeld = new Promise<void>((resolve) => (held = resolve));
     chaos.decide = (c) => {
       if (!delayed && writesRecords(c)) {
         delayed = true;
+        held();
         return 'delay';
       }
       return undefined;
@@ -258,7 +261,8 @@ describe('a batch answers what D1 holds at its commit', () => {
         { id: b, fieldValues: [fv('firstName', 'R1')] },
       ],
     });
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The single patch is sent once the batch's commit is held back (whatever the machine's load).
+    await batchHeld;
     const single = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, {
       key: editor.key,
       body: { fieldValues: [fv('age', 2)] },

@@ -137,8 +137,8 @@ describe('end to end over HTTP against wrangler dev', () => {
       expect(out).toContain(
         '{"name":"Ada Lovelace","version":2,"fieldValues":[{"fieldName":"firstName","value":"Ada"},{"fieldName":"lastName","value":"Lovelace"},{"fieldName":"stage","value":"customer"}]}',
       );
-      expect(out).toContain('"code": "unprocessable"');
-      expect(out).toContain('"pointer": "/0/fieldValues/0/value"');
+      expect(out).toContain('"code":"unprocessable"');
+      expect(out).toContain('"pointer":"/0/fieldValues/0/value"');
       // Fresh state: the ids and versions the README shows.
       expect(steady(out)).toBe(steady(walk.shown));
       exampleOutputs.forEach((output, i) =>

@@ -170,6 +170,7 @@ describe('GET /openapi.json', () => {
       operations.filter((op) => op.method !== 'GET' && op.operationId !== 'queryRecords').map((op) => op.operationId),
     );
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toContain('upsertRecords');
+    expect(operations.filter((op) => op.idempotencyKey).length).toBe(21);
   });
 
   it('lists 413 and 415 for every operation that reads a body, DELETE included, and answers them as documented', async () => {
