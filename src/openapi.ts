@@ -116,7 +116,10 @@ const HEADERS = {
   XRequestId: stringHeader("The caller's X-Request-Id when it sent 1–128 visible ASCII characters, else a new UUID.", {
     pattern: '^[\\x21-\\x7e]{1,128}$',
   }),
-  ServerTiming: stringHeader('D1 round trips and Durable Object calls this request made, with their durations.'),
+  ServerTiming: stringHeader(
+    'D1 round trips and Durable Object calls this request made, with their durations, and the rows D1 wrote ' +
+      'and read (`rows;desc="N written, M read"`; left out of a 404).',
+  ),
   ETag: stringHeader('The record\'s version as a strong entity tag: `"<version>"`.', { pattern: '^"[0-9]+"$' }),
   RetryAfter: stringHeader('Seconds to wait before retrying.', { pattern: '^[0-9]+$' }),
   WWWAuthenticate: stringHeader('The authentication scheme: `Bearer`.', { const: 'Bearer' }),

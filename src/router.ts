@@ -24,7 +24,7 @@ export function buildRouter() {
     finally: [
       (response: Response, request: IRequest, context: Context) => {
         response.headers.set('X-Request-Id', context.requestId);
-        response.headers.set('Server-Timing', context.meter.header());
+        response.headers.set('Server-Timing', context.meter.header(response.status !== 404));
         // The newest state this answer reflects (a write: its commit), else the one the client sent.
         const bookmark = latestBookmark(context.meter.newestBookmark(), request.headers.get(BOOKMARK_HEADER));
         if (bookmark !== undefined) response.headers.set(BOOKMARK_HEADER, bookmark);

@@ -87,12 +87,17 @@ export class Meter implements Work {
     return work;
   }
 
-  header(): string {
+  /**
+   * `rows`: whether to tell the rows D1 wrote and read. A 404 does not: reading a row that exists
+   * costs more rows than finding none, which would tell a record hidden from the caller from one
+   * that does not exist.
+   */
+  header(rows = true): string {
     const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
     return (
       `d1;dur=${this.d1Ms.toFixed(1)};desc="${plural(this.d1Trips, 'round trip', 'round trips')}", ` +
-      `do;dur=${this.doMs.toFixed(1)};desc="${plural(this.doCalls, 'call', 'calls')}", ` +
-      `rows;desc="${this.rowsWritten} written, ${this.rowsRead} read"`
+      `do;dur=${this.doMs.toFixed(1)};desc="${plural(this.doCalls, 'call', 'calls')}"` +
+      (rows ? `, rows;desc="${this.rowsWritten} written, ${this.rowsRead} read"` : '')
     );
   }
 }

@@ -5,7 +5,8 @@ import { call, createOne, newWorkspace, world, type Answer } from './helpers.ts'
 /**
  * A write to a record the caller cannot see costs what a write to an id never issued costs:
  * the same status and body, the same D1 round trips, no call to any object, whether or not
- * someone else used the record lately (this isolate remembers it then).
+ * someone else used the record lately (this isolate remembers it then), and no count of the rows
+ * D1 read (reading a row that exists costs more rows than finding none).
  */
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
@@ -14,7 +15,9 @@ const TIMING = /d1;dur=[\d.]+;desc="(\d+) round trips?", do;dur=[\d.]+;desc="(\d
 function cost(answer: Answer) {
   const match = TIMING.exec(answer.headers.get('Server-Timing') ?? '');
   if (match === null) throw new Error(`bad Server-Timing: ${answer.headers.get('Server-Timing')}`);
-  return { status: answer.status, body: answer.body, d1: Number(match[1]), calls: Number(match[2]) };
+  // The rows D1 read differ (an existing row is read): a 404 does not tell them.
+  const rows = /rows;/.test(answer.headers.get('Server-Timing') ?? '');
+  return { status: answer.status, body: answer.body, d1: Number(match[1]), calls: Number(match[2]), rows };
 }
 
 const NEVER_ISSUED = 900_000_000;
@@ -55,6 +58,7 @@ describe('a record the caller cannot see costs what a missing one costs', () => 
         for (const answer of unseen) {
           expect(answer.status).toBe(404);
           expect(answer.calls).toBe(0);
+          expect(answer.rows).toBe(false);
         }
       }
     }
