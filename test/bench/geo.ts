@@ -215,11 +215,14 @@ async function main(): Promise<void> {
   const table = [
     '# Geo simulation: latency in long-haul round trips',
     '',
-    `${new Date().toISOString()} · GEO_FAR_MS=${FAR} (one long-haul round trip = ${2 * FAR} ms), GEO_NEAR_MS=${NEAR}, ` +
+    `${new Date().toISOString()} · GEO_FAR_MS=${FAR} (one long-haul round trip = ${2 * FAR} ms), ` +
+      `GEO_NEAR_MS=${NEAR}, ` +
       `GEO_REPLICA_LAG_MS=${LAG} (the "+ replica" columns: a read replica near the Worker) · ` +
-      `sequential: ${SEQUENTIAL} requests from one client; concurrent: ${CONCURRENT} connections × ${PER_CONNECTION} · p50 / p99 ÷ ${2 * FAR} ms`,
+      `sequential: ${SEQUENTIAL} requests from one client; concurrent: ${CONCURRENT} connections × ` +
+      `${PER_CONNECTION} · p50 / p99 ÷ ${2 * FAR} ms`,
     '',
-    '| operation | service, 1 client | service + replica, 1 client | bare Worker, 1 client | service, 8 connections | service + replica, 8 connections | bare Worker, 8 connections |',
+    '| operation | service, 1 client | service + replica, 1 client | bare Worker, 1 client | service, 8 ' +
+      'connections | service + replica, 8 connections | bare Worker, 8 connections |',
     '|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',

@@ -127,7 +127,8 @@ function randomPage(t: Target, which: 'records' | 'changes'): string {
   const cursors = t.cursors?.[which] ?? [];
   const cursor = cursors[Math.floor(Math.random() * cursors.length)];
   const param = which === 'records' ? 'cursor' : 'after';
-  return `${t.workspacePath}/${which}?limit=${which === 'records' ? 50 : 100}${cursor === undefined ? '' : `&${param}=${encodeURIComponent(cursor)}`}`;
+  const after = cursor === undefined ? '' : `&${param}=${encodeURIComponent(cursor)}`;
+  return `${t.workspacePath}/${which}?limit=${which === 'records' ? 50 : 100}${after}`;
 }
 
 /** Grows the service to 10 000 records and collects the cursor of every list and feed page. */
@@ -148,7 +149,8 @@ async function prepareLists(t: Target): Promise<void> {
     let next: string | null = null;
     do {
       const page: any = await json(
-        `${t.url}${t.workspacePath}/${which}?limit=${limit}${next === null ? '' : `&${param}=${encodeURIComponent(next)}`}`,
+        `${t.url}${t.workspacePath}/${which}?limit=${limit}` +
+          (next === null ? '' : `&${param}=${encodeURIComponent(next)}`),
         'GET',
         t.headers,
       );
@@ -259,7 +261,9 @@ async function main(): Promise<void> {
           sorted.length === totals.service.ok &&
           sorted.every((v, i) => v === hotBefore + 1 + i) &&
           after === hotBefore + sorted.length;
-        hotAccounted = `hot record: ${totals.service.ok} successful patches, answered versions ${sorted[0]}–${sorted.at(-1)}, stored version ${after}: ${exact ? 'every version accounted for' : 'MISMATCH'}`;
+        hotAccounted =
+          `hot record: ${totals.service.ok} successful patches, answered versions ${sorted[0]}–${sorted.at(-1)}, ` +
+          `stored version ${after}: ${exact ? 'every version accounted for' : 'MISMATCH'}`;
         if (!exact) loud.push(hotAccounted);
       }
       const rate = (t: Totals) => t.requests / Math.max(t.seconds, 1e-9);
@@ -284,11 +288,14 @@ async function main(): Promise<void> {
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
     lines.push(`# Benchmark: service vs bare baseline`, '');
     lines.push(
-      `${new Date().toISOString()} · ${cpus().length} × ${cpu} · Node ${process.version} · wrangler ${version()} · ${CONNECTIONS} connections · ${ROUNDS} × ${SECONDS} s per side, alternating, every record patched once (singly) before each patch scenario`,
+      `${new Date().toISOString()} · ${cpus().length} × ${cpu} · Node ${process.version} · wrangler ` +
+        `${version()} · ${CONNECTIONS} connections · ${ROUNDS} × ${SECONDS} s per side, alternating, every ` +
+        `record patched once (singly) before each patch scenario`,
       '',
     );
     lines.push(
-      '| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / p99 ms | errors (service / baseline) | ratio | CPU ms per request (service / baseline) |',
+      '| scenario | service req/s | baseline req/s | service records/s | service p50 / p99 ms | baseline p50 / ' +
+        'p99 ms | errors (service / baseline) | ratio | CPU ms per request (service / baseline) |',
     );
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of rows) lines.push(`| ${row.join(' | ')} |`);

@@ -46,29 +46,32 @@ async function setup(n = 1) {
 }
 
 describe('exactly once when replies are lost', () => {
-  it('a patch whose object answer is lost is sent again and applied once: consecutive versions, one change each', async () => {
-    const { editor, workspaceId, ids } = await setup();
-    const id = ids[0] as number;
-    // Every Worker → object patch call runs, and its first reply is lost.
-    const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 3);
-    const answers = [];
-    for (const age of [1, 2, 3])
-      answers.push(
-        await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-          key: editor.key,
-          body: { fieldValues: [fv('age', age)] },
-        }),
-      );
-    expect(lost.lost).toBe(3);
-    expect(answers.map((a) => [a.status, a.body.version])).toEqual([
-      [200, 2],
-      [200, 3],
-      [200, 4],
-    ]);
-    expect((await stored(id))?.version).toBe(4);
-    expect(await changeCount(id)).toBe(4); // created + 3 updates
-    expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(answers[2]?.body);
-  });
+  it(
+    'a patch whose object answer is lost is sent again and applied once: consecutive versions, one ' + 'change each',
+    async () => {
+      const { editor, workspaceId, ids } = await setup();
+      const id = ids[0] as number;
+      // Every Worker → object patch call runs, and its first reply is lost.
+      const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 3);
+      const answers = [];
+      for (const age of [1, 2, 3])
+        answers.push(
+          await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('age', age)] },
+          }),
+        );
+      expect(lost.lost).toBe(3);
+      expect(answers.map((a) => [a.status, a.body.version])).toEqual([
+        [200, 2],
+        [200, 3],
+        [200, 4],
+      ]);
+      expect((await stored(id))?.version).toBe(4);
+      expect(await changeCount(id)).toBe(4); // created + 3 updates
+      expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(answers[2]?.body);
+    },
+  );
 
   it('20 concurrent patches with every object reply lost once: versions 2..21, each answered once', async () => {
     const { editor, workspaceId, ids } = await setup();
@@ -89,21 +92,25 @@ describe('exactly once when replies are lost', () => {
     expect((await stored(id))?.version).toBe(21);
   });
 
-  it('an object whose D1 write committed but whose reply was lost does not write again, and answers 200 (even under If-Match)', async () => {
-    const { editor, workspaceId, ids } = await setup();
-    const id = ids[0] as number;
-    const lost = loseReplies((c) => writesRecords(c) && c.from === 'object', 1);
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 7)] },
-      headers: { 'If-Match': '"1"' },
-    });
-    expect(lost.lost).toBe(1);
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 7)] });
-    expect((await stored(id))?.version).toBe(2);
-    expect(await changeCount(id)).toBe(2);
-  });
+  it(
+    'an object whose D1 write committed but whose reply was lost does not write again, and answers 200 ' +
+      '(even under If-Match)',
+    async () => {
+      const { editor, workspaceId, ids } = await setup();
+      const id = ids[0] as number;
+      const lost = loseReplies((c) => writesRecords(c) && c.from === 'object', 1);
+      const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 7)] },
+        headers: { 'If-Match': '"1"' },
+      });
+      expect(lost.lost).toBe(1);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ version: 2, fieldValues: [fv('firstName', 'R0'), fv('age', 7)] });
+      expect((await stored(id))?.version).toBe(2);
+      expect(await changeCount(id)).toBe(2);
+    },
+  );
 
   it('a batch whose D1 commit reply was lost answers 200, written once', async () => {
     const { editor, ids } = await setup(3);
@@ -142,32 +149,36 @@ describe('exactly once when replies are lost', () => {
       expect((await call('GET', `/records/${item.record.id}`, { key: editor.key })).body).toEqual(item.record);
   });
 
-  it('an object that forgot a call it wrote (a restart) answers the committed state when the call comes again', async () => {
-    const { editor, workspaceId, ids } = await setup();
-    const id = ids[0] as number;
-    // The object writes, then "restarts" (forgets its calls and state) before the Worker hears back.
-    const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 1);
-    let forgot = 0;
-    // Runs in the Worker's request, so the stub is made there (a stub belongs to its request).
-    chaos.onLost = () =>
-      forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
-        instance.calls = new Expiring(60_000, 10, () => Date.now());
-        instance.known = undefined;
-        forgot++;
+  it(
+    'an object that forgot a call it wrote (a restart) answers the committed state when the call comes ' + 'again',
+    async () => {
+      const { editor, workspaceId, ids } = await setup();
+      const id = ids[0] as number;
+      // The object writes, then "restarts" (forgets its calls and state) before the Worker hears back.
+      const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 1);
+      let forgot = 0;
+      // Runs in the Worker's request, so the stub is made there (a stub belongs to its request).
+      chaos.onLost = () =>
+        forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
+          instance.calls = new Expiring(60_000, 10, () => Date.now());
+          instance.known = undefined;
+          forgot++;
+        });
+      const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 9)] },
       });
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 9)] },
-    });
-    expect([lost.lost, forgot]).toEqual([1, 1]);
-    expect(res.status).toBe(200);
-    expect(res.body.version).toBe(2);
-    expect((await stored(id))?.version).toBe(2);
-    expect(await changeCount(id)).toBe(2);
-  });
+      expect([lost.lost, forgot]).toEqual([1, 1]);
+      expect(res.status).toBe(200);
+      expect(res.body.version).toBe(2);
+      expect((await stored(id))?.version).toBe(2);
+      expect(await changeCount(id)).toBe(2);
+    },
+  );
 
   it(
-    'answers 503 only when the outcome cannot be learned, and then a retry with the same Idempotency-Key tells the truth',
+    'answers 503 only when the outcome cannot be learned, and then a retry with the same Idempotency-Key tells ' +
+      'the truth',
     { timeout: 30_000 },
     async () => {
       const { editor, workspaceId, ids } = await setup();
@@ -204,75 +215,84 @@ describe('exactly once when replies are lost', () => {
 });
 
 describe('one bad patch never fails another', () => {
-  it('40 concurrent patches of one record, one refused by storage: 39 written, 1 answered 422, nothing of it stored', async () => {
-    const { editor, workspaceId, ids } = await setup();
-    const id = ids[0] as number;
-    // A refusal our checks do not foresee: storage aborts any write holding this value.
-    await env.DB.exec(
-      `CREATE TRIGGER poison BEFORE INSERT ON changes WHEN NEW.data LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`,
-    );
-    try {
-      const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, i) =>
-          call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-            key: editor.key,
-            body: { fieldValues: [fv('lastName', i === 17 ? 'poison' : `ok${i}`)] },
-          }),
-        ),
+  it(
+    '40 concurrent patches of one record, one refused by storage: 39 written, 1 answered 422, nothing ' +
+      'of it stored',
+    async () => {
+      const { editor, workspaceId, ids } = await setup();
+      const id = ids[0] as number;
+      // A refusal our checks do not foresee: storage aborts any write holding this value.
+      await env.DB.exec(
+        `CREATE TRIGGER poison BEFORE INSERT ON changes WHEN NEW.data LIKE '%poison%' BEGIN SELECT ` +
+          `RAISE(ABORT, 'poisoned'); END`,
       );
-      expect(answers.filter((a) => a.status === 200)).toHaveLength(39);
-      expectProblem(answers[17] as any, 422, 'unprocessable');
-      expect(answers[17]?.body.errors[0].code).toBe('storage_refused');
-      expect(
-        answers
-          .filter((a) => a.status === 200)
-          .map((a) => a.body.version)
-          .sort((a, b) => a - b),
-      ).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
-      const row = await stored(id);
-      expect(row?.version).toBe(40);
-      expect(row?.field_values).not.toContain('poison');
-    } finally {
-      await env.DB.exec('DROP TRIGGER poison');
-    }
-  });
+      try {
+        const answers = await Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+              key: editor.key,
+              body: { fieldValues: [fv('lastName', i === 17 ? 'poison' : `ok${i}`)] },
+            }),
+          ),
+        );
+        expect(answers.filter((a) => a.status === 200)).toHaveLength(39);
+        expectProblem(answers[17] as any, 422, 'unprocessable');
+        expect(answers[17]?.body.errors[0].code).toBe('storage_refused');
+        expect(
+          answers
+            .filter((a) => a.status === 200)
+            .map((a) => a.body.version)
+            .sort((a, b) => a - b),
+        ).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
+        const row = await stored(id);
+        expect(row?.version).toBe(40);
+        expect(row?.field_values).not.toContain('poison');
+      } finally {
+        await env.DB.exec('DROP TRIGGER poison');
+      }
+    },
+  );
 });
 
 describe('a batch answers what D1 holds at its commit', () => {
-  it("an element that changes nothing is guarded: a patch committed between the batch's read and write shows in its answer", async () => {
-    const { editor, workspaceId, ids } = await setup(2);
-    const [a, b] = ids as [number, number];
-    chaos.delayMs = 400;
-    let delayed = false;
-    let held = (): void => undefined;
-    const batchHeld = new Promise<void>((resolve) => (held = resolve));
-    chaos.decide = (c) => {
-      if (!delayed && writesRecords(c)) {
-        delayed = true;
-        held();
-        return 'delay';
-      }
-      return undefined;
-    };
-    const batch = call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [
-        { id: a, fieldValues: [fv('age', 1)] },
-        { id: b, fieldValues: [fv('firstName', 'R1')] },
-      ],
-    });
-    // The single patch is sent once the batch's commit is held back (whatever the machine's load).
-    await batchHeld;
-    const single = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 2)] },
-    });
-    expect(single.body.version).toBe(2);
-    const res = await batch;
-    expect(res.status).toBe(200);
-    expect(res.body[1].record).toEqual((await call('GET', `/records/${b}`, { key: editor.key })).body);
-    expect(res.body[1].record.version).toBe(2);
-  });
+  it(
+    "an element that changes nothing is guarded: a patch committed between the batch's read and write " +
+      'shows in its answer',
+    async () => {
+      const { editor, workspaceId, ids } = await setup(2);
+      const [a, b] = ids as [number, number];
+      chaos.delayMs = 400;
+      let delayed = false;
+      let held = (): void => undefined;
+      const batchHeld = new Promise<void>((resolve) => (held = resolve));
+      chaos.decide = (c) => {
+        if (!delayed && writesRecords(c)) {
+          delayed = true;
+          held();
+          return 'delay';
+        }
+        return undefined;
+      };
+      const batch = call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [
+          { id: a, fieldValues: [fv('age', 1)] },
+          { id: b, fieldValues: [fv('firstName', 'R1')] },
+        ],
+      });
+      // The single patch is sent once the batch's commit is held back (whatever the machine's load).
+      await batchHeld;
+      const single = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 2)] },
+      });
+      expect(single.body.version).toBe(2);
+      const res = await batch;
+      expect(res.status).toBe(200);
+      expect(res.body[1].record).toEqual((await call('GET', `/records/${b}`, { key: editor.key })).body);
+      expect(res.body[1].record.version).toBe(2);
+    },
+  );
 });
 
 describe('Idempotency-Key while the first request runs', () => {
@@ -298,7 +318,10 @@ describe('Idempotency-Key while the first request runs', () => {
 });
 
 describe('batches and keyed writes run in a coordinator near D1, exactly once', () => {
-  /** Every object that may have coordinated (the records', the shared ones) forgets the calls it answered, as after a restart. */
+  /**
+   * Every object that may have coordinated (the records', the shared ones) forgets the calls it
+   * answered, as after a restart.
+   */
   const restartCoordinators = (ids: readonly number[]) => async (): Promise<void> => {
     for (const name of [...ids.map(String), ...Array.from({ length: 16 }, (_, n) => `near:${n}`)]) {
       await forget(env.RECORDS.get(env.RECORDS.idFromName(name)), (instance: any) => {
@@ -326,132 +349,150 @@ describe('batches and keyed writes run in a coordinator near D1, exactly once', 
     }
   });
 
-  it('a keyed batch whose coordinator restarted after committing replays its stored answer when sent again', async () => {
-    const { editor, ids } = await setup(2);
-    const lost = loseReplies(nearCall, 1);
-    chaos.onLost = restartCoordinators(ids);
-    const options = {
-      key: editor.key,
-      body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
-      headers: { 'Idempotency-Key': 'near-restart' },
-    };
-    const res = await call('PATCH', '/records/batch', options);
-    expect(lost.lost).toBe(1);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('Idempotent-Replayed')).toBe('true');
-    expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
-    for (const id of ids) expect([(await stored(id))?.version, await changeCount(id)]).toEqual([2, 2]);
-    chaos.decide = undefined;
-    expect((await call('PATCH', '/records/batch', options)).body).toEqual(res.body);
-  });
-
-  it('an unkeyed batch whose coordinator restarted after committing runs again and finds itself applied: same versions, nothing written twice', async () => {
-    const { editor, ids } = await setup(2);
-    const lost = loseReplies(nearCall, 1);
-    chaos.onLost = restartCoordinators(ids);
-    const res = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
-    });
-    expect(lost.lost).toBe(1);
-    expect(res.status).toBe(200);
-    expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
-    for (const id of ids) expect([(await stored(id))?.version, await changeCount(id)]).toEqual([2, 2]);
-  });
-
-  it('…and when another write changed a record meanwhile, answers what the batch committed, from its ledger row, without applying it again', async () => {
-    const { editor, workspaceId, ids } = await setup(2);
-    const [a] = ids as [number, number];
-    const lost = loseReplies(nearCall, 1);
-    let between: { body: any } | undefined;
-    chaos.onLost = async () => {
-      await restartCoordinators(ids)();
-      between = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
+  it(
+    'a keyed batch whose coordinator restarted after committing replays its stored answer when sent ' + 'again',
+    async () => {
+      const { editor, ids } = await setup(2);
+      const lost = loseReplies(nearCall, 1);
+      chaos.onLost = restartCoordinators(ids);
+      const options = {
         key: editor.key,
-        body: { fieldValues: [fv('age', 6)] },
-      });
-    };
-    const res = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
-    });
-    expect(lost.lost).toBe(1);
-    expect(res.status).toBe(200);
-    expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(
-      ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 8)]]),
-    );
-    expect(between?.body.version).toBe(3);
-    // The batch's write (v2) and the patch (v3) each once; the batch was not applied over the patch.
-    expect([
-      (await stored(a))?.version,
-      await changeCount(a),
-      JSON.parse((await stored(a))?.field_values ?? '[]'),
-    ]).toEqual([3, 3, [fv('firstName', 'R0'), fv('age', 6)]]);
-    expect([(await stored(ids[1] as number))?.version, await changeCount(ids[1] as number)]).toEqual([2, 2]);
-  });
+        body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
+        headers: { 'Idempotency-Key': 'near-restart' },
+      };
+      const res = await call('PATCH', '/records/batch', options);
+      expect(lost.lost).toBe(1);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('Idempotent-Replayed')).toBe('true');
+      expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
+      for (const id of ids) expect([(await stored(id))?.version, await changeCount(id)]).toEqual([2, 2]);
+      chaos.decide = undefined;
+      expect((await call('PATCH', '/records/batch', options)).body).toEqual(res.body);
+    },
+  );
 
-  it("a keyed patch runs in its record's object; after a lost answer and a restart, it answers what it committed, not a second write", async () => {
-    const { editor, workspaceId, object } = await setup(0);
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'cold')]);
-    const id = record.id as number;
-    // A record the Worker does not remember is read by the Worker first; one it remembers, with a
-    // key, runs near D1 in the record's object.
-    await call('GET', `/records/${id}`, { key: editor.key });
-    const lost = loseReplies(nearCall, 1);
-    let between: { body: any } | undefined;
-    chaos.onLost = async () => {
-      await forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
-        instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
-        instance.calls = new Expiring(60_000, 10, () => Date.now());
-        instance.known = undefined;
-      });
-      between = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+  it(
+    'an unkeyed batch whose coordinator restarted after committing runs again and finds itself applied:' +
+      ' same versions, nothing written twice',
+    async () => {
+      const { editor, ids } = await setup(2);
+      const lost = loseReplies(nearCall, 1);
+      chaos.onLost = restartCoordinators(ids);
+      const res = await call('PATCH', '/records/batch', {
         key: editor.key,
-        body: { fieldValues: [fv('age', 6)] },
+        body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
       });
-    };
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 5)] },
-      headers: { 'Idempotency-Key': 'cold-5' },
-    });
-    expect(lost.lost).toBe(1);
-    expect([res.status, res.body.version, res.body.fieldValues]).toEqual([
-      200,
-      2,
-      [fv('firstName', 'cold'), fv('age', 5)],
-    ]);
-    expect(between?.body.version).toBe(3);
-    expect([
-      (await stored(id))?.version,
-      await changeCount(id),
-      JSON.parse((await stored(id))?.field_values ?? '[]'),
-    ]).toEqual([3, 3, [fv('firstName', 'cold'), fv('age', 6)]]);
-  });
+      expect(lost.lost).toBe(1);
+      expect(res.status).toBe(200);
+      expect(res.body.map((item: any) => item.record.version)).toEqual([2, 2]);
+      for (const id of ids) expect([(await stored(id))?.version, await changeCount(id)]).toEqual([2, 2]);
+    },
+  );
 
-  it('a keyed patch claims its key and writes near D1: one object call from the Worker, the claim and write inside', async () => {
-    const { editor, workspaceId, ids } = await setup();
-    const id = ids[0] as number;
-    const fromWorker: string[] = [];
-    chaos.decide = (c) => {
-      // The webhook wake-up after an answer has left (a look-up of subscriptions) is not the write's.
-      if (c.from === 'worker' && !c.sql.some((sql) => sql.includes('FROM webhooks')))
-        fromWorker.push(`${c.target}:${c.method}`);
-      return undefined;
-    };
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 3)] },
-      headers: { 'Idempotency-Key': 'near-one' },
-    });
-    expect([res.status, res.body.version]).toEqual([200, 2]);
-    // Not even the caller is read by the Worker: the coordinator checks it, claims the key, and writes.
-    expect(fromWorker).toEqual(['object:near']);
-    const again = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 3)] },
-      headers: { 'Idempotency-Key': 'near-one' },
-    });
-    expect([again.headers.get('Idempotent-Replayed'), again.body]).toEqual(['true', res.body]);
-  });
+  it(
+    '…and when another write changed a record meanwhile, answers what the batch committed, from its ' +
+      'ledger row, without applying it again',
+    async () => {
+      const { editor, workspaceId, ids } = await setup(2);
+      const [a] = ids as [number, number];
+      const lost = loseReplies(nearCall, 1);
+      let between: { body: any } | undefined;
+      chaos.onLost = async () => {
+        await restartCoordinators(ids)();
+        between = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('age', 6)] },
+        });
+      };
+      const res = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: ids.map((id) => ({ id, fieldValues: [fv('age', 8)] })),
+      });
+      expect(lost.lost).toBe(1);
+      expect(res.status).toBe(200);
+      expect(res.body.map((item: any) => [item.record.version, item.record.fieldValues])).toEqual(
+        ids.map((_, i) => [2, [fv('firstName', `R${i}`), fv('age', 8)]]),
+      );
+      expect(between?.body.version).toBe(3);
+      // The batch's write (v2) and the patch (v3) each once; the batch was not applied over the patch.
+      expect([
+        (await stored(a))?.version,
+        await changeCount(a),
+        JSON.parse((await stored(a))?.field_values ?? '[]'),
+      ]).toEqual([3, 3, [fv('firstName', 'R0'), fv('age', 6)]]);
+      expect([(await stored(ids[1] as number))?.version, await changeCount(ids[1] as number)]).toEqual([2, 2]);
+    },
+  );
+
+  it(
+    "a keyed patch runs in its record's object; after a lost answer and a restart, it answers what it " +
+      'committed, not a second write',
+    async () => {
+      const { editor, workspaceId, object } = await setup(0);
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'cold')]);
+      const id = record.id as number;
+      // A record the Worker does not remember is read by the Worker first; one it remembers, with a
+      // key, runs near D1 in the record's object.
+      await call('GET', `/records/${id}`, { key: editor.key });
+      const lost = loseReplies(nearCall, 1);
+      let between: { body: any } | undefined;
+      chaos.onLost = async () => {
+        await forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
+          instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
+          instance.calls = new Expiring(60_000, 10, () => Date.now());
+          instance.known = undefined;
+        });
+        between = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('age', 6)] },
+        });
+      };
+      const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 5)] },
+        headers: { 'Idempotency-Key': 'cold-5' },
+      });
+      expect(lost.lost).toBe(1);
+      expect([res.status, res.body.version, res.body.fieldValues]).toEqual([
+        200,
+        2,
+        [fv('firstName', 'cold'), fv('age', 5)],
+      ]);
+      expect(between?.body.version).toBe(3);
+      expect([
+        (await stored(id))?.version,
+        await changeCount(id),
+        JSON.parse((await stored(id))?.field_values ?? '[]'),
+      ]).toEqual([3, 3, [fv('firstName', 'cold'), fv('age', 6)]]);
+    },
+  );
+
+  it(
+    'a keyed patch claims its key and writes near D1: one object call from the Worker, the claim and ' + 'write inside',
+    async () => {
+      const { editor, workspaceId, ids } = await setup();
+      const id = ids[0] as number;
+      const fromWorker: string[] = [];
+      chaos.decide = (c) => {
+        // The webhook wake-up after an answer has left (a look-up of subscriptions) is not the write's.
+        if (c.from === 'worker' && !c.sql.some((sql) => sql.includes('FROM webhooks')))
+          fromWorker.push(`${c.target}:${c.method}`);
+        return undefined;
+      };
+      const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 3)] },
+        headers: { 'Idempotency-Key': 'near-one' },
+      });
+      expect([res.status, res.body.version]).toEqual([200, 2]);
+      // Not even the caller is read by the Worker: the coordinator checks it, claims the key, and writes.
+      expect(fromWorker).toEqual(['object:near']);
+      const again = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 3)] },
+        headers: { 'Idempotency-Key': 'near-one' },
+      });
+      expect([again.headers.get('Idempotent-Replayed'), again.body]).toEqual(['true', res.body]);
+    },
+  );
 });

@@ -47,143 +47,164 @@ async function setup(n = 1) {
 }
 
 describe('one write ledger: a write is settled by its ledger row, never applied again', () => {
-  it('a resent call grouped with another patch, whose group commit first fails: the resent call is answered what it committed, the other is written', async () => {
-    const { editor, ids } = await setup();
-    const id = ids[0] as number;
-    const def = (
-      await call('GET', `/admin/objects/${(await call('GET', `/records/${id}`, { key: editor.key })).body.objectId}`, {
-        key: 'test-admin-token',
-      })
-    ).body;
-    const patch = (callId: string, age: number): PatchCall => ({
-      recordId: id,
-      callId,
-      def,
-      patch: { fieldValues: [fv('age', age)] },
-      userId: editor.id,
-    });
-    const db = chaosEnv(env, 'object').DB;
-    const queue = () => new RecordQueue(id, systemClock, (meter) => new RecordWrites(db, meter));
-    // A first life of the record's queue commits A; its answer is lost with it.
-    const a = patch(newWriteId(), 2);
-    expect((await queue().patch(a)).record?.version).toBe(2);
-    // A second life: C runs first (its read is slow), so A (sent again) and B queue behind it
-    // and are grouped; that group's first commit fails before it runs, its retry meets A's row.
-    let batches = 0;
-    chaos.delayMs = 100;
-    chaos.decide = (c) => {
-      if (c.target === 'd1' && c.method === 'all' && c.sql.some((sql) => sql.includes('FROM records r')))
-        return 'delay';
-      if (writesRecords(c) && ++batches === 2) return 'fail';
-      return undefined;
-    };
-    const second = queue();
-    const c = second.patch(patch(newWriteId(), 3));
-    const [resent, b] = [second.patch(a), second.patch(patch(newWriteId(), 4))];
-    const answers = await Promise.all([c, resent, b]);
-    expect(answers.map((answer) => [answer.status, answer.record?.version])).toEqual([
-      [200, 3],
-      [200, 2],
-      [200, 4],
-    ]);
-    // A's answer is the state it committed: age 2 at version 2, though the record moved on.
-    expect(answers[1]?.record?.fieldValues).toEqual([fv('firstName', 'R0'), fv('age', 2)]);
-    expect([(await stored(id))?.version, await valuesOf(id)]).toEqual([4, [fv('firstName', 'R0'), fv('age', 4)]]);
-    chaos.decide = undefined;
-    expect((await second.patch(patch(newWriteId(), 5))).record?.version).toBe(5);
-  });
-
-  it('an unkeyed batch with an unchanged element, committed before its coordinator restarted, is not applied again over a later patch', async () => {
-    const { editor, workspaceId, ids } = await setup(2);
-    const [a, b] = ids as [number, number];
-    let lost = 0;
-    chaos.decide = (c) => (nearCall(c) && lost++ === 0 ? 'lose' : undefined);
-    let between: any;
-    chaos.onLost = async () => {
-      for (const name of [String(a), String(b)]) await restart(name);
-      between = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, {
-        key: editor.key,
-        body: { fieldValues: [fv('firstName', 'later')] },
+  it(
+    'a resent call grouped with another patch, whose group commit first fails: the resent call is ' +
+      'answered what it committed, the other is written',
+    async () => {
+      const { editor, ids } = await setup();
+      const id = ids[0] as number;
+      const def = (
+        await call(
+          'GET',
+          `/admin/objects/${(await call('GET', `/records/${id}`, { key: editor.key })).body.objectId}`,
+          {
+            key: 'test-admin-token',
+          },
+        )
+      ).body;
+      const patch = (callId: string, age: number): PatchCall => ({
+        recordId: id,
+        callId,
+        def,
+        patch: { fieldValues: [fv('age', age)] },
+        userId: editor.id,
       });
-    };
-    // b's element changes nothing: the batch wrote only a guard for it.
-    const res = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [
-        { id: a, fieldValues: [fv('age', 8)] },
-        { id: b, fieldValues: [fv('firstName', 'R1')] },
-      ],
-    });
-    expect(lost).toBe(2);
-    expect(res.status).toBe(200);
-    expect(res.body.map((item: any) => [item.record.id, item.record.version])).toEqual([
-      [a, 2],
-      [b, 1],
-    ]);
-    expect(res.body[1].record.fieldValues).toEqual([fv('firstName', 'R1')]);
-    expect(between.body.version).toBe(2);
-    expect([(await stored(b))?.version, await valuesOf(b)]).toEqual([2, [fv('firstName', 'later')]]);
-  });
-
-  it('a keyed batch that changes nothing answers one body: its own answer, the replay and a retry all agree, and a later patch stays', async () => {
-    const { editor, workspaceId, ids } = await setup(1);
-    const [a] = ids as [number];
-    const options = {
-      key: editor.key,
-      body: [{ id: a, fieldValues: [fv('firstName', 'R0')] }],
-      headers: { 'Idempotency-Key': 'noop-batch' },
-    };
-    let lost = 0;
-    let replay: any;
-    chaos.decide = (c) =>
-      lost === 0 &&
-      writesRecords(c) &&
-      c.from === 'object' &&
-      c.sql.some((sql) => sql.includes('idempotency_keys')) &&
-      ++lost
-        ? 'lose'
-        : undefined;
-    chaos.onLost = async () => {
-      await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
-        key: editor.key,
-        body: { fieldValues: [fv('age', 1)] },
-      });
-      replay = await call('PATCH', '/records/batch', options);
-    };
-    const res = await call('PATCH', '/records/batch', options);
-    expect(lost).toBe(1);
-    expect(res.status).toBe(200);
-    expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
-    expect(JSON.stringify(replay.body)).toBe(JSON.stringify(res.body));
-    expect(res.body[0].record.version).toBe(1);
-    const again = await call('PATCH', '/records/batch', options);
-    expect(JSON.stringify(again.body)).toBe(JSON.stringify(res.body));
-    expect([(await stored(a))?.version, await valuesOf(a)]).toEqual([2, [fv('firstName', 'R0'), fv('age', 1)]]);
-  });
-
-  it('a committed keyed patch with If-Match, re-run after its object restarted, answers 200 with what it committed, not 412', async () => {
-    const { editor, workspaceId, ids } = await setup(1);
-    const [a] = ids as [number];
-    await call('GET', `/records/${a}`, { key: editor.key }); // remembered: a keyed patch runs near D1
-    let lost = 0;
-    chaos.decide = (c) => (nearCall(c) && lost++ === 0 ? 'lose' : undefined);
-    chaos.onLost = () => restart(String(a));
-    const res = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 3)] },
-      headers: { 'If-Match': '"1"', 'Idempotency-Key': 'if-match-3' },
-    });
-    expect(lost).toBe(2);
-    expect([res.status, res.body.version, res.body.fieldValues]).toEqual([
-      200,
-      2,
-      [fv('firstName', 'R0'), fv('age', 3)],
-    ]);
-    expect((await stored(a))?.version).toBe(2);
-  });
+      const db = chaosEnv(env, 'object').DB;
+      const queue = () => new RecordQueue(id, systemClock, (meter) => new RecordWrites(db, meter));
+      // A first life of the record's queue commits A; its answer is lost with it.
+      const a = patch(newWriteId(), 2);
+      expect((await queue().patch(a)).record?.version).toBe(2);
+      // A second life: C runs first (its read is slow), so A (sent again) and B queue behind it
+      // and are grouped; that group's first commit fails before it runs, its retry meets A's row.
+      let batches = 0;
+      chaos.delayMs = 100;
+      chaos.decide = (c) => {
+        if (c.target === 'd1' && c.method === 'all' && c.sql.some((sql) => sql.includes('FROM records r')))
+          return 'delay';
+        if (writesRecords(c) && ++batches === 2) return 'fail';
+        return undefined;
+      };
+      const second = queue();
+      const c = second.patch(patch(newWriteId(), 3));
+      const [resent, b] = [second.patch(a), second.patch(patch(newWriteId(), 4))];
+      const answers = await Promise.all([c, resent, b]);
+      expect(answers.map((answer) => [answer.status, answer.record?.version])).toEqual([
+        [200, 3],
+        [200, 2],
+        [200, 4],
+      ]);
+      // A's answer is the state it committed: age 2 at version 2, though the record moved on.
+      expect(answers[1]?.record?.fieldValues).toEqual([fv('firstName', 'R0'), fv('age', 2)]);
+      expect([(await stored(id))?.version, await valuesOf(id)]).toEqual([4, [fv('firstName', 'R0'), fv('age', 4)]]);
+      chaos.decide = undefined;
+      expect((await second.patch(patch(newWriteId(), 5))).record?.version).toBe(5);
+    },
+  );
 
   it(
-    'a resent call that committed, whose ledger cannot be read in time, answers 503 outcome_unknown, never a plain "nothing written"',
+    'an unkeyed batch with an unchanged element, committed before its coordinator restarted, is not ' +
+      'applied again over a later patch',
+    async () => {
+      const { editor, workspaceId, ids } = await setup(2);
+      const [a, b] = ids as [number, number];
+      let lost = 0;
+      chaos.decide = (c) => (nearCall(c) && lost++ === 0 ? 'lose' : undefined);
+      let between: any;
+      chaos.onLost = async () => {
+        for (const name of [String(a), String(b)]) await restart(name);
+        between = await call('PATCH', `/workspaces/${workspaceId}/records/${b}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('firstName', 'later')] },
+        });
+      };
+      // b's element changes nothing: the batch wrote only a guard for it.
+      const res = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [
+          { id: a, fieldValues: [fv('age', 8)] },
+          { id: b, fieldValues: [fv('firstName', 'R1')] },
+        ],
+      });
+      expect(lost).toBe(2);
+      expect(res.status).toBe(200);
+      expect(res.body.map((item: any) => [item.record.id, item.record.version])).toEqual([
+        [a, 2],
+        [b, 1],
+      ]);
+      expect(res.body[1].record.fieldValues).toEqual([fv('firstName', 'R1')]);
+      expect(between.body.version).toBe(2);
+      expect([(await stored(b))?.version, await valuesOf(b)]).toEqual([2, [fv('firstName', 'later')]]);
+    },
+  );
+
+  it(
+    'a keyed batch that changes nothing answers one body: its own answer, the replay and a retry all ' +
+      'agree, and a later patch stays',
+    async () => {
+      const { editor, workspaceId, ids } = await setup(1);
+      const [a] = ids as [number];
+      const options = {
+        key: editor.key,
+        body: [{ id: a, fieldValues: [fv('firstName', 'R0')] }],
+        headers: { 'Idempotency-Key': 'noop-batch' },
+      };
+      let lost = 0;
+      let replay: any;
+      chaos.decide = (c) =>
+        lost === 0 &&
+        writesRecords(c) &&
+        c.from === 'object' &&
+        c.sql.some((sql) => sql.includes('idempotency_keys')) &&
+        ++lost
+          ? 'lose'
+          : undefined;
+      chaos.onLost = async () => {
+        await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('age', 1)] },
+        });
+        replay = await call('PATCH', '/records/batch', options);
+      };
+      const res = await call('PATCH', '/records/batch', options);
+      expect(lost).toBe(1);
+      expect(res.status).toBe(200);
+      expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
+      expect(JSON.stringify(replay.body)).toBe(JSON.stringify(res.body));
+      expect(res.body[0].record.version).toBe(1);
+      const again = await call('PATCH', '/records/batch', options);
+      expect(JSON.stringify(again.body)).toBe(JSON.stringify(res.body));
+      expect([(await stored(a))?.version, await valuesOf(a)]).toEqual([2, [fv('firstName', 'R0'), fv('age', 1)]]);
+    },
+  );
+
+  it(
+    'a committed keyed patch with If-Match, re-run after its object restarted, answers 200 with what it' +
+      ' committed, not 412',
+    async () => {
+      const { editor, workspaceId, ids } = await setup(1);
+      const [a] = ids as [number];
+      await call('GET', `/records/${a}`, { key: editor.key }); // remembered: a keyed patch runs near D1
+      let lost = 0;
+      chaos.decide = (c) => (nearCall(c) && lost++ === 0 ? 'lose' : undefined);
+      chaos.onLost = () => restart(String(a));
+      const res = await call('PATCH', `/workspaces/${workspaceId}/records/${a}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 3)] },
+        headers: { 'If-Match': '"1"', 'Idempotency-Key': 'if-match-3' },
+      });
+      expect(lost).toBe(2);
+      expect([res.status, res.body.version, res.body.fieldValues]).toEqual([
+        200,
+        2,
+        [fv('firstName', 'R0'), fv('age', 3)],
+      ]);
+      expect((await stored(a))?.version).toBe(2);
+    },
+  );
+
+  it(
+    'a resent call that committed, whose ledger cannot be read in time, answers 503 outcome_unknown, ' +
+      'never a plain "nothing written"',
     { timeout: 40_000 },
     async () => {
       const { editor, workspaceId, ids } = await setup(1);

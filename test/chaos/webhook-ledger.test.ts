@@ -29,67 +29,76 @@ afterEach(() => {
 });
 
 describe('webhook writes exactly once when replies are lost', () => {
-  it('20 unkeyed creates whose first batch commits and loses its reply: answered once each, one subscription each, with its secret', async () => {
-    const { editor, workspaceId } = await world();
-    let batches = 0;
-    let lost = 0;
-    const sent = new Set<string>();
-    // Every other create batch commits and loses its reply; the Worker sends it again.
-    chaos.decide = (c) => {
-      if (!batchTouching(c, 'INSERT INTO webhooks')) return undefined;
-      return batches++ % 2 === 0 && ++lost ? 'lose' : undefined;
-    };
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, () => {
-        const url = hookUrl();
-        sent.add(url);
-        return call('POST', `/workspaces/${workspaceId}/webhooks`, { key: editor.key, body: { url } });
-      }),
-    );
-    chaos.decide = undefined;
-    expect(lost).toBeGreaterThanOrEqual(10);
-    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(201));
-    const hooks = await hooksIn(workspaceId);
-    expect(hooks).toHaveLength(20);
-    expect(answers.map((a) => a.body.id).sort((a, b) => a - b)).toEqual(hooks.map((h) => h.id));
-    expect(new Set(answers.map((a) => a.body.url))).toEqual(sent);
-    // Each answer's secret is the one its subscription signs with, even when read from the ledger.
-    for (const a of answers) expect(hooks.find((h) => h.id === a.body.id)?.secret).toBe(a.body.secret);
-  });
+  it(
+    '20 unkeyed creates whose first batch commits and loses its reply: answered once each, one ' +
+      'subscription each, with its secret',
+    async () => {
+      const { editor, workspaceId } = await world();
+      let batches = 0;
+      let lost = 0;
+      const sent = new Set<string>();
+      // Every other create batch commits and loses its reply; the Worker sends it again.
+      chaos.decide = (c) => {
+        if (!batchTouching(c, 'INSERT INTO webhooks')) return undefined;
+        return batches++ % 2 === 0 && ++lost ? 'lose' : undefined;
+      };
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => {
+          const url = hookUrl();
+          sent.add(url);
+          return call('POST', `/workspaces/${workspaceId}/webhooks`, { key: editor.key, body: { url } });
+        }),
+      );
+      chaos.decide = undefined;
+      expect(lost).toBeGreaterThanOrEqual(10);
+      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(201));
+      const hooks = await hooksIn(workspaceId);
+      expect(hooks).toHaveLength(20);
+      expect(answers.map((a) => a.body.id).sort((a, b) => a - b)).toEqual(hooks.map((h) => h.id));
+      expect(new Set(answers.map((a) => a.body.url))).toEqual(sent);
+      // Each answer's secret is the one its subscription signs with, even when read from the ledger.
+      for (const a of answers) expect(hooks.find((h) => h.id === a.body.id)?.secret).toBe(a.body.secret);
+    },
+  );
 
-  it('20 keyed creates, a third of the Worker’s D1 replies lost, clients retrying 5xx with their key: one subscription per key', async () => {
-    const { editor, workspaceId } = await world();
-    let lost = 0;
-    chaos.decide = (c) =>
-      c.target === 'd1' && c.from === 'worker' && Math.random() < 0.34 && ++lost ? 'lose' : undefined;
-    const create = async (i: number) => {
-      const body = { url: `${RECEIVER}/hook/chaos-keyed-${workspaceId}-${i}` };
-      for (let attempt = 1; ; attempt++) {
-        const res = await call('POST', `/workspaces/${workspaceId}/webhooks`, {
-          key: editor.key,
-          body,
-          headers: { 'Idempotency-Key': `hook-${i}` },
-        });
-        if ((res.status < 500 && res.status !== 409) || attempt === 30) return res;
-      }
-    };
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => create(i)));
-    chaos.decide = undefined;
-    expect(lost).toBeGreaterThan(0);
-    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(201));
-    const hooks = await hooksIn(workspaceId);
-    expect(hooks).toHaveLength(20);
-    expect(answers.map((a) => a.body.id).sort((a, b) => a - b)).toEqual(hooks.map((h) => h.id));
-    for (const a of answers) expect(hooks.find((h) => h.id === a.body.id)?.secret).toBe(a.body.secret);
-    // A replay now, with nothing lost, is the same answer.
-    const again = await call('POST', `/workspaces/${workspaceId}/webhooks`, {
-      key: editor.key,
-      body: { url: `${RECEIVER}/hook/chaos-keyed-${workspaceId}-0` },
-      headers: { 'Idempotency-Key': 'hook-0' },
-    });
-    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
-    expect(again.body).toEqual(answers[0]?.body);
-  }, 60_000);
+  it(
+    '20 keyed creates, a third of the Worker’s D1 replies lost, clients retrying 5xx with their key: ' +
+      'one subscription per key',
+    async () => {
+      const { editor, workspaceId } = await world();
+      let lost = 0;
+      chaos.decide = (c) =>
+        c.target === 'd1' && c.from === 'worker' && Math.random() < 0.34 && ++lost ? 'lose' : undefined;
+      const create = async (i: number) => {
+        const body = { url: `${RECEIVER}/hook/chaos-keyed-${workspaceId}-${i}` };
+        for (let attempt = 1; ; attempt++) {
+          const res = await call('POST', `/workspaces/${workspaceId}/webhooks`, {
+            key: editor.key,
+            body,
+            headers: { 'Idempotency-Key': `hook-${i}` },
+          });
+          if ((res.status < 500 && res.status !== 409) || attempt === 30) return res;
+        }
+      };
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => create(i)));
+      chaos.decide = undefined;
+      expect(lost).toBeGreaterThan(0);
+      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(201));
+      const hooks = await hooksIn(workspaceId);
+      expect(hooks).toHaveLength(20);
+      expect(answers.map((a) => a.body.id).sort((a, b) => a - b)).toEqual(hooks.map((h) => h.id));
+      for (const a of answers) expect(hooks.find((h) => h.id === a.body.id)?.secret).toBe(a.body.secret);
+      // A replay now, with nothing lost, is the same answer.
+      const again = await call('POST', `/workspaces/${workspaceId}/webhooks`, {
+        key: editor.key,
+        body: { url: `${RECEIVER}/hook/chaos-keyed-${workspaceId}-0` },
+        headers: { 'Idempotency-Key': 'hook-0' },
+      });
+      expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+      expect(again.body).toEqual(answers[0]?.body);
+    },
+    60_000,
+  );
 
   it('a pause and a delete whose batch reply is lost are answered from their ledger rows', async () => {
     const { editor, workspaceId } = await world();

@@ -94,7 +94,8 @@ async function setup(method: string, path: string, body?: unknown): Promise<any>
 
 describe('exactly once under injected faults (chaos build over HTTP)', () => {
   it(
-    '16 clients patch, batch (with elements that change nothing), patch on If-Match, delete and restore, every request retried with its key; a feed consumer rebuilds every record',
+    '16 clients patch, batch (with elements that change nothing), patch on If-Match, delete and restore, every ' +
+      'request retried with its key; a feed consumer rebuilds every record',
     { timeout: 120_000 },
     async () => {
       const user = await setup('POST', '/admin/users', { name: 'chaos' });

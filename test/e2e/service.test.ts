@@ -135,7 +135,8 @@ describe('end to end over HTTP against wrangler dev', () => {
       expect(out).toMatch(/"status":"Succeeded","id":\d+,"name":"Alan","version":1/);
       expect(out).toMatch(/^ETag: "1"\r?$/im);
       expect(out).toContain(
-        '{"name":"Ada Lovelace","version":2,"fieldValues":[{"fieldName":"firstName","value":"Ada"},{"fieldName":"lastName","value":"Lovelace"},{"fieldName":"stage","value":"customer"}]}',
+        '{"name":"Ada Lovelace","version":2,"fieldValues":[{"fieldName":"firstName","value":"Ada"},' +
+          '{"fieldName":"lastName","value":"Lovelace"},{"fieldName":"stage","value":"customer"}]}',
       );
       expect(out).toContain('"code":"unprocessable"');
       expect(out).toContain('"pointer":"/0/fieldValues/0/value"');
@@ -391,81 +392,94 @@ describe('end to end over HTTP against wrangler dev', () => {
     expect(record.fieldValues.filter((v: any) => v.fieldName.startsWith('p'))).toHaveLength(39);
   });
 
-  it("a consumer following the change feed while 8 clients write ends with exactly the records' final states", async () => {
-    const ws = (await http('POST', '/admin/workspaces', ADMIN, { name: 'Feed' })).body.id;
-    const me = (await http('GET', '/me', key)).body.userId;
-    await http('PUT', `/admin/workspaces/${ws}/members/${me}`, ADMIN, { role: 'editor' });
-    const obj = (
-      await http('POST', '/admin/objects', ADMIN, {
-        name: 'Tick',
-        workspaceIds: [ws],
-        fields: [{ name: 'n', type: 'integer' }],
-      })
-    ).body.id;
-    const ids: number[] = (
-      await http(
-        'POST',
-        '/records/batch',
-        key,
-        Array.from({ length: 5 }, () => ({ objectId: obj, fieldValues: [] })),
-      )
-    ).body.map((i: any) => i.record.id);
-    const mirror = new Map<number, any>();
-    let after = '';
-    let writing = true;
-    const follow = async () => {
-      for (;;) {
-        const page = await http('GET', `/workspaces/${ws}/changes?limit=50${after}`, key);
-        expect(page.status).toBe(200);
-        for (const item of page.body.items) {
-          const known = mirror.get(item.recordId);
-          // A record's changes arrive in version order, each exactly once; folding them rebuilds it.
-          expect(item.version).toBe((known?.version ?? 0) + 1);
-          mirror.set(item.recordId, foldItem(known, item));
+  it(
+    "a consumer following the change feed while 8 clients write ends with exactly the records' final " + 'states',
+    async () => {
+      const ws = (await http('POST', '/admin/workspaces', ADMIN, { name: 'Feed' })).body.id;
+      const me = (await http('GET', '/me', key)).body.userId;
+      await http('PUT', `/admin/workspaces/${ws}/members/${me}`, ADMIN, { role: 'editor' });
+      const obj = (
+        await http('POST', '/admin/objects', ADMIN, {
+          name: 'Tick',
+          workspaceIds: [ws],
+          fields: [{ name: 'n', type: 'integer' }],
+        })
+      ).body.id;
+      const ids: number[] = (
+        await http(
+          'POST',
+          '/records/batch',
+          key,
+          Array.from({ length: 5 }, () => ({ objectId: obj, fieldValues: [] })),
+        )
+      ).body.map((i: any) => i.record.id);
+      const mirror = new Map<number, any>();
+      let after = '';
+      let writing = true;
+      const follow = async () => {
+        for (;;) {
+          const page = await http('GET', `/workspaces/${ws}/changes?limit=50${after}`, key);
+          expect(page.status).toBe(200);
+          for (const item of page.body.items) {
+            const known = mirror.get(item.recordId);
+            // A record's changes arrive in version order, each exactly once; folding them rebuilds it.
+            expect(item.version).toBe((known?.version ?? 0) + 1);
+            mirror.set(item.recordId, foldItem(known, item));
+          }
+          after = `&after=${encodeURIComponent(page.body.nextCursor)}`;
+          if (page.body.items.length === 0 && !writing) return;
+          if (page.body.items.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
         }
-        after = `&after=${encodeURIComponent(page.body.nextCursor)}`;
-        if (page.body.items.length === 0 && !writing) return;
-        if (page.body.items.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
-    const consumer = follow();
-    await Promise.all(
-      Array.from({ length: 8 }, async (_, c) => {
-        for (let i = 0; i < 10; i++) {
-          const id = ids[(c + i) % ids.length] as number;
-          if (i === 7 && c === 0) await http('DELETE', `/workspaces/${ws}/records/${id}`, key);
-          else if (i % 4 === 3)
-            await http(
-              'PATCH',
-              `/workspaces/${ws}/records/batch`,
-              key,
-              ids.map((one) => ({ id: one, fieldValues: [{ fieldName: 'n', value: c * 100 + i }] })),
-            );
-          else
-            await http('PATCH', `/workspaces/${ws}/records/${id}`, key, {
-              fieldValues: [{ fieldName: 'n', value: c * 100 + i }],
-            });
-        }
-      }),
-    );
-    writing = false;
-    await consumer;
-    for (const id of ids) expect(mirror.get(id)).toEqual(byName((await http('GET', `/records/${id}`, key)).body));
-  });
+      };
+      const consumer = follow();
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, c) => {
+          for (let i = 0; i < 10; i++) {
+            const id = ids[(c + i) % ids.length] as number;
+            if (i === 7 && c === 0) await http('DELETE', `/workspaces/${ws}/records/${id}`, key);
+            else if (i % 4 === 3)
+              await http(
+                'PATCH',
+                `/workspaces/${ws}/records/batch`,
+                key,
+                ids.map((one) => ({ id: one, fieldValues: [{ fieldName: 'n', value: c * 100 + i }] })),
+              );
+            else
+              await http('PATCH', `/workspaces/${ws}/records/${id}`, key, {
+                fieldValues: [{ fieldName: 'n', value: c * 100 + i }],
+              });
+          }
+        }),
+      );
+      writing = false;
+      await consumer;
+      for (const id of ids) expect(mirror.get(id)).toEqual(byName((await http('GET', `/records/${id}`, key)).body));
+    },
+  );
 
-  it('workerd resolves dot segments (plain, %2e, \\) before the Worker sees the URL: /x/%2e%2e/health is answered as /health', async () => {
-    for (const target of ['/x/%2e%2e/health', '/x/%2E%2E/health', '/x/.%2e/health', '/x/../health', '/x\\..\\health']) {
-      expect(await rawRequest('GET', target), target).toEqual({ status: 200, body: { status: 'ok' } });
-    }
-    // So a path never reaches an admin operation without the admin token, however it is spelt.
-    const sneaked = await rawRequest(
-      'POST',
-      '/workspaces/%2e%2e/admin/users',
-      { 'Content-Type': 'application/json' },
-      '{"name":"x"}',
-    );
-    expect([sneaked.status, sneaked.body.code]).toEqual([401, 'unauthorized']);
-  });
+  it(
+    'workerd resolves dot segments (plain, %2e, \\) before the Worker sees the URL: /x/%2e%2e/health is' +
+      ' answered as /health',
+    async () => {
+      for (const target of [
+        '/x/%2e%2e/health',
+        '/x/%2E%2E/health',
+        '/x/.%2e/health',
+        '/x/../health',
+        '/x\\..\\health',
+      ]) {
+        expect(await rawRequest('GET', target), target).toEqual({ status: 200, body: { status: 'ok' } });
+      }
+      // So a path never reaches an admin operation without the admin token, however it is spelt.
+      const sneaked = await rawRequest(
+        'POST',
+        '/workspaces/%2e%2e/admin/users',
+        { 'Content-Type': 'application/json' },
+        '{"name":"x"}',
+      );
+      expect([sneaked.status, sneaked.body.code]).toEqual([401, 'unauthorized']);
+    },
+  );
 
   it('never answered anything /openapi.json does not document', () => {
     expect(check.problems).toEqual([]);

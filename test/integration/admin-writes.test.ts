@@ -28,27 +28,30 @@ describe('admin writes: one ledger row each, Idempotency-Key replays byte for by
     expect(await ledgerRows()).toBe(before + 7);
   });
 
-  it('a keyed create user is replayed byte for byte and creates one user; another body is 422 and writes nothing', async () => {
-    const users = await countRows('users');
-    const first = await raw('POST', '/admin/users', { body: { name: 'Ada' }, key: 'user-1' });
-    const again = await raw('POST', '/admin/users', { body: { name: 'Ada' }, key: 'user-1' });
-    expect(first.status).toBe(201);
-    expect(again.status).toBe(201);
-    expect(again.text).toBe(first.text);
-    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
-    expect(again.headers.get('Content-Type')).toBe('application/json');
-    expect(await countRows('users')).toBe(users + 1);
-    const other = await raw('POST', '/admin/users', { body: { name: 'Bob' }, key: 'user-1' });
-    expect(other.status).toBe(422);
-    expect(JSON.parse(other.text).errors[0]).toMatchObject({
-      header: 'Idempotency-Key',
-      code: 'idempotency_key_reused',
-    });
-    expect(await countRows('users')).toBe(users + 1);
-    // The key is the admin's own: the same key on another operation runs that operation.
-    const ws = await raw('POST', '/admin/workspaces', { body: { name: 'Ada' }, key: 'user-1' });
-    expect([ws.status, JSON.parse(ws.text).name]).toEqual([201, 'Ada']);
-  });
+  it(
+    'a keyed create user is replayed byte for byte and creates one user; another body is 422 and writes' + ' nothing',
+    async () => {
+      const users = await countRows('users');
+      const first = await raw('POST', '/admin/users', { body: { name: 'Ada' }, key: 'user-1' });
+      const again = await raw('POST', '/admin/users', { body: { name: 'Ada' }, key: 'user-1' });
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(201);
+      expect(again.text).toBe(first.text);
+      expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+      expect(again.headers.get('Content-Type')).toBe('application/json');
+      expect(await countRows('users')).toBe(users + 1);
+      const other = await raw('POST', '/admin/users', { body: { name: 'Bob' }, key: 'user-1' });
+      expect(other.status).toBe(422);
+      expect(JSON.parse(other.text).errors[0]).toMatchObject({
+        header: 'Idempotency-Key',
+        code: 'idempotency_key_reused',
+      });
+      expect(await countRows('users')).toBe(users + 1);
+      // The key is the admin's own: the same key on another operation runs that operation.
+      const ws = await raw('POST', '/admin/workspaces', { body: { name: 'Ada' }, key: 'user-1' });
+      expect([ws.status, JSON.parse(ws.text).name]).toEqual([201, 'Ada']);
+    },
+  );
 
   it('a keyed key issue is replayed with the same working key; only its hash is stored', async () => {
     const user = await newUser();

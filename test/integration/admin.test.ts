@@ -180,25 +180,32 @@ describe('admin API', () => {
     expect(objects.body.items.find((o: any) => o.id === object.id)).toEqual(object);
   });
 
-  it('refuses a bad page query, an edited cursor and a cursor of another list, naming the query parameter', async () => {
-    await newUser('a');
-    await newUser('b');
-    const first = await admin('GET', '/admin/users?limit=1');
-    const cursor: string = first.body.nextCursor;
-    expect(cursor).toEqual(expect.any(String));
-    const edited = await admin('GET', `/admin/users?cursor=${encodeURIComponent(`${cursor.slice(0, -2)}AA`)}`);
-    expectProblem(edited, 400, 'invalid_request');
-    expect(edited.body.errors).toEqual([{ query: 'cursor', code: 'invalid_cursor', message: expect.any(String) }]);
-    expectProblem(await admin('GET', `/admin/workspaces?cursor=${encodeURIComponent(cursor)}`), 400, 'invalid_request');
-    const bad = await admin('GET', '/admin/objects?limit=0&colour=red');
-    expectProblem(bad, 400, 'invalid_request');
-    expect(bad.body.errors.map((e: any) => [e.query, e.code])).toEqual([
-      ['colour', 'unknown_parameter'],
-      ['limit', 'out_of_range'],
-    ]);
-    expectProblem(await admin('GET', '/admin/users?limit=101'), 400, 'invalid_request');
-    expectProblem(await call('GET', '/admin/users', { key: 'not-the-token' }), 401, 'unauthorized');
-  });
+  it(
+    'refuses a bad page query, an edited cursor and a cursor of another list, naming the query ' + 'parameter',
+    async () => {
+      await newUser('a');
+      await newUser('b');
+      const first = await admin('GET', '/admin/users?limit=1');
+      const cursor: string = first.body.nextCursor;
+      expect(cursor).toEqual(expect.any(String));
+      const edited = await admin('GET', `/admin/users?cursor=${encodeURIComponent(`${cursor.slice(0, -2)}AA`)}`);
+      expectProblem(edited, 400, 'invalid_request');
+      expect(edited.body.errors).toEqual([{ query: 'cursor', code: 'invalid_cursor', message: expect.any(String) }]);
+      expectProblem(
+        await admin('GET', `/admin/workspaces?cursor=${encodeURIComponent(cursor)}`),
+        400,
+        'invalid_request',
+      );
+      const bad = await admin('GET', '/admin/objects?limit=0&colour=red');
+      expectProblem(bad, 400, 'invalid_request');
+      expect(bad.body.errors.map((e: any) => [e.query, e.code])).toEqual([
+        ['colour', 'unknown_parameter'],
+        ['limit', 'out_of_range'],
+      ]);
+      expectProblem(await admin('GET', '/admin/users?limit=101'), 400, 'invalid_request');
+      expectProblem(await call('GET', '/admin/users', { key: 'not-the-token' }), 401, 'unauthorized');
+    },
+  );
 
   it("lists a workspace's members by user id; an unknown workspace is 404", async () => {
     const [a, b] = [await newUser('a'), await newUser('b')];
@@ -224,101 +231,110 @@ describe('admin API', () => {
     expectProblem(await admin('GET', '/admin/workspaces/424242/members'), 404, 'not_found');
   });
 
-  it("deletes a user: keys and memberships go in one batch, the key answers 401 at once, records keep the user's id", async () => {
-    const user = await newUser('leaving');
-    const second = (await admin('POST', `/admin/users/${user.id}/keys`)).body.key as string;
-    const stayer = await newUser('staying');
-    const ws = await newWorkspace({ [user.id]: 'editor', [stayer.id]: 'viewer' });
-    const object = await newObject([ws]);
-    const record = await createOne(user.key, object.id, [{ fieldName: 'firstName', value: 'Ada' }]);
-    // A patch makes this isolate remember the caller behind the key (writes may be decided from
-    // memory), so the 401 below proves it forgot the key at once.
-    const patch = { fieldValues: [{ fieldName: 'lastName', value: 'Lovelace' }] };
-    expect(
-      (await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: patch })).body.version,
-    ).toBe(2);
+  it(
+    'deletes a user: keys and memberships go in one batch, the key answers 401 at once, records keep ' +
+      "the user's id",
+    async () => {
+      const user = await newUser('leaving');
+      const second = (await admin('POST', `/admin/users/${user.id}/keys`)).body.key as string;
+      const stayer = await newUser('staying');
+      const ws = await newWorkspace({ [user.id]: 'editor', [stayer.id]: 'viewer' });
+      const object = await newObject([ws]);
+      const record = await createOne(user.key, object.id, [{ fieldName: 'firstName', value: 'Ada' }]);
+      // A patch makes this isolate remember the caller behind the key (writes may be decided from
+      // memory), so the 401 below proves it forgot the key at once.
+      const patch = { fieldValues: [{ fieldName: 'lastName', value: 'Lovelace' }] };
+      expect(
+        (await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: patch })).body.version,
+      ).toBe(2);
 
-    const deleted = await admin('DELETE', `/admin/users/${user.id}`);
-    expect(deleted.status).toBe(204);
-    expect(deleted.body).toBeUndefined();
-    const again = { fieldValues: [{ fieldName: 'lastName', value: 'Byron' }] };
-    expectProblem(
-      await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: again }),
-      401,
-      'unauthorized',
-    );
-    expectProblem(await call('GET', '/me', { key: second }), 401, 'unauthorized');
-    const count = async (sql: string) => (await env.DB.prepare(sql).bind(user.id).first<{ n: number }>())?.n;
-    expect(await count('SELECT count(*) AS n FROM api_keys WHERE user_id = ?')).toBe(0);
-    expect(await count('SELECT count(*) AS n FROM memberships WHERE user_id = ?')).toBe(0);
-    expect(await count('SELECT count(*) AS n FROM users WHERE id = ?')).toBe(0);
-    // The other member and the record stay; the record still names its creator.
-    expect((await admin('GET', `/admin/workspaces/${ws}/members`)).body.items).toEqual([
-      { workspaceId: ws, userId: stayer.id, role: 'viewer' },
-    ]);
-    const read = await call('GET', `/records/${record.id}`, { key: stayer.key });
-    expect(read.body).toMatchObject({
-      id: record.id,
-      version: 2,
-      createdBy: user.id,
-      updatedBy: user.id,
-      ownedBy: user.id,
-    });
-    expect(read.body.fieldValues).toContainEqual({ fieldName: 'lastName', value: 'Lovelace' });
+      const deleted = await admin('DELETE', `/admin/users/${user.id}`);
+      expect(deleted.status).toBe(204);
+      expect(deleted.body).toBeUndefined();
+      const again = { fieldValues: [{ fieldName: 'lastName', value: 'Byron' }] };
+      expectProblem(
+        await call('PATCH', `/workspaces/${ws}/records/${record.id}`, { key: user.key, body: again }),
+        401,
+        'unauthorized',
+      );
+      expectProblem(await call('GET', '/me', { key: second }), 401, 'unauthorized');
+      const count = async (sql: string) => (await env.DB.prepare(sql).bind(user.id).first<{ n: number }>())?.n;
+      expect(await count('SELECT count(*) AS n FROM api_keys WHERE user_id = ?')).toBe(0);
+      expect(await count('SELECT count(*) AS n FROM memberships WHERE user_id = ?')).toBe(0);
+      expect(await count('SELECT count(*) AS n FROM users WHERE id = ?')).toBe(0);
+      // The other member and the record stay; the record still names its creator.
+      expect((await admin('GET', `/admin/workspaces/${ws}/members`)).body.items).toEqual([
+        { workspaceId: ws, userId: stayer.id, role: 'viewer' },
+      ]);
+      const read = await call('GET', `/records/${record.id}`, { key: stayer.key });
+      expect(read.body).toMatchObject({
+        id: record.id,
+        version: 2,
+        createdBy: user.id,
+        updatedBy: user.id,
+        ownedBy: user.id,
+      });
+      expect(read.body.fieldValues).toContainEqual({ fieldName: 'lastName', value: 'Lovelace' });
 
-    expectProblem(await admin('DELETE', `/admin/users/${user.id}`), 404, 'not_found');
-    expectProblem(await admin('DELETE', '/admin/users/abc'), 400, 'invalid_request');
-  });
+      expectProblem(await admin('DELETE', `/admin/users/${user.id}`), 404, 'not_found');
+      expectProblem(await admin('DELETE', '/admin/users/abc'), 400, 'invalid_request');
+    },
+  );
 
-  it('deletes a workspace only while nothing keeps it: 409 naming the object definitions that list it, or its records', async () => {
-    const user = await newUser();
-    const ws = await newWorkspace({ [user.id]: 'editor' });
-    const elsewhere = await newWorkspace();
-    const object = await newObject([ws]);
+  it(
+    'deletes a workspace only while nothing keeps it: 409 naming the object definitions that list it, ' +
+      'or its records',
+    async () => {
+      const user = await newUser();
+      const ws = await newWorkspace({ [user.id]: 'editor' });
+      const elsewhere = await newWorkspace();
+      const object = await newObject([ws]);
 
-    const listed = await admin('DELETE', `/admin/workspaces/${ws}`);
-    expectProblem(listed, 409, 'conflict');
-    expect(listed.body.errors).toEqual([
-      {
-        parameter: 'workspaceId',
-        code: 'workspace_in_use',
-        message: `object definition ${object.id} lists this workspace`,
-      },
-    ]);
-    const memberships = async () =>
-      (
-        await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
-          .bind(ws)
-          .first<{ n: number }>()
-      )?.n;
-    expect(await memberships()).toBe(1);
+      const listed = await admin('DELETE', `/admin/workspaces/${ws}`);
+      expectProblem(listed, 409, 'conflict');
+      expect(listed.body.errors).toEqual([
+        {
+          parameter: 'workspaceId',
+          code: 'workspace_in_use',
+          message: `object definition ${object.id} lists this workspace`,
+        },
+      ]);
+      const memberships = async () =>
+        (
+          await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
+            .bind(ws)
+            .first<{ n: number }>()
+        )?.n;
+      expect(await memberships()).toBe(1);
 
-    // A record shared with it keeps it even once no definition lists it (records are never deleted).
-    await createOne(user.key, object.id, [{ fieldName: 'firstName', value: 'Ada' }]);
-    const definition = { name: 'Contact', workspaceIds: [elsewhere], fields: [{ name: 'firstName', type: 'text' }] };
-    expect((await admin('PUT', `/admin/objects/${object.id}`, definition)).status).toBe(200);
-    const shared = await admin('DELETE', `/admin/workspaces/${ws}`);
-    expectProblem(shared, 409, 'conflict');
-    expect(shared.body.errors).toEqual([
-      { parameter: 'workspaceId', code: 'workspace_in_use', message: 'records are shared with this workspace' },
-    ]);
+      // A record shared with it keeps it even once no definition lists it (records are never deleted).
+      await createOne(user.key, object.id, [{ fieldName: 'firstName', value: 'Ada' }]);
+      const definition = { name: 'Contact', workspaceIds: [elsewhere], fields: [{ name: 'firstName', type: 'text' }] };
+      expect((await admin('PUT', `/admin/objects/${object.id}`, definition)).status).toBe(200);
+      const shared = await admin('DELETE', `/admin/workspaces/${ws}`);
+      expectProblem(shared, 409, 'conflict');
+      expect(shared.body.errors).toEqual([
+        { parameter: 'workspaceId', code: 'workspace_in_use', message: 'records are shared with this workspace' },
+      ]);
 
-    // A workspace nothing keeps goes, with its memberships.
-    const free = await newWorkspace({ [user.id]: 'viewer' });
-    expect((await admin('DELETE', `/admin/workspaces/${free}`)).status).toBe(204);
-    expect(
-      (await env.DB.prepare('SELECT count(*) AS n FROM workspaces WHERE id = ?').bind(free).first<{ n: number }>())?.n,
-    ).toBe(0);
-    expect(
-      (
-        await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
-          .bind(free)
-          .first<{ n: number }>()
-      )?.n,
-    ).toBe(0);
-    expect((await call('GET', '/me', { key: user.key })).body.workspaces).toEqual([
-      { workspaceId: ws, role: 'editor' },
-    ]);
-    expectProblem(await admin('DELETE', `/admin/workspaces/${free}`), 404, 'not_found');
-  });
+      // A workspace nothing keeps goes, with its memberships.
+      const free = await newWorkspace({ [user.id]: 'viewer' });
+      expect((await admin('DELETE', `/admin/workspaces/${free}`)).status).toBe(204);
+      expect(
+        (await env.DB.prepare('SELECT count(*) AS n FROM workspaces WHERE id = ?').bind(free).first<{ n: number }>())
+          ?.n,
+      ).toBe(0);
+      expect(
+        (
+          await env.DB.prepare('SELECT count(*) AS n FROM memberships WHERE workspace_id = ?')
+            .bind(free)
+            .first<{ n: number }>()
+        )?.n,
+      ).toBe(0);
+      expect((await call('GET', '/me', { key: user.key })).body.workspaces).toEqual([
+        { workspaceId: ws, role: 'editor' },
+      ]);
+      expectProblem(await admin('DELETE', `/admin/workspaces/${free}`), 404, 'not_found');
+    },
+  );
 });

@@ -6,8 +6,10 @@ import { patchBatch } from '../../src/patching/patch-batch.ts';
 import { call, createOne, letMemoryExpire, world, type Answer } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-const SERVER_TIMING =
-  /^d1;dur=(\d+\.\d);desc="(\d+) round trips?", do;dur=(\d+\.\d);desc="(\d+) calls?"(, rows;desc="(\d+) written, (\d+) read")?$/;
+const SERVER_TIMING = new RegExp(
+  String.raw`^d1;dur=(\d+\.\d);desc="(\d+) round trips?", do;dur=(\d+\.\d);desc="(\d+) calls?"` +
+    String.raw`(, rows;desc="(\d+) written, (\d+) read")?$`,
+);
 
 function work(answer: Answer): { d1: number; calls: number } {
   const match = SERVER_TIMING.exec(answer.headers.get('Server-Timing') ?? '');
@@ -16,123 +18,146 @@ function work(answer: Answer): { d1: number; calls: number } {
 }
 
 describe('cost budget per operation, from Server-Timing', () => {
-  it('create batch of 1 and of 20: one read round trip and one write round trip; no read while the isolate remembers', async () => {
-    const { editor, object } = await world();
-    const create = (size: number) =>
-      call('POST', '/records/batch', {
-        key: editor.key,
-        body: Array.from({ length: size }, () => ({ objectId: object.id, fieldValues: [fv('firstName', 'x')] })),
-      });
-    for (const size of [1, 20]) {
+  it(
+    'create batch of 1 and of 20: one read round trip and one write round trip; no read while the ' +
+      'isolate remembers',
+    async () => {
+      const { editor, object } = await world();
+      const create = (size: number) =>
+        call('POST', '/records/batch', {
+          key: editor.key,
+          body: Array.from({ length: size }, () => ({ objectId: object.id, fieldValues: [fv('firstName', 'x')] })),
+        });
+      for (const size of [1, 20]) {
+        letMemoryExpire();
+        const res = await create(size);
+        expect(res.status).toBe(201);
+        expect(work(res)).toEqual({ d1: 2, calls: 0 });
+        const again = await create(size);
+        expect(again.body).toHaveLength(size);
+        expect(work(again)).toEqual({ d1: 1, calls: 0 });
+      }
+    },
+  );
+
+  it(
+    'patch one: one call from the Worker and at most two D1 round trips, counted inside the object too;' +
+      ' one when both remember',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
+      const patch = (age: number) =>
+        call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('age', age)] },
+        });
+      // New records are not remembered: the Worker reads the record first (a record the caller
+      // cannot see must cost no object call), then the record's object takes its turn and writes.
+      const first = await patch(1);
+      expect(first.body.version).toBe(2);
+      expect(work(first)).toEqual({ d1: 2, calls: 1 });
+      expect(first.headers.get('Server-Timing')).toMatch(/desc="1 call"/);
+      // Both remember: only the write.
+      const second = await patch(2);
+      expect(second.body.version).toBe(3);
+      expect(work(second)).toEqual({ d1: 1, calls: 1 });
+      // Nothing remembered in the Worker, not even the caller: its read, then the object's write.
       letMemoryExpire();
-      const res = await create(size);
-      expect(res.status).toBe(201);
-      expect(work(res)).toEqual({ d1: 2, calls: 0 });
-      const again = await create(size);
-      expect(again.body).toHaveLength(size);
-      expect(work(again)).toEqual({ d1: 1, calls: 0 });
-    }
-  });
+      const third = await patch(3);
+      expect(third.body.version).toBe(4);
+      expect(work(third)).toEqual({ d1: 2, calls: 1 });
+      // A patch that changes nothing does not write; the object checks what it remembers instead.
+      const noop = await patch(3);
+      expect(noop.body).toEqual(third.body);
+      expect(work(noop)).toEqual({ d1: 1, calls: 1 });
+    },
+  );
 
-  it('patch one: one call from the Worker and at most two D1 round trips, counted inside the object too; one when both remember', async () => {
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
-    const patch = (age: number) =>
-      call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+  it(
+    'patch batch of 20: one call to a coordinator near D1, which makes 20 object calls, all in ' +
+      'parallel, and at most 3 D1 round trips',
+    async () => {
+      const { editor, object } = await world();
+      const ids: number[] = [];
+      for (let i = 0; i < 20; i++) ids.push((await createOne(editor.key, object.id, [fv('firstName', `r${i}`)])).id);
+      const res = await call('PATCH', '/records/batch', {
         key: editor.key,
-        body: { fieldValues: [fv('age', age)] },
+        body: ids.map((id) => ({ id, fieldValues: [fv('age', 1)] })),
       });
-    // New records are not remembered: the Worker reads the record first (a record the caller
-    // cannot see must cost no object call), then the record's object takes its turn and writes.
-    const first = await patch(1);
-    expect(first.body.version).toBe(2);
-    expect(work(first)).toEqual({ d1: 2, calls: 1 });
-    expect(first.headers.get('Server-Timing')).toMatch(/desc="1 call"/);
-    // Both remember: only the write.
-    const second = await patch(2);
-    expect(second.body.version).toBe(3);
-    expect(work(second)).toEqual({ d1: 1, calls: 1 });
-    // Nothing remembered in the Worker, not even the caller: its read, then the object's write.
-    letMemoryExpire();
-    const third = await patch(3);
-    expect(third.body.version).toBe(4);
-    expect(work(third)).toEqual({ d1: 2, calls: 1 });
-    // A patch that changes nothing does not write; the object checks what it remembers instead.
-    const noop = await patch(3);
-    expect(noop.body).toEqual(third.body);
-    expect(work(noop)).toEqual({ d1: 1, calls: 1 });
-  });
+      expect(res.status).toBe(200);
+      const { d1, calls } = work(res);
+      expect(d1).toBeLessThanOrEqual(3);
+      expect(calls).toBe(21);
 
-  it('patch batch of 20: one call to a coordinator near D1, which makes 20 object calls, all in parallel, and at most 3 D1 round trips', async () => {
-    const { editor, object } = await world();
-    const ids: number[] = [];
-    for (let i = 0; i < 20; i++) ids.push((await createOne(editor.key, object.id, [fv('firstName', `r${i}`)])).id);
-    const res = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: ids.map((id) => ({ id, fieldValues: [fv('age', 1)] })),
-    });
-    expect(res.status).toBe(200);
-    const { d1, calls } = work(res);
-    expect(d1).toBeLessThanOrEqual(3);
-    expect(calls).toBe(21);
+      const context = createContext(env, 'budget', {
+        waitUntil() {},
+        passThroughOnException() {},
+        props: {},
+      } as unknown as ExecutionContext);
+      const body = { ok: true as const, value: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) };
+      await patchBatch(context, {
+        keyHash: await sha256Hex(editor.key),
+        workspaceId: undefined,
+        body,
+        idempotency: { key: undefined, method: 'PATCH', path: '/records/batch', problems: [] },
+      });
+      expect(context.meter.doPeak).toBe(20);
+      expect(context.meter.doCalls).toBe(20);
+    },
+  );
 
-    const context = createContext(env, 'budget', {
-      waitUntil() {},
-      passThroughOnException() {},
-      props: {},
-    } as unknown as ExecutionContext);
-    const body = { ok: true as const, value: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) };
-    await patchBatch(context, {
-      keyHash: await sha256Hex(editor.key),
-      workspaceId: undefined,
-      body,
-      idempotency: { key: undefined, method: 'PATCH', path: '/records/batch', problems: [] },
-    });
-    expect(context.meter.doPeak).toBe(20);
-    expect(context.meter.doCalls).toBe(20);
-  });
+  it(
+    'a list page and a feed page: one D1 round trip each, the caller read with the page (never ' + 'remembered)',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const made = [
+        await createOne(editor.key, object.id, [fv('firstName', 'x')]),
+        await createOne(editor.key, object.id, [fv('firstName', 'y')]),
+      ];
+      // The isolate's first page also reads the cursor key (once per isolate; see cursors.test.ts).
+      await call('GET', `/workspaces/${workspaceId}/records`, { key: editor.key });
+      for (const path of [`/workspaces/${workspaceId}/records?limit=1`, `/workspaces/${workspaceId}/changes?limit=1`]) {
+        const first = await call('GET', path, { key: editor.key });
+        expect(work(first)).toEqual({ d1: 1, calls: 0 });
+        const next = await call(
+          'GET',
+          `${path}&${path.includes('changes') ? 'after' : 'cursor'}=${encodeURIComponent(first.body.nextCursor)}`,
+          { key: editor.key },
+        );
+        expect(work(next)).toEqual({ d1: 1, calls: 0 });
+        const seen = [first, next].map((page) => page.body.items[0]);
+        expect(seen.map((item) => (item.record ?? item).id)).toEqual(made.map((record) => record.id));
+      }
+    },
+  );
 
-  it('a list page and a feed page: one D1 round trip each, the caller read with the page (never remembered)', async () => {
-    const { editor, workspaceId, object } = await world();
-    const made = [
-      await createOne(editor.key, object.id, [fv('firstName', 'x')]),
-      await createOne(editor.key, object.id, [fv('firstName', 'y')]),
-    ];
-    // The isolate's first page also reads the cursor key (once per isolate; see cursors.test.ts).
-    await call('GET', `/workspaces/${workspaceId}/records`, { key: editor.key });
-    for (const path of [`/workspaces/${workspaceId}/records?limit=1`, `/workspaces/${workspaceId}/changes?limit=1`]) {
-      const first = await call('GET', path, { key: editor.key });
-      expect(work(first)).toEqual({ d1: 1, calls: 0 });
-      const next = await call(
-        'GET',
-        `${path}&${path.includes('changes') ? 'after' : 'cursor'}=${encodeURIComponent(first.body.nextCursor)}`,
-        { key: editor.key },
-      );
-      expect(work(next)).toEqual({ d1: 1, calls: 0 });
-      const seen = [first, next].map((page) => page.body.items[0]);
-      expect(seen.map((item) => (item.record ?? item).id)).toEqual(made.map((record) => record.id));
-    }
-  });
+  it(
+    'a patch after a batch wrote its record: a fresh read and the write (two D1 round trips), not a ' +
+      'refused write and a redo (three)',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
+      const path = `/workspaces/${workspaceId}/records/${record.id}`;
+      // The object knows version 2.
+      await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+      const batch = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [{ id: record.id, fieldValues: [fv('age', 2)] }],
+      });
+      expect(batch.body[0].record.version).toBe(3);
+      const after = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 3)] } });
+      expect([after.body.version, after.body.fieldValues]).toEqual([4, [fv('firstName', 'x'), fv('age', 3)]]);
+      expect(work(after)).toEqual({ d1: 2, calls: 1 });
+    },
+  );
 
-  it('a patch after a batch wrote its record: a fresh read and the write (two D1 round trips), not a refused write and a redo (three)', async () => {
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
-    const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } }); // the object knows version 2
-    const batch = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [{ id: record.id, fieldValues: [fv('age', 2)] }],
-    });
-    expect(batch.body[0].record.version).toBe(3);
-    const after = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 3)] } });
-    expect([after.body.version, after.body.fieldValues]).toEqual([4, [fv('firstName', 'x'), fv('age', 3)]]);
-    expect(work(after)).toEqual({ d1: 2, calls: 1 });
-  });
-
-  it('every answer carries both entries; a 404 leaves the rows out (they would tell a hidden record from none)', async () => {
-    const res = await call('GET', '/nowhere');
-    expect(work(res)).toEqual({ d1: 0, calls: 0 });
-    expect(res.headers.get('Server-Timing')).not.toContain('rows;');
-    expect((await call('GET', '/health')).headers.get('Server-Timing')).toContain('rows;');
-  });
+  it(
+    'every answer carries both entries; a 404 leaves the rows out (they would tell a hidden record from' + ' none)',
+    async () => {
+      const res = await call('GET', '/nowhere');
+      expect(work(res)).toEqual({ d1: 0, calls: 0 });
+      expect(res.headers.get('Server-Timing')).not.toContain('rows;');
+      expect((await call('GET', '/health')).headers.get('Server-Timing')).toContain('rows;');
+    },
+  );
 });

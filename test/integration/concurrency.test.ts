@@ -38,35 +38,39 @@ async function storedRecord(id: number): Promise<{ version: number; values: Reco
 }
 
 describe('no lost update, ever', () => {
-  it('150 concurrent single patches of one record: distinct consecutive versions, exact final version, every last value kept', async () => {
-    const { editor, workspaceId, ids } = await setup(1);
-    const id = ids[0] as number;
-    const N = 150;
-    const answers = await Promise.all(
-      Array.from({ length: N }, (_, i) =>
-        call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-          key: editor.key,
-          body: { fieldValues: [fv(`f${i % FIELDS}`, i)] },
-        }),
-      ),
-    );
-    expect(answers.map((a) => a.status)).toEqual(Array(N).fill(200));
-    const reported = answers.map((a) => a.body.version as number).sort((a, b) => a - b);
-    expect(reported).toEqual(Array.from({ length: N }, (_, i) => i + 2));
-    const final = await storedRecord(id);
-    expect(final.version).toBe(N + 1);
-    // Each field holds the value of the patch that was applied last among those that set it.
-    for (let f = 0; f < FIELDS; f++) {
-      const setters = answers
-        .map((a, i) => ({ i, version: a.body.version as number }))
-        .filter(({ i }) => i % FIELDS === f);
-      const last = setters.reduce((a, b) => (b.version > a.version ? b : a));
-      expect(final.values[`f${f}`]).toBe(last.i);
-    }
-    // Each answer shows the record right after that patch: its own value is in it.
-    answers.forEach((a, i) => expect(a.body.fieldValues).toContainEqual(fv(`f${i % FIELDS}`, i)));
-    expect((await call('GET', `/records/${id}`, { key: editor.key })).body.version).toBe(N + 1);
-  });
+  it(
+    '150 concurrent single patches of one record: distinct consecutive versions, exact final version, ' +
+      'every last value kept',
+    async () => {
+      const { editor, workspaceId, ids } = await setup(1);
+      const id = ids[0] as number;
+      const N = 150;
+      const answers = await Promise.all(
+        Array.from({ length: N }, (_, i) =>
+          call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv(`f${i % FIELDS}`, i)] },
+          }),
+        ),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(N).fill(200));
+      const reported = answers.map((a) => a.body.version as number).sort((a, b) => a - b);
+      expect(reported).toEqual(Array.from({ length: N }, (_, i) => i + 2));
+      const final = await storedRecord(id);
+      expect(final.version).toBe(N + 1);
+      // Each field holds the value of the patch that was applied last among those that set it.
+      for (let f = 0; f < FIELDS; f++) {
+        const setters = answers
+          .map((a, i) => ({ i, version: a.body.version as number }))
+          .filter(({ i }) => i % FIELDS === f);
+        const last = setters.reduce((a, b) => (b.version > a.version ? b : a));
+        expect(final.values[`f${f}`]).toBe(last.i);
+      }
+      // Each answer shows the record right after that patch: its own value is in it.
+      answers.forEach((a, i) => expect(a.body.fieldValues).toContainEqual(fv(`f${i % FIELDS}`, i)));
+      expect((await call('GET', `/records/${id}`, { key: editor.key })).body.version).toBe(N + 1);
+    },
+  );
 
   it('12 concurrent batches over the same 20 records in different orders all succeed, nothing lost', async () => {
     const { editor, ids } = await setup(20);

@@ -124,52 +124,55 @@ describe('rate limit per API key', () => {
     expect(env.RATE_LIMIT_PERIOD).toBe('10');
   });
 
-  it('answers 429 with Retry-After past the limit and writes nothing; other keys, admin calls and /health go on', async () => {
-    const tight = { ...env, RATE_LIMITER: env.TEST_TIGHT_LIMITER };
-    const call = async (key: string, method: string, path: string, body?: unknown) => {
-      const res = await worker.fetch(
-        new Request(`http://records.test${path}`, {
-          method,
-          headers: {
-            Authorization: `Bearer ${key}`,
-            ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-          },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        }),
-        tight,
-        ctx,
-      );
-      return { status: res.status, headers: res.headers, body: await res.json<any>().catch(() => undefined) };
-    };
-    const user = await newUser();
-    const other = await newUser();
-    const ws = await newWorkspace({ [user.id]: 'editor', [other.id]: 'editor' });
-    const object = await newObject([ws]);
-    const create = (key: string) =>
-      call(key, 'POST', '/records/batch', [
-        { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'A' }] },
-      ]);
-    const before = await countRows('records');
-    const answers = [await create(user.key), await create(user.key), await create(user.key), await create(user.key)];
-    expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 429]);
-    const limited = answers[3]!;
-    expect(limited.body).toEqual({
-      type: 'about:blank',
-      title: 'Too many requests',
-      status: 429,
-      code: 'rate_limited',
-      detail: 'This API key sent too many requests; retry after 10 s.',
-    });
-    expect(limited.headers.get('Retry-After')).toBe('10');
-    expect(limited.headers.get('Content-Type')).toBe('application/problem+json');
-    expect(await countRows('records')).toBe(before + 3);
-    expect((await call(user.key, 'GET', '/records/1')).status).toBe(429);
-    expect((await create(other.key)).status).toBe(201);
-    for (let i = 0; i < 5; i++)
-      expect((await call(ADMIN_TOKEN, 'GET', `/admin/objects/${object.id}`)).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await call(user.key, 'GET', '/health')).status).toBe(200);
-    expect(await countRows('records')).toBe(before + 4);
-  });
+  it(
+    'answers 429 with Retry-After past the limit and writes nothing; other keys, admin calls and ' + '/health go on',
+    async () => {
+      const tight = { ...env, RATE_LIMITER: env.TEST_TIGHT_LIMITER };
+      const call = async (key: string, method: string, path: string, body?: unknown) => {
+        const res = await worker.fetch(
+          new Request(`http://records.test${path}`, {
+            method,
+            headers: {
+              Authorization: `Bearer ${key}`,
+              ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+            },
+            ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          }),
+          tight,
+          ctx,
+        );
+        return { status: res.status, headers: res.headers, body: await res.json<any>().catch(() => undefined) };
+      };
+      const user = await newUser();
+      const other = await newUser();
+      const ws = await newWorkspace({ [user.id]: 'editor', [other.id]: 'editor' });
+      const object = await newObject([ws]);
+      const create = (key: string) =>
+        call(key, 'POST', '/records/batch', [
+          { objectId: object.id, fieldValues: [{ fieldName: 'firstName', value: 'A' }] },
+        ]);
+      const before = await countRows('records');
+      const answers = [await create(user.key), await create(user.key), await create(user.key), await create(user.key)];
+      expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 429]);
+      const limited = answers[3]!;
+      expect(limited.body).toEqual({
+        type: 'about:blank',
+        title: 'Too many requests',
+        status: 429,
+        code: 'rate_limited',
+        detail: 'This API key sent too many requests; retry after 10 s.',
+      });
+      expect(limited.headers.get('Retry-After')).toBe('10');
+      expect(limited.headers.get('Content-Type')).toBe('application/problem+json');
+      expect(await countRows('records')).toBe(before + 3);
+      expect((await call(user.key, 'GET', '/records/1')).status).toBe(429);
+      expect((await create(other.key)).status).toBe(201);
+      for (let i = 0; i < 5; i++)
+        expect((await call(ADMIN_TOKEN, 'GET', `/admin/objects/${object.id}`)).status).toBe(200);
+      for (let i = 0; i < 5; i++) expect((await call(user.key, 'GET', '/health')).status).toBe(200);
+      expect(await countRows('records')).toBe(before + 4);
+    },
+  );
 
   it('RATE_LIMITS=off turns the limiter off (for the benchmark)', async () => {
     const off = { ...env, RATE_LIMITER: env.TEST_TIGHT_LIMITER, RATE_LIMITS: 'off' };

@@ -36,7 +36,8 @@ describe('faults', () => {
     const { editor, list, ids } = await records(4);
     const last = ids[3] as number;
     await env.DB.exec(
-      `CREATE TRIGGER injected_failure BEFORE UPDATE ON records WHEN NEW.id = ${last} BEGIN SELECT RAISE(ABORT, 'injected'); END`,
+      `CREATE TRIGGER injected_failure BEFORE UPDATE ON records WHEN NEW.id = ${last} BEGIN SELECT ` +
+        `RAISE(ABORT, 'injected'); END`,
     );
     const before = await versions(ids);
     const res = await call('PATCH', '/records/batch', {
@@ -85,24 +86,30 @@ describe('faults', () => {
     expect((await versions([a.id]))[0]).toMatchObject({ version: 2 });
   });
 
-  it("a write behind the object's back (a twin, an expired lease) is detected and built upon, not overwritten", async () => {
-    const { editor, workspaceId, list } = await records(1);
-    const id = list[0].id;
-    const path = `/workspaces/${workspaceId}/records/${id}`;
-    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(
-      2,
-    );
-    // Another writer moves the record to version 3 directly in D1.
-    await env.DB.prepare(
-      `UPDATE records SET version = 3, field_values = json('[{"fieldName":"firstName","value":"R0"},{"fieldName":"lastName","value":"twin"},{"fieldName":"age","value":1}]') WHERE id = ?`,
-    )
-      .bind(id)
-      .run();
-    const res = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
-    expect(res.body.version).toBe(4);
-    expect(res.body.fieldValues).toEqual([fv('firstName', 'R0'), fv('lastName', 'twin'), fv('age', 2)]);
-    expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(res.body);
-  });
+  it(
+    "a write behind the object's back (a twin, an expired lease) is detected and built upon, not " + 'overwritten',
+    async () => {
+      const { editor, workspaceId, list } = await records(1);
+      const id = list[0].id;
+      const path = `/workspaces/${workspaceId}/records/${id}`;
+      expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body.version).toBe(
+        2,
+      );
+      // Another writer moves the record to version 3 directly in D1.
+      await env.DB.prepare(
+        `UPDATE records SET version = 3, field_values = ` +
+          `json('[{"fieldName":"firstName","value":"R0"},{"fieldName":"lastName","value":"twin"},` +
+          `{"fieldName":"age","value":1}]') ` +
+          `WHERE id = ?`,
+      )
+        .bind(id)
+        .run();
+      const res = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 2)] } });
+      expect(res.body.version).toBe(4);
+      expect(res.body.fieldValues).toEqual([fv('firstName', 'R0'), fv('lastName', 'twin'), fv('age', 2)]);
+      expect((await call('GET', `/records/${id}`, { key: editor.key })).body).toEqual(res.body);
+    },
+  );
 
   it("a batch's turn comes after the patches queued before it, and sees their result", async () => {
     const { editor, object, list } = await records(1);
@@ -172,7 +179,8 @@ describe('faults', () => {
       const [stuck, other] = ids as [number, number];
       // Every write of one record loses, as to a writer that always comes first.
       await env.DB.exec(
-        `CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${stuck} BEGIN SELECT RAISE(ABORT, 'version_conflict'); END`,
+        `CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${stuck} BEGIN SELECT ` +
+          `RAISE(ABORT, 'version_conflict'); END`,
       );
       const before = await versions(ids);
       const start = Date.now();

@@ -87,7 +87,8 @@ async function fingerprint(): Promise<string> {
     'idempotency_keys',
   ];
   const counts = await env.DB.prepare(
-    `SELECT ${tables.map((t) => `(SELECT count(*) FROM ${t})`).join(', ')}, (SELECT total(version) FROM records) AS v, (SELECT group_concat(role) FROM memberships) AS roles`,
+    `SELECT ${tables.map((t) => `(SELECT count(*) FROM ${t})`).join(', ')}, ` +
+      '(SELECT total(version) FROM records) AS v, (SELECT group_concat(role) FROM memberships) AS roles',
   ).raw();
   return JSON.stringify(counts);
 }
@@ -114,11 +115,13 @@ function writtenRecords(template: string, method: string, body: any): any[] {
 
 describe('fuzz: every operation of /openapi.json, valid and hostile', () => {
   it(
-    `answers only what the document promises, writes nothing when it refuses, and reads back what it wrote (seed ${SEED})`,
+    `answers only what the document promises, writes nothing when it refuses, and reads back what it wrote ` +
+      `(seed ${SEED})`,
     { timeout: 180_000 },
     async () => {
       console.log(
-        `fuzz seed ${SEED}, ${RUNS} requests (replay: FUZZ_SEED=${SEED} npx vitest run --config test/vitest.config.ts test/integration/fuzz.test.ts)`,
+        `fuzz seed ${SEED}, ${RUNS} requests (replay: FUZZ_SEED=${SEED} npx vitest run --config ` +
+          `test/vitest.config.ts test/integration/fuzz.test.ts)`,
       );
       const doc = (await call('GET', '/openapi.json')).body;
       const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -178,7 +181,8 @@ describe('fuzz: every operation of /openapi.json, valid and hostile', () => {
             const read = await call('GET', `/records/${record.id}`, { key: world.keys[0] as string });
             if (JSON.stringify(read.body) !== JSON.stringify(record))
               fail(
-                `answered ${JSON.stringify(record).slice(0, 200)} but a read gives ${JSON.stringify(read.body).slice(0, 200)}`,
+                `answered ${JSON.stringify(record).slice(0, 200)} ` +
+                  `but a read gives ${JSON.stringify(read.body).slice(0, 200)}`,
               );
           }
           if (request.method !== 'GET' && /^\/admin\/objects/.test(template as string)) {
@@ -190,7 +194,8 @@ describe('fuzz: every operation of /openapi.json, valid and hostile', () => {
       }
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
       console.log(
-        `fuzz seed ${SEED}: ${requests.length} requests in ${seconds} s; statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort(([a], [b]) => a - b)))}`,
+        `fuzz seed ${SEED}: ${requests.length} requests in ${seconds} s; ` +
+          `statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort(([a], [b]) => a - b)))}`,
       );
       expect(failures.slice(0, 30), `seed ${SEED}: ${failures.length} failures`).toEqual([]);
       // The run reached past the front door: writes were accepted and hostile input refused.

@@ -27,25 +27,29 @@ const tooDeep = (answer: { body: any }, pointer: string) =>
   expect(answer.body.errors).toEqual([{ pointer, code: 'too_deep', message: 'nested deeper than 100 levels' }]);
 
 describe('a body nested deeper than 100 levels is 400 before anything reads it', () => {
-  it('a json field named in the name template holding 3,800 nested arrays: 400, not a stack overflow, nothing written', async () => {
-    const { editor, workspaceId, object, record } = await jsonWorld();
-    const deep = `{"fieldName":"doc","value":${nestedText(3800)}}`;
-    const before = await countRows('records');
-    const create = await call('POST', '/records/batch', {
-      key: editor.key,
-      raw: `[{"objectId":${object.id},"fieldValues":[${deep}]}]`,
-    });
-    expectProblem(create, 400, 'invalid_request');
-    tooDeep(create, '/0/fieldValues/0/value' + '/0'.repeat(96));
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
-      key: editor.key,
-      raw: `{"fieldValues":[${deep}]}`,
-    });
-    expectProblem(patch, 400, 'invalid_request');
-    tooDeep(patch, '/fieldValues/0/value' + '/0'.repeat(97));
-    expect(await countRows('records')).toBe(before);
-    expect((await row(record.id))?.version).toBe(1);
-  });
+  it(
+    'a json field named in the name template holding 3,800 nested arrays: 400, not a stack overflow, ' +
+      'nothing written',
+    async () => {
+      const { editor, workspaceId, object, record } = await jsonWorld();
+      const deep = `{"fieldName":"doc","value":${nestedText(3800)}}`;
+      const before = await countRows('records');
+      const create = await call('POST', '/records/batch', {
+        key: editor.key,
+        raw: `[{"objectId":${object.id},"fieldValues":[${deep}]}]`,
+      });
+      expectProblem(create, 400, 'invalid_request');
+      tooDeep(create, '/0/fieldValues/0/value' + '/0'.repeat(96));
+      const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+        key: editor.key,
+        raw: `{"fieldValues":[${deep}]}`,
+      });
+      expectProblem(patch, 400, 'invalid_request');
+      tooDeep(patch, '/fieldValues/0/value' + '/0'.repeat(97));
+      expect(await countRows('records')).toBe(before);
+      expect((await row(record.id))?.version).toBe(1);
+    },
+  );
 
   it('on every path that takes a body, with or without an Idempotency-Key, in a field of any type', async () => {
     const { editor, workspaceId, object, record } = await jsonWorld();
@@ -197,23 +201,29 @@ describe('charsets and query encodings', () => {
 });
 
 describe('lengths count Unicode code points, in validation and in /openapi.json alike', () => {
-  it('an admin name of 150 emoji (300 UTF-16 units) is taken as the document allows; 201 emoji are refused', async () => {
-    const emoji = '😀';
-    const doc = (await call('GET', '/openapi.json')).body;
-    expect(
-      doc.components.schemas.NamedInput?.properties.name.maxLength ??
-        doc.paths['/admin/users'].post.requestBody.content['application/json'].schema.properties.name.maxLength,
-    ).toBe(200);
-    const user = await admin('POST', '/admin/users', { name: emoji.repeat(150) });
-    expect(user.status).toBe(201);
-    expect(user.body.name).toBe(emoji.repeat(150));
-    expect(
-      (await env.DB.prepare('SELECT name FROM users WHERE id = ?').bind(user.body.id).first<{ name: string }>())?.name,
-    ).toBe(emoji.repeat(150));
-    const long = await admin('POST', '/admin/workspaces', { name: emoji.repeat(201) });
-    expectProblem(long, 400, 'invalid_request');
-    expect(long.body.errors).toEqual([{ pointer: '/name', code: 'invalid_length', message: 'expected length <=200' }]);
-  });
+  it(
+    'an admin name of 150 emoji (300 UTF-16 units) is taken as the document allows; 201 emoji are ' + 'refused',
+    async () => {
+      const emoji = '😀';
+      const doc = (await call('GET', '/openapi.json')).body;
+      expect(
+        doc.components.schemas.NamedInput?.properties.name.maxLength ??
+          doc.paths['/admin/users'].post.requestBody.content['application/json'].schema.properties.name.maxLength,
+      ).toBe(200);
+      const user = await admin('POST', '/admin/users', { name: emoji.repeat(150) });
+      expect(user.status).toBe(201);
+      expect(user.body.name).toBe(emoji.repeat(150));
+      expect(
+        (await env.DB.prepare('SELECT name FROM users WHERE id = ?').bind(user.body.id).first<{ name: string }>())
+          ?.name,
+      ).toBe(emoji.repeat(150));
+      const long = await admin('POST', '/admin/workspaces', { name: emoji.repeat(201) });
+      expectProblem(long, 400, 'invalid_request');
+      expect(long.body.errors).toEqual([
+        { pointer: '/name', code: 'invalid_length', message: 'expected length <=200' },
+      ]);
+    },
+  );
 
   it('a record name is cut at 10000 code points, never inside a character', async () => {
     const { editor, workspaceId } = await world();

@@ -47,7 +47,8 @@ describe('Idempotency-Key', () => {
       'POST',
       '/records/batch',
       editor.key,
-      ` [ {"fieldValues":[{"value":"Ada","fieldName":"firstName"}], "objectId":${object.id}}, ${JSON.stringify(body[1])} ]`,
+      ` [ {"fieldValues":[{"value":"Ada","fieldName":"firstName"}], "objectId":${object.id}}, ` +
+        `${JSON.stringify(body[1])} ]`,
       'create-1',
     );
     expect(again.status).toBe(201);
@@ -98,45 +99,49 @@ describe('Idempotency-Key', () => {
     expect(await version(ids[0])).toBe(2);
   });
 
-  it('the same key with another body is 422 idempotency_key_reused; on another path or for another user it is another key', async () => {
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
-    const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    await rawCall('PATCH', path, editor.key, { fieldValues: [fv('age', 1)] }, 'k');
-    const reused = await call('PATCH', path, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 9)] },
-      headers: { 'Idempotency-Key': 'k' },
-    });
-    expectProblem(reused, 422, 'unprocessable');
-    expect(reused.body.errors).toEqual([
-      {
-        header: 'Idempotency-Key',
-        code: 'idempotency_key_reused',
-        message: 'the key was used for a different request',
-      },
-    ]);
-    expect(await version(record.id)).toBe(2);
-    // Another path: a batch with the same key runs afresh.
-    const batch = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [{ id: record.id, fieldValues: [fv('age', 3)] }],
-      headers: { 'Idempotency-Key': 'k' },
-    });
-    expect(batch.status).toBe(200);
-    expect(batch.headers.get('Idempotent-Replayed')).toBeNull();
-    // Another user: the same key, path and body run afresh.
-    const other = await newUser('other');
-    await admin('PUT', `/admin/workspaces/${workspaceId}/members/${other.id}`, { role: 'editor' });
-    const theirs = await call('PATCH', path, {
-      key: other.key,
-      body: { fieldValues: [fv('age', 1)] },
-      headers: { 'Idempotency-Key': 'k' },
-    });
-    expect(theirs.status).toBe(200);
-    expect(theirs.headers.get('Idempotent-Replayed')).toBeNull();
-    expect(theirs.body).toMatchObject({ version: 4, updatedBy: other.id });
-  });
+  it(
+    'the same key with another body is 422 idempotency_key_reused; on another path or for another user ' +
+      'it is another key',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
+      const path = `/workspaces/${workspaceId}/records/${record.id}`;
+      await rawCall('PATCH', path, editor.key, { fieldValues: [fv('age', 1)] }, 'k');
+      const reused = await call('PATCH', path, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 9)] },
+        headers: { 'Idempotency-Key': 'k' },
+      });
+      expectProblem(reused, 422, 'unprocessable');
+      expect(reused.body.errors).toEqual([
+        {
+          header: 'Idempotency-Key',
+          code: 'idempotency_key_reused',
+          message: 'the key was used for a different request',
+        },
+      ]);
+      expect(await version(record.id)).toBe(2);
+      // Another path: a batch with the same key runs afresh.
+      const batch = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [{ id: record.id, fieldValues: [fv('age', 3)] }],
+        headers: { 'Idempotency-Key': 'k' },
+      });
+      expect(batch.status).toBe(200);
+      expect(batch.headers.get('Idempotent-Replayed')).toBeNull();
+      // Another user: the same key, path and body run afresh.
+      const other = await newUser('other');
+      await admin('PUT', `/admin/workspaces/${workspaceId}/members/${other.id}`, { role: 'editor' });
+      const theirs = await call('PATCH', path, {
+        key: other.key,
+        body: { fieldValues: [fv('age', 1)] },
+        headers: { 'Idempotency-Key': 'k' },
+      });
+      expect(theirs.status).toBe(200);
+      expect(theirs.headers.get('Idempotent-Replayed')).toBeNull();
+      expect(theirs.body).toMatchObject({ version: 4, updatedBy: other.id });
+    },
+  );
 
   it('a request that failed stores nothing: the same key runs afresh', async () => {
     const { editor, workspaceId, object } = await world();

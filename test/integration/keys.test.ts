@@ -77,7 +77,8 @@ describe('API keys: ids, prefixes, list, revoke', () => {
   it('keeps keys issued before keys had ids working, listed with the prefix rk_', async () => {
     await env.DB.exec('DROP TABLE api_keys; DROP TABLE d1_migrations');
     await env.DB.exec(
-      'CREATE TABLE api_keys (key_hash TEXT PRIMARY KEY CHECK (length(key_hash) = 64), user_id INTEGER NOT NULL REFERENCES users (id), created_at INTEGER NOT NULL CHECK (created_at >= 0)) STRICT, WITHOUT ROWID',
+      'CREATE TABLE api_keys (key_hash TEXT PRIMARY KEY CHECK (length(key_hash) = 64), user_id INTEGER NOT NULL ' +
+        'REFERENCES users (id), created_at INTEGER NOT NULL CHECK (created_at >= 0)) STRICT, WITHOUT ROWID',
     );
     const user = await env.DB.prepare("INSERT INTO users (name, created_at) VALUES ('old', 1) RETURNING id").first<{
       id: number;

@@ -152,7 +152,8 @@ describe('GET /workspaces/{id}/records', () => {
   });
 
   it(
-    'a walk of 250 records in pages of 7, while others create, patch and delete, sees every record that existed throughout exactly once',
+    'a walk of 250 records in pages of 7, while others create, patch and delete, sees every record that existed ' +
+      'throughout exactly once',
     { timeout: 60_000 },
     async () => {
       const { editor, workspaceId, object } = await world();
@@ -181,144 +182,155 @@ describe('GET /workspaces/{id}/records', () => {
 });
 
 describe('GET /workspaces/{id}/changes', () => {
-  it("lists the workspace's committed changes in commit order; resuming from any cursor gives exactly the rest", async () => {
-    const { editor, viewer, stranger, workspaceId, object } = await world();
-    const elsewhere = await newWorkspace({ [editor.id]: 'editor' });
-    const foreign = await newObject([elsewhere]);
-    const answers: { type: string; record: any }[] = [];
-    const [a, b] = await createMany(editor.key, object.id, 2);
-    answers.push({ type: 'created', record: a }, { type: 'created', record: b });
-    await createOne(editor.key, foreign.id, [fv('firstName', 'Z')]); // another workspace's record
-    const path = (id: number) => `/workspaces/${workspaceId}/records/${id}`;
-    answers.push({
-      type: 'updated',
-      record: (await call('PATCH', path(a.id), { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body,
-    });
-    await call('PATCH', path(a.id), { key: editor.key, body: { fieldValues: [fv('age', 1)] } }); // no-op: not a change
-    const batch = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [
-        { id: a.id, fieldValues: [fv('age', 2)] },
-        { id: b.id, fieldValues: [fv('age', 2)] },
-      ],
-    });
-    answers.push(...batch.body.map((item: any) => ({ type: 'updated', record: item.record })));
-    expect(
-      (
-        await call('PATCH', '/records/batch', {
-          key: editor.key,
-          body: [
-            { id: a.id, fieldValues: [fv('age', 3)] },
-            { id: b.id, fieldValues: [fv('nope', 1)] },
-          ],
-        })
-      ).status,
-    ).toBe(422);
-    answers.push({ type: 'deleted', record: (await call('DELETE', path(b.id), { key: editor.key })).body });
-    answers.push({ type: 'restored', record: (await call('POST', `${path(b.id)}/restore`, { key: editor.key })).body });
-
-    const feed = await call('GET', `/workspaces/${workspaceId}/changes`, { key: viewer.key });
-    expect(feed.status).toBe(200);
-    // Folding the items rebuilds every answered state; an update carries only what changed.
-    expect(feed.body.items.map((item: any) => item.type)).toEqual(answers.map((a) => a.type));
-    expect(foldFeed(feed.body.items)).toEqual(answers.map((a) => byName(a.record)));
-    expect(feed.body.items[2]).toMatchObject({
-      type: 'updated',
-      recordId: a.id,
-      version: 2,
-      fieldValues: [fv('age', 1)],
-    });
-    expect(feed.body.items[2].record).toBeUndefined();
-    expect(feed.body.items.every((item: any) => item.by === editor.id)).toBe(true);
-    expect(feed.body.nextCursor).toBe(feed.body.items.at(-1).cursor);
-    for (let i = 0; i < answers.length; i++) {
-      const rest = await call(
-        'GET',
-        `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(feed.body.items[i].cursor)}`,
-        { key: viewer.key },
-      );
-      expect(rest.body.items).toEqual(feed.body.items.slice(i + 1));
-    }
-    // Paged: limit 3 walks the same items.
-    const paged: any[] = [];
-    let after = '';
-    for (;;) {
-      const page = await call('GET', `/workspaces/${workspaceId}/changes?limit=3${after}`, { key: viewer.key });
-      paged.push(...page.body.items);
-      if (page.body.items.length === 0) break;
-      after = `&after=${encodeURIComponent(page.body.nextCursor)}`;
-    }
-    expect(paged).toEqual(feed.body.items);
-    expectProblem(await call('GET', `/workspaces/${workspaceId}/changes`, { key: stranger.key }), 404, 'not_found');
-    expectProblem(
-      await call('GET', `/workspaces/${workspaceId}/changes?limit=1001`, { key: viewer.key }),
-      400,
-      'invalid_request',
-    );
-    expectProblem(
-      await call('GET', `/workspaces/${workspaceId}/changes?after=abc`, { key: viewer.key }),
-      400,
-      'invalid_request',
-    );
-    // A cursor of another workspace's feed is not one of this feed's.
-    const theirs = await call('GET', `/workspaces/${elsewhere}/changes`, { key: editor.key });
-    expect(theirs.body.items.map((item: any) => item.record?.name)).toEqual(['Z']);
-    expectProblem(
-      await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(theirs.body.nextCursor)}`, {
+  it(
+    "lists the workspace's committed changes in commit order; resuming from any cursor gives exactly " + 'the rest',
+    async () => {
+      const { editor, viewer, stranger, workspaceId, object } = await world();
+      const elsewhere = await newWorkspace({ [editor.id]: 'editor' });
+      const foreign = await newObject([elsewhere]);
+      const answers: { type: string; record: any }[] = [];
+      const [a, b] = await createMany(editor.key, object.id, 2);
+      answers.push({ type: 'created', record: a }, { type: 'created', record: b });
+      await createOne(editor.key, foreign.id, [fv('firstName', 'Z')]); // another workspace's record
+      const path = (id: number) => `/workspaces/${workspaceId}/records/${id}`;
+      answers.push({
+        type: 'updated',
+        record: (await call('PATCH', path(a.id), { key: editor.key, body: { fieldValues: [fv('age', 1)] } })).body,
+      });
+      // A no-op: not a change.
+      await call('PATCH', path(a.id), { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+      const batch = await call('PATCH', '/records/batch', {
         key: editor.key,
-      }),
-      400,
-      'invalid_request',
-    );
-  });
+        body: [
+          { id: a.id, fieldValues: [fv('age', 2)] },
+          { id: b.id, fieldValues: [fv('age', 2)] },
+        ],
+      });
+      answers.push(...batch.body.map((item: any) => ({ type: 'updated', record: item.record })));
+      expect(
+        (
+          await call('PATCH', '/records/batch', {
+            key: editor.key,
+            body: [
+              { id: a.id, fieldValues: [fv('age', 3)] },
+              { id: b.id, fieldValues: [fv('nope', 1)] },
+            ],
+          })
+        ).status,
+      ).toBe(422);
+      answers.push({ type: 'deleted', record: (await call('DELETE', path(b.id), { key: editor.key })).body });
+      answers.push({
+        type: 'restored',
+        record: (await call('POST', `${path(b.id)}/restore`, { key: editor.key })).body,
+      });
 
-  it('a change is in the feed when its write answers; past retention the scheduled prune removes it and an older cursor is 410', async () => {
-    const { editor, workspaceId, object } = await world();
-    const old = await createOne(editor.key, object.id, [fv('firstName', 'Old')]);
-    const start = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
-    const before = start.body.items.at(-1).cursor;
-    const patched = await call('PATCH', `/workspaces/${workspaceId}/records/${old.id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 1)] },
-    });
-    const seen = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(before)}`, {
-      key: editor.key,
-    });
-    expect(seen.body.items.map((item: any) => [item.recordId, item.version, item.fieldValues])).toEqual([
-      [old.id, patched.body.version, [fv('age', 1)]],
-    ]);
-    // Age every change so far past retention, then add a fresh one.
-    await env.DB.prepare('UPDATE changes SET at = at - ?')
-      .bind(FEED_RETENTION_MS + 60_000)
-      .run();
-    const fresh = await call('PATCH', `/workspaces/${workspaceId}/records/${old.id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 2)] },
-    });
-    const pending: Promise<unknown>[] = [];
-    worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
-      waitUntil: (p: Promise<unknown>) => pending.push(p),
-      passThroughOnException() {},
-      props: {},
-    } as unknown as ExecutionContext);
-    await Promise.all(pending);
-    const kept = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
-    expect(kept.body.items.map((item: any) => [item.recordId, item.version, item.at, item.fieldValues])).toEqual([
-      [old.id, fresh.body.version, fresh.body.updatedAt, [fv('age', 2)]],
-    ]);
-    const gone = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(before)}`, {
-      key: editor.key,
-    });
-    expectProblem(gone, 410, 'gone');
-    expect(gone.body.errors[0]).toMatchObject({ query: 'after' });
-    // An empty page keeps the caller's place.
-    const tail = await call(
-      'GET',
-      `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(kept.body.nextCursor)}`,
-      { key: editor.key },
-    );
-    expect(tail.body).toEqual({ items: [], nextCursor: kept.body.nextCursor });
-  });
+      const feed = await call('GET', `/workspaces/${workspaceId}/changes`, { key: viewer.key });
+      expect(feed.status).toBe(200);
+      // Folding the items rebuilds every answered state; an update carries only what changed.
+      expect(feed.body.items.map((item: any) => item.type)).toEqual(answers.map((a) => a.type));
+      expect(foldFeed(feed.body.items)).toEqual(answers.map((a) => byName(a.record)));
+      expect(feed.body.items[2]).toMatchObject({
+        type: 'updated',
+        recordId: a.id,
+        version: 2,
+        fieldValues: [fv('age', 1)],
+      });
+      expect(feed.body.items[2].record).toBeUndefined();
+      expect(feed.body.items.every((item: any) => item.by === editor.id)).toBe(true);
+      expect(feed.body.nextCursor).toBe(feed.body.items.at(-1).cursor);
+      for (let i = 0; i < answers.length; i++) {
+        const rest = await call(
+          'GET',
+          `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(feed.body.items[i].cursor)}`,
+          { key: viewer.key },
+        );
+        expect(rest.body.items).toEqual(feed.body.items.slice(i + 1));
+      }
+      // Paged: limit 3 walks the same items.
+      const paged: any[] = [];
+      let after = '';
+      for (;;) {
+        const page = await call('GET', `/workspaces/${workspaceId}/changes?limit=3${after}`, { key: viewer.key });
+        paged.push(...page.body.items);
+        if (page.body.items.length === 0) break;
+        after = `&after=${encodeURIComponent(page.body.nextCursor)}`;
+      }
+      expect(paged).toEqual(feed.body.items);
+      expectProblem(await call('GET', `/workspaces/${workspaceId}/changes`, { key: stranger.key }), 404, 'not_found');
+      expectProblem(
+        await call('GET', `/workspaces/${workspaceId}/changes?limit=1001`, { key: viewer.key }),
+        400,
+        'invalid_request',
+      );
+      expectProblem(
+        await call('GET', `/workspaces/${workspaceId}/changes?after=abc`, { key: viewer.key }),
+        400,
+        'invalid_request',
+      );
+      // A cursor of another workspace's feed is not one of this feed's.
+      const theirs = await call('GET', `/workspaces/${elsewhere}/changes`, { key: editor.key });
+      expect(theirs.body.items.map((item: any) => item.record?.name)).toEqual(['Z']);
+      expectProblem(
+        await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(theirs.body.nextCursor)}`, {
+          key: editor.key,
+        }),
+        400,
+        'invalid_request',
+      );
+    },
+  );
+
+  it(
+    'a change is in the feed when its write answers; past retention the scheduled prune removes it and ' +
+      'an older cursor is 410',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const old = await createOne(editor.key, object.id, [fv('firstName', 'Old')]);
+      const start = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
+      const before = start.body.items.at(-1).cursor;
+      const patched = await call('PATCH', `/workspaces/${workspaceId}/records/${old.id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 1)] },
+      });
+      const seen = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(before)}`, {
+        key: editor.key,
+      });
+      expect(seen.body.items.map((item: any) => [item.recordId, item.version, item.fieldValues])).toEqual([
+        [old.id, patched.body.version, [fv('age', 1)]],
+      ]);
+      // Age every change so far past retention, then add a fresh one.
+      await env.DB.prepare('UPDATE changes SET at = at - ?')
+        .bind(FEED_RETENTION_MS + 60_000)
+        .run();
+      const fresh = await call('PATCH', `/workspaces/${workspaceId}/records/${old.id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 2)] },
+      });
+      const pending: Promise<unknown>[] = [];
+      worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
+        waitUntil: (p: Promise<unknown>) => pending.push(p),
+        passThroughOnException() {},
+        props: {},
+      } as unknown as ExecutionContext);
+      await Promise.all(pending);
+      const kept = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
+      expect(kept.body.items.map((item: any) => [item.recordId, item.version, item.at, item.fieldValues])).toEqual([
+        [old.id, fresh.body.version, fresh.body.updatedAt, [fv('age', 2)]],
+      ]);
+      const gone = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(before)}`, {
+        key: editor.key,
+      });
+      expectProblem(gone, 410, 'gone');
+      expect(gone.body.errors[0]).toMatchObject({ query: 'after' });
+      // An empty page keeps the caller's place.
+      const tail = await call(
+        'GET',
+        `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(kept.body.nextCursor)}`,
+        { key: editor.key },
+      );
+      expect(tail.body).toEqual({ items: [], nextCursor: kept.body.nextCursor });
+    },
+  );
 });
 
 describe('GET /me', () => {

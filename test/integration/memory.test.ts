@@ -100,27 +100,30 @@ describe('isolate memory', () => {
     });
   });
 
-  it('a new object version is used for new records within the bound, and a removed field is refused after it', async () => {
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
-    await admin('PUT', `/admin/objects/${object.id}`, {
-      name: 'Person',
-      workspaceIds: [workspaceId],
-      fields: CONTACT_FIELDS.filter((f) => f.name !== 'age'),
-    });
-    letMemoryExpire();
-    const created = await call('POST', '/records/batch', {
-      key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [fv('firstName', 'B')] }],
-    });
-    expect(created.body[0].record).toMatchObject({ objectVersion: 2, name: `Person #${created.body[0].record.id}` });
-    const refused = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 3)] },
-    });
-    expectProblem(refused, 422, 'unprocessable');
-    expect(refused.body.errors).toEqual([
-      { pointer: '/fieldValues/0/fieldName', code: 'unknown_field', message: 'not a field of the object' },
-    ]);
-  });
+  it(
+    'a new object version is used for new records within the bound, and a removed field is refused ' + 'after it',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'Ada')]);
+      await admin('PUT', `/admin/objects/${object.id}`, {
+        name: 'Person',
+        workspaceIds: [workspaceId],
+        fields: CONTACT_FIELDS.filter((f) => f.name !== 'age'),
+      });
+      letMemoryExpire();
+      const created = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('firstName', 'B')] }],
+      });
+      expect(created.body[0].record).toMatchObject({ objectVersion: 2, name: `Person #${created.body[0].record.id}` });
+      const refused = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 3)] },
+      });
+      expectProblem(refused, 422, 'unprocessable');
+      expect(refused.body.errors).toEqual([
+        { pointer: '/fieldValues/0/fieldName', code: 'unknown_field', message: 'not a field of the object' },
+      ]);
+    },
+  );
 });

@@ -173,33 +173,36 @@ describe('GET /openapi.json', () => {
     expect(operations.filter((op) => op.idempotencyKey).length).toBe(21);
   });
 
-  it('lists 413 and 415 for every operation that reads a body, DELETE included, and answers them as documented', async () => {
-    const doc = (await call('GET', '/openapi.json')).body;
-    const del = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].delete;
-    expect(Object.keys(del.responses)).toEqual(expect.arrayContaining(['400', '413', '415']));
-    expect(del.requestBody).toEqual({
-      required: false,
-      content: {
-        'application/json': {
-          schema: { type: 'object', properties: {}, required: [], additionalProperties: false },
-          example: {},
+  it(
+    'lists 413 and 415 for every operation that reads a body, DELETE included, and answers them as ' + 'documented',
+    async () => {
+      const doc = (await call('GET', '/openapi.json')).body;
+      const del = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].delete;
+      expect(Object.keys(del.responses)).toEqual(expect.arrayContaining(['400', '413', '415']));
+      expect(del.requestBody).toEqual({
+        required: false,
+        content: {
+          'application/json': {
+            schema: { type: 'object', properties: {}, required: [], additionalProperties: false },
+            example: {},
+          },
         },
-      },
-    });
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'A' }]);
-    const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    const latin1 = await call('DELETE', path, {
-      key: editor.key,
-      raw: '{}',
-      headers: { 'Content-Type': 'application/json; charset=latin1' },
-    });
-    expectProblem(latin1, 415, 'unsupported_media_type');
-    const huge = await call('DELETE', path, { key: editor.key, raw: `{"x":"${'a'.repeat(1024 * 1024)}"}` });
-    expectProblem(huge, 413, 'payload_too_large');
-    expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toMatchObject({
-      version: 1,
-      deleted: false,
-    });
-  });
+      });
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [{ fieldName: 'firstName', value: 'A' }]);
+      const path = `/workspaces/${workspaceId}/records/${record.id}`;
+      const latin1 = await call('DELETE', path, {
+        key: editor.key,
+        raw: '{}',
+        headers: { 'Content-Type': 'application/json; charset=latin1' },
+      });
+      expectProblem(latin1, 415, 'unsupported_media_type');
+      const huge = await call('DELETE', path, { key: editor.key, raw: `{"x":"${'a'.repeat(1024 * 1024)}"}` });
+      expectProblem(huge, 413, 'payload_too_large');
+      expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toMatchObject({
+        version: 1,
+        deleted: false,
+      });
+    },
+  );
 });

@@ -144,115 +144,126 @@ describe('PATCH /records/batch and /workspaces/{id}/records/batch', () => {
 });
 
 describe('a batch writes its rows as a few JSON statements, a record near its size bound alone', () => {
-  it('big and small, changed and unchanged elements: every state stored, change rows in the batch order, each as answered', async () => {
-    const { editor, viewer, workspaceId } = await world();
-    const fields = [
-      ...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })),
-      { name: 'n', type: 'number' },
-    ];
-    const object = await newObject([workspaceId], { nameTemplate: 'doc {n}', fields });
-    // 700 000 characters: past what one statement's tuples may hold, so written on its own;
-    // 300 000: two of them do not fit in one statement together.
-    const texts = (count: number, letter: string) =>
-      Array.from({ length: count }, (_, i) => fv(`t${i}`, letter.repeat(100_000)));
-    const make = async (count: number, letter: string) =>
-      (await createOne(editor.key, object.id, [...texts(count, letter), fv('n', 0)])).id as number;
-    const [big1, small1, medium1, medium2, big2, small2] = [
-      await make(7, 'a'),
-      await make(0, 'b'),
-      await make(3, 'c'),
-      await make(3, 'd'),
-      await make(7, 'e'),
-      await make(0, 'f'),
-    ];
-    const start = (await call('GET', `/workspaces/${workspaceId}/changes?limit=1000`, { key: viewer.key })).body
-      .nextCursor as string;
+  it(
+    'big and small, changed and unchanged elements: every state stored, change rows in the batch order,' +
+      ' each as answered',
+    async () => {
+      const { editor, viewer, workspaceId } = await world();
+      const fields = [
+        ...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })),
+        { name: 'n', type: 'number' },
+      ];
+      const object = await newObject([workspaceId], { nameTemplate: 'doc {n}', fields });
+      // 700 000 characters: past what one statement's tuples may hold, so written on its own;
+      // 300 000: two of them do not fit in one statement together.
+      const texts = (count: number, letter: string) =>
+        Array.from({ length: count }, (_, i) => fv(`t${i}`, letter.repeat(100_000)));
+      const make = async (count: number, letter: string) =>
+        (await createOne(editor.key, object.id, [...texts(count, letter), fv('n', 0)])).id as number;
+      const [big1, small1, medium1, medium2, big2, small2] = [
+        await make(7, 'a'),
+        await make(0, 'b'),
+        await make(3, 'c'),
+        await make(3, 'd'),
+        await make(7, 'e'),
+        await make(0, 'f'),
+      ];
+      const start = (await call('GET', `/workspaces/${workspaceId}/changes?limit=1000`, { key: viewer.key })).body
+        .nextCursor as string;
 
-    const body = [big1, small1, medium1, medium2, big2].map((id, i) => ({ id, fieldValues: [fv('n', 0.1 * (i + 1))] }));
-    const res = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [...body, { id: small2, fieldValues: [fv('n', 0)] }],
-    });
-    expect(res.status).toBe(200);
-    const answered = res.body.map((item: any) => item.record);
-    expect(answered.map((r: any) => [r.id, r.version, r.name])).toEqual([
-      [big1, 2, 'doc 0.1'],
-      [small1, 2, 'doc 0.2'],
-      [medium1, 2, 'doc 0.30000000000000004'],
-      [medium2, 2, 'doc 0.4'],
-      [big2, 2, 'doc 0.5'],
-      [small2, 1, 'doc 0'],
-    ]);
-    for (const record of answered)
-      expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toEqual(record);
-    const feed = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(start)}`, {
-      key: viewer.key,
-    });
-    // Each change row holds what changed (the number and the name), not the record's 700 000 characters.
-    expect(
-      feed.body.items.map((item: any) => [item.type, item.recordId, item.version, item.fieldValues, item.name]),
-    ).toEqual(
-      answered
-        .slice(0, 5)
-        .map((record: any) => ['updated', record.id, 2, [fv('n', record.fieldValues.at(-1).value)], record.name]),
-    );
-  });
-
-  it('the statements refuse a state computed on a stale version of any element, big or small, changed or not: nothing written', async () => {
-    const { editor, workspaceId } = await world();
-    const fields = [
-      ...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })),
-      { name: 'n', type: 'number' },
-    ];
-    const object = await newObject([workspaceId], { nameTemplate: 'doc {n}', fields });
-    const big = (
-      await createOne(editor.key, object.id, [
-        ...Array.from({ length: 7 }, (_, i) => fv(`t${i}`, 'x'.repeat(100_000))),
-        fv('n', 0),
-      ])
-    ).id as number;
-    const small = (await createOne(editor.key, object.id, [fv('n', 0)])).id as number;
-    for (const id of [big, small])
-      expect(
-        (
-          await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
-            key: editor.key,
-            body: { fieldValues: [fv('n', 1)] },
-          })
-        ).status,
-      ).toBe(200);
-    const writes = new RecordWrites(env.DB, new Meter());
-    const stored = await new Store(env.DB, new Meter()).getRecords([big, small]);
-    const changesBefore = await countRows('changes');
-    const attempt = (stale: number | undefined, staleChanges: boolean) => {
-      const states = [big, small].map((id) => {
-        const current = stored.get(id) as RecordOut;
-        const base = id === stale ? { ...current, version: current.version - 1 } : current;
-        return id === stale && !staleChanges
-          ? { base }
-          : { base, record: { ...base, version: base.version + 1, name: `v${base.version + 1}` } };
+      const body = [big1, small1, medium1, medium2, big2].map((id, i) => ({
+        id,
+        fieldValues: [fv('n', 0.1 * (i + 1))],
+      }));
+      const res = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [...body, { id: small2, fieldValues: [fv('n', 0)] }],
       });
-      const changes = states.flatMap(({ base, record }) =>
-        record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
+      expect(res.status).toBe(200);
+      const answered = res.body.map((item: any) => item.record);
+      expect(answered.map((r: any) => [r.id, r.version, r.name])).toEqual([
+        [big1, 2, 'doc 0.1'],
+        [small1, 2, 'doc 0.2'],
+        [medium1, 2, 'doc 0.30000000000000004'],
+        [medium2, 2, 'doc 0.4'],
+        [big2, 2, 'doc 0.5'],
+        [small2, 1, 'doc 0'],
+      ]);
+      for (const record of answered)
+        expect((await call('GET', `/records/${record.id}`, { key: editor.key })).body).toEqual(record);
+      const feed = await call('GET', `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(start)}`, {
+        key: viewer.key,
+      });
+      // Each change row holds what changed (the number and the name), not the record's 700 000 characters.
+      expect(
+        feed.body.items.map((item: any) => [item.type, item.recordId, item.version, item.fieldValues, item.name]),
+      ).toEqual(
+        answered
+          .slice(0, 5)
+          .map((record: any) => ['updated', record.id, 2, [fv('n', record.fieldValues.at(-1).value)], record.name]),
       );
-      return writes.commit(writes.batchWrites(states, changes), [], Date.now() + 5_000);
-    };
-    for (const stale of [big, small]) {
-      for (const staleChanges of [true, false]) {
-        await expect(attempt(stale, staleChanges)).rejects.toBeInstanceOf(VersionConflict);
-        expect(await versions([big, small])).toEqual([
-          { id: big, version: 2 },
-          { id: small, version: 2 },
-        ]);
-        expect(await countRows('changes')).toBe(changesBefore);
+    },
+  );
+
+  it(
+    'the statements refuse a state computed on a stale version of any element, big or small, changed or' +
+      ' not: nothing written',
+    async () => {
+      const { editor, workspaceId } = await world();
+      const fields = [
+        ...Array.from({ length: 7 }, (_, i) => ({ name: `t${i}`, type: 'text' })),
+        { name: 'n', type: 'number' },
+      ];
+      const object = await newObject([workspaceId], { nameTemplate: 'doc {n}', fields });
+      const big = (
+        await createOne(editor.key, object.id, [
+          ...Array.from({ length: 7 }, (_, i) => fv(`t${i}`, 'x'.repeat(100_000))),
+          fv('n', 0),
+        ])
+      ).id as number;
+      const small = (await createOne(editor.key, object.id, [fv('n', 0)])).id as number;
+      for (const id of [big, small])
+        expect(
+          (
+            await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+              key: editor.key,
+              body: { fieldValues: [fv('n', 1)] },
+            })
+          ).status,
+        ).toBe(200);
+      const writes = new RecordWrites(env.DB, new Meter());
+      const stored = await new Store(env.DB, new Meter()).getRecords([big, small]);
+      const changesBefore = await countRows('changes');
+      const attempt = (stale: number | undefined, staleChanges: boolean) => {
+        const states = [big, small].map((id) => {
+          const current = stored.get(id) as RecordOut;
+          const base = id === stale ? { ...current, version: current.version - 1 } : current;
+          return id === stale && !staleChanges
+            ? { base }
+            : { base, record: { ...base, version: base.version + 1, name: `v${base.version + 1}` } };
+        });
+        const changes = states.flatMap(({ base, record }) =>
+          record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
+        );
+        return writes.commit(writes.batchWrites(states, changes), [], Date.now() + 5_000);
+      };
+      for (const stale of [big, small]) {
+        for (const staleChanges of [true, false]) {
+          await expect(attempt(stale, staleChanges)).rejects.toBeInstanceOf(VersionConflict);
+          expect(await versions([big, small])).toEqual([
+            { id: big, version: 2 },
+            { id: small, version: 2 },
+          ]);
+          expect(await countRows('changes')).toBe(changesBefore);
+        }
       }
-    }
-    // The same write on the current states goes through.
-    await attempt(undefined, true);
-    expect(await versions([big, small])).toEqual([
-      { id: big, version: 3 },
-      { id: small, version: 3 },
-    ]);
-    expect(await countRows('changes')).toBe(changesBefore + 2);
-  });
+      // The same write on the current states goes through.
+      await attempt(undefined, true);
+      expect(await versions([big, small])).toEqual([
+        { id: big, version: 3 },
+        { id: small, version: 3 },
+      ]);
+      expect(await countRows('changes')).toBe(changesBefore + 2);
+    },
+  );
 });

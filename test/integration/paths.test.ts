@@ -19,21 +19,25 @@ async function unresolved(method: string, url: string, key: string) {
 }
 
 describe('dot segments never resolve into another route', () => {
-  it('in this runtime, the Request constructor resolves %2e%2e before the Worker sees it (a client-side fetch sends /records/ID)', async () => {
-    const { editor, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
-    expect(new Request(`http://records.test/workspaces/%2e%2e/records/${record.id}`).url).toBe(
-      `http://records.test/records/${record.id}`,
-    );
-    expect(new Request('http://records.test/x/%2E%2e/admin/users').url).toBe('http://records.test/admin/users');
-    // The admin API reached that way still needs the admin token.
-    const res = await exports.default.fetch('http://records.test/x/%2e%2e/admin/users', {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${editor.key}`, 'Content-Type': 'application/json' },
-      body: '{"name":"x"}',
-    });
-    expect(res.status).toBe(401);
-  });
+  it(
+    'in this runtime, the Request constructor resolves %2e%2e before the Worker sees it (a client-side ' +
+      'fetch sends /records/ID)',
+    async () => {
+      const { editor, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
+      expect(new Request(`http://records.test/workspaces/%2e%2e/records/${record.id}`).url).toBe(
+        `http://records.test/records/${record.id}`,
+      );
+      expect(new Request('http://records.test/x/%2E%2e/admin/users').url).toBe('http://records.test/admin/users');
+      // The admin API reached that way still needs the admin token.
+      const res = await exports.default.fetch('http://records.test/x/%2e%2e/admin/users', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${editor.key}`, 'Content-Type': 'application/json' },
+        body: '{"name":"x"}',
+      });
+      expect(res.status).toBe(401);
+    },
+  );
 
   it('a URL that reaches the Worker with dot segments is 400, whatever route it would resolve to', async () => {
     const { editor, workspaceId, object } = await world();

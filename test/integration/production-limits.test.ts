@@ -19,7 +19,8 @@ describe('every accepted request is stored and replayed under production D1 limi
   });
 
   it(
-    'a keyed batch of 20 records near 1 MiB each, and a keyed create near 1 MiB of multi-byte text, are written and replayed byte for byte',
+    'a keyed batch of 20 records near 1 MiB each, and a keyed create near 1 MiB of multi-byte text, are written ' +
+      'and replayed byte for byte',
     { timeout: 120_000 },
     async () => {
       const { editor, workspaceId } = await world();

@@ -65,11 +65,13 @@ async function bulk(objectId: number, workspaceId: number, n: number, values: st
       `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type, version, deleted,
          owned_by, created_at, created_by, updated_at, updated_by, is_template)
        WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?3)
-       SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, 'Bulk ' || i, ${values}, 'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
+       SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, 'Bulk ' || i, ${values},
+         'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
     ).bind(objectId, workspaceId, n),
     env.DB.prepare(
       `INSERT INTO record_workspaces (record_id, workspace_id)
-       SELECT id, ?2 FROM records r WHERE r.object_id = ?1 AND NOT EXISTS (SELECT 1 FROM record_workspaces w WHERE w.record_id = r.id)`,
+       SELECT id, ?2 FROM records r
+       WHERE r.object_id = ?1 AND NOT EXISTS (SELECT 1 FROM record_workspaces w WHERE w.record_id = r.id)`,
     ).bind(objectId, workspaceId),
   ]);
 }
@@ -335,36 +337,40 @@ describe('sort, cursors, projection, count', () => {
     expect(second.body.items.map((r: any) => r.fieldValues[0].value)).toEqual(['t3', 't4']);
   });
 
-  it('a sorted walk of 1,000 records under concurrent writes sees each record exactly once (id, createdAt, an indexed field)', async () => {
-    const { editor, viewer, workspaceId, object } = await setup();
-    await bulk(object.id, workspaceId, 1000, `json_array(json_object('fieldName', 'rank', 'value', i % 7))`);
-    const ids = (
-      await env.DB.prepare('SELECT id FROM records WHERE object_id = ? ORDER BY id')
-        .bind(object.id)
-        .all<{ id: number }>()
-    ).results.map((r) => r.id);
-    let n = 0;
-    const between = async () => {
-      // Each page, patch some records and create new ones concurrently with the walk.
-      n += 1;
-      await Promise.all([
-        call('PATCH', `/workspaces/${workspaceId}/records/${ids[(n * 37) % ids.length]}`, {
-          key: editor.key,
-          body: { fieldValues: [fv('title', `p${n}`)] },
-        }),
-        call('POST', '/records/batch', {
-          key: editor.key,
-          body: [{ objectId: object.id, fieldValues: [fv('rank', n)] }],
-        }),
-      ]);
-    };
-    // By rank too: the patches change other fields, so no record's rank changes during the walk.
-    for (const sort of [[{ field: 'id' }], [{ field: 'createdAt' }], [{ field: 'rank', direction: 'desc' }]]) {
-      const seen = await walk(viewer.key, workspaceId, { sort, limit: 100 }, between);
-      expect(new Set(seen.ids).size).toBe(seen.ids.length);
-      for (const id of ids) expect(seen.ids.includes(id)).toBe(true);
-    }
-  });
+  it(
+    'a sorted walk of 1,000 records under concurrent writes sees each record exactly once (id, ' +
+      'createdAt, an indexed field)',
+    async () => {
+      const { editor, viewer, workspaceId, object } = await setup();
+      await bulk(object.id, workspaceId, 1000, `json_array(json_object('fieldName', 'rank', 'value', i % 7))`);
+      const ids = (
+        await env.DB.prepare('SELECT id FROM records WHERE object_id = ? ORDER BY id')
+          .bind(object.id)
+          .all<{ id: number }>()
+      ).results.map((r) => r.id);
+      let n = 0;
+      const between = async () => {
+        // Each page, patch some records and create new ones concurrently with the walk.
+        n += 1;
+        await Promise.all([
+          call('PATCH', `/workspaces/${workspaceId}/records/${ids[(n * 37) % ids.length]}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('title', `p${n}`)] },
+          }),
+          call('POST', '/records/batch', {
+            key: editor.key,
+            body: [{ objectId: object.id, fieldValues: [fv('rank', n)] }],
+          }),
+        ]);
+      };
+      // By rank too: the patches change other fields, so no record's rank changes during the walk.
+      for (const sort of [[{ field: 'id' }], [{ field: 'createdAt' }], [{ field: 'rank', direction: 'desc' }]]) {
+        const seen = await walk(viewer.key, workspaceId, { sort, limit: 100 }, between);
+        expect(new Set(seen.ids).size).toBe(seen.ids.length);
+        for (const id of ids) expect(seen.ids.includes(id)).toBe(true);
+      }
+    },
+  );
 
   it('counts exactly up to 10,000, then says a lower bound', async () => {
     const { viewer, workspaceId, object } = await setup([{ name: 'rank', type: 'integer' }]);
@@ -380,35 +386,38 @@ describe('sort, cursors, projection, count', () => {
 });
 
 describe('bounded pages and the index', () => {
-  it('a filter matching nothing over 20,000 records answers empty pages with cursors until done, never an error', async () => {
-    const { viewer, workspaceId, object } = await setup([
-      { name: 'rank', type: 'integer' },
-      { name: 'code', type: 'text', indexed: true },
-    ]);
-    await bulk(object.id, workspaceId, 20_000, `json_array(json_object('fieldName', 'rank', 'value', i))`);
-    // By id, and by an indexed field (none holds it: the walk of records without a value).
-    for (const sort of [[{ field: 'id' }], [{ field: 'code' }], [{ field: 'code', direction: 'desc' }]]) {
-      const pages: number[] = [];
-      let cursor: string | null = null;
-      do {
-        const answer: Answer = await query(viewer.key, workspaceId, {
-          filter: { field: 'rank', op: 'lt', value: 0 },
-          sort,
-          ...(cursor ? { cursor } : {}),
-        });
-        expect(answer.status).toBe(200);
-        expect(answer.body.items).toEqual([]);
-        pages.push(rowsRead(answer));
-        cursor = answer.body.nextCursor;
-      } while (cursor !== null);
-      // 4 full scans, and a last page that finds the scan at its end; sorted by an indexed field,
-      // one more first, for the (empty) walk of the values.
-      expect(pages.length).toBe(sort[0]?.field === 'id' ? 5 : 6);
-      console.log(JSON.stringify({ sort, boundedPagesRowsRead: pages }));
-      // What a bounded page reads is bounded too.
-      for (const read of pages) expect(read).toBeLessThan(6 * 5000 + 1000);
-    }
-  });
+  it(
+    'a filter matching nothing over 20,000 records answers empty pages with cursors until done, never ' + 'an error',
+    async () => {
+      const { viewer, workspaceId, object } = await setup([
+        { name: 'rank', type: 'integer' },
+        { name: 'code', type: 'text', indexed: true },
+      ]);
+      await bulk(object.id, workspaceId, 20_000, `json_array(json_object('fieldName', 'rank', 'value', i))`);
+      // By id, and by an indexed field (none holds it: the walk of records without a value).
+      for (const sort of [[{ field: 'id' }], [{ field: 'code' }], [{ field: 'code', direction: 'desc' }]]) {
+        const pages: number[] = [];
+        let cursor: string | null = null;
+        do {
+          const answer: Answer = await query(viewer.key, workspaceId, {
+            filter: { field: 'rank', op: 'lt', value: 0 },
+            sort,
+            ...(cursor ? { cursor } : {}),
+          });
+          expect(answer.status).toBe(200);
+          expect(answer.body.items).toEqual([]);
+          pages.push(rowsRead(answer));
+          cursor = answer.body.nextCursor;
+        } while (cursor !== null);
+        // 4 full scans, and a last page that finds the scan at its end; sorted by an indexed field,
+        // one more first, for the (empty) walk of the values.
+        expect(pages.length).toBe(sort[0]?.field === 'id' ? 5 : 6);
+        console.log(JSON.stringify({ sort, boundedPagesRowsRead: pages }));
+        // What a bounded page reads is bounded too.
+        for (const read of pages) expect(read).toBeLessThan(6 * 5000 + 1000);
+      }
+    },
+  );
 
   it('rows read by an indexed query grow with the page, not the workspace (D1 rows_read)', async () => {
     const fields = [
@@ -419,7 +428,8 @@ describe('bounded pages and the index', () => {
     const large = await newWorkspace({ [viewer.id]: 'viewer' });
     await admin('PUT', `/admin/objects/${object.id}`, { name: 'Thing', workspaceIds: [small, large], fields });
     const values = (code: string, plain: string) =>
-      `json_array(json_object('fieldName', 'code', 'value', ${code}), json_object('fieldName', 'plain', 'value', ${plain}))`;
+      `json_array(json_object('fieldName', 'code', 'value', ${code}), json_object('fieldName', 'plain', ` +
+      `'value', ${plain}))`;
     // The matches come last in id order: a walk of the records reaches them after all the others.
     await bulk(object.id, small, 500, values(`iif(i % 2, 'common', 'c' || i)`, `'p' || i`));
     await bulk(object.id, small, 20, values(`'rare'`, `'rare'`));

@@ -45,81 +45,91 @@ async function setUp() {
 }
 
 describe('reads near every user: D1 sessions and bookmarks', () => {
-  it('every read path reads only through a session that a replica may serve, or that starts at the bookmark sent', async () => {
-    const { editor, stranger, record, reads } = await setUp();
-    for (const path of reads) {
-      const plain = await logged(() => call('GET', path, { key: editor.key }));
-      expect(plain.answer.status, path).toBe(200);
-      expect(plain.ran.length, path).toBeGreaterThan(0);
-      expect(
-        plain.ran.filter((s) => s.via !== anywhere()),
-        path,
-      ).toEqual([]);
-      const since = bookmarkOf(plain.answer);
-      const pinned = await logged(() => call('GET', path, { key: editor.key, headers: { 'X-D1-Bookmark': since } }));
-      expect(pinned.answer.body, path).toEqual(plain.answer.body);
-      expect(
-        pinned.ran.filter((s) => s.via !== since),
-        path,
-      ).toEqual([]);
-      expect(bookmarkOf(pinned.answer) >= since, path).toBe(true);
-    }
-    // Refusals read the same way: a stranger's 404 and an unknown key's 401.
-    const hidden = await logged(() => call('GET', `/records/${record.id}`, { key: stranger.key }));
-    expectProblem(hidden.answer, 404, 'not_found');
-    expect(hidden.ran.map((s) => s.via)).toEqual([anywhere(), anywhere(), anywhere()]);
-    bookmarkOf(hidden.answer);
-    const anonymous = await logged(() => call('GET', '/me', { key: 'nobody' }));
-    expectProblem(anonymous.answer, 401, 'unauthorized');
-    expect(anonymous.ran.every((s) => s.via === anywhere())).toBe(true);
-  });
+  it(
+    'every read path reads only through a session that a replica may serve, or that starts at the ' + 'bookmark sent',
+    async () => {
+      const { editor, stranger, record, reads } = await setUp();
+      for (const path of reads) {
+        const plain = await logged(() => call('GET', path, { key: editor.key }));
+        expect(plain.answer.status, path).toBe(200);
+        expect(plain.ran.length, path).toBeGreaterThan(0);
+        expect(
+          plain.ran.filter((s) => s.via !== anywhere()),
+          path,
+        ).toEqual([]);
+        const since = bookmarkOf(plain.answer);
+        const pinned = await logged(() => call('GET', path, { key: editor.key, headers: { 'X-D1-Bookmark': since } }));
+        expect(pinned.answer.body, path).toEqual(plain.answer.body);
+        expect(
+          pinned.ran.filter((s) => s.via !== since),
+          path,
+        ).toEqual([]);
+        expect(bookmarkOf(pinned.answer) >= since, path).toBe(true);
+      }
+      // Refusals read the same way: a stranger's 404 and an unknown key's 401.
+      const hidden = await logged(() => call('GET', `/records/${record.id}`, { key: stranger.key }));
+      expectProblem(hidden.answer, 404, 'not_found');
+      expect(hidden.ran.map((s) => s.via)).toEqual([anywhere(), anywhere(), anywhere()]);
+      bookmarkOf(hidden.answer);
+      const anonymous = await logged(() => call('GET', '/me', { key: 'nobody' }));
+      expectProblem(anonymous.answer, 401, 'unauthorized');
+      expect(anonymous.ran.every((s) => s.via === anywhere())).toBe(true);
+    },
+  );
 
-  it('writes, their version guards and idempotency look-ups run on the primary; the answer carries the commit’s bookmark', async () => {
-    const { editor, workspaceId, record } = await setUp();
-    const before = bookmarkOf(await call('GET', `/records/${record.id}`, { key: editor.key }));
-    const writes = [
-      () =>
-        call('POST', '/records/batch', {
-          key: editor.key,
-          body: [{ objectId: record.objectId, fieldValues: [fv('firstName', 'Grace')] }],
-        }),
-      () =>
-        call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
-          key: editor.key,
-          body: { fieldValues: [fv('age', 36)] },
-          headers: { 'Idempotency-Key': 'replica-1', 'If-Match': '"2"' },
-        }),
-      () =>
-        call('PATCH', '/records/batch', {
-          key: editor.key,
-          body: [{ id: record.id, fieldValues: [fv('age', 37)] }],
-        }),
-      () => call('DELETE', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key }),
-    ];
-    let newest = before;
-    for (const write of writes) {
-      const { answer, ran } = await logged(write);
-      expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(300);
-      // Nothing of a write goes to a replica: checks read where the write will land.
-      expect(ran.filter((s) => s.via !== 'first-primary')).toEqual([]);
-      expect(ran.some((s) => /INSERT INTO writes/i.test(s.sql))).toBe(true);
-      const committed = bookmarkOf(answer);
-      expect(committed > newest).toBe(true);
-      newest = committed;
-      // Read with the write's bookmark: the read starts there and sees what was written.
-      const read = await logged(() =>
-        call('GET', `/records/${record.id}`, { key: editor.key, headers: { 'X-D1-Bookmark': committed } }),
-      );
-      expect(read.ran.every((s) => s.via === committed)).toBe(true);
-      expect(bookmarkOf(read.answer) >= committed).toBe(true);
-    }
-    const final = await call('GET', `/records/${record.id}`, { key: editor.key, headers: { 'X-D1-Bookmark': newest } });
-    expect(final.body).toMatchObject({
-      version: 5,
-      deleted: true,
-      fieldValues: expect.arrayContaining([fv('age', 37)]),
-    });
-  });
+  it(
+    'writes, their version guards and idempotency look-ups run on the primary; the answer carries the ' +
+      'commit’s bookmark',
+    async () => {
+      const { editor, workspaceId, record } = await setUp();
+      const before = bookmarkOf(await call('GET', `/records/${record.id}`, { key: editor.key }));
+      const writes = [
+        () =>
+          call('POST', '/records/batch', {
+            key: editor.key,
+            body: [{ objectId: record.objectId, fieldValues: [fv('firstName', 'Grace')] }],
+          }),
+        () =>
+          call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('age', 36)] },
+            headers: { 'Idempotency-Key': 'replica-1', 'If-Match': '"2"' },
+          }),
+        () =>
+          call('PATCH', '/records/batch', {
+            key: editor.key,
+            body: [{ id: record.id, fieldValues: [fv('age', 37)] }],
+          }),
+        () => call('DELETE', `/workspaces/${workspaceId}/records/${record.id}`, { key: editor.key }),
+      ];
+      let newest = before;
+      for (const write of writes) {
+        const { answer, ran } = await logged(write);
+        expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(300);
+        // Nothing of a write goes to a replica: checks read where the write will land.
+        expect(ran.filter((s) => s.via !== 'first-primary')).toEqual([]);
+        expect(ran.some((s) => /INSERT INTO writes/i.test(s.sql))).toBe(true);
+        const committed = bookmarkOf(answer);
+        expect(committed > newest).toBe(true);
+        newest = committed;
+        // Read with the write's bookmark: the read starts there and sees what was written.
+        const read = await logged(() =>
+          call('GET', `/records/${record.id}`, { key: editor.key, headers: { 'X-D1-Bookmark': committed } }),
+        );
+        expect(read.ran.every((s) => s.via === committed)).toBe(true);
+        expect(bookmarkOf(read.answer) >= committed).toBe(true);
+      }
+      const final = await call('GET', `/records/${record.id}`, {
+        key: editor.key,
+        headers: { 'X-D1-Bookmark': newest },
+      });
+      expect(final.body).toMatchObject({
+        version: 5,
+        deleted: true,
+        fieldValues: expect.arrayContaining([fv('age', 37)]),
+      });
+    },
+  );
 
   it('a malformed X-D1-Bookmark is 400 naming the header, before anything is read or written', async () => {
     const { editor, workspaceId, record } = await setUp();
@@ -166,25 +176,28 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
     expect(unknown.headers.get('X-D1-Bookmark')).toBe(sent);
   });
 
-  it('a revocation holds at once in the isolate that made it: its reads start no earlier, whatever a replica lags', async () => {
-    const { editor, viewer, workspaceId } = await setUp();
-    expect((await call('GET', '/me', { key: viewer.key })).status).toBe(200);
-    const keys = await call('GET', `/admin/users/${viewer.id}/keys`, { key: 'test-admin-token' });
-    const revoked = await call('DELETE', `/admin/keys/${keys.body[0].id}`, { key: 'test-admin-token' });
-    expect(revoked.status).toBe(204);
-    const at = bookmarkOf(revoked);
-    expect(revocationFloor()! >= at).toBe(true);
-    const after = await logged(() => call('GET', '/me', { key: viewer.key }));
-    expectProblem(after.answer, 401, 'unauthorized');
-    expect(after.ran.length).toBeGreaterThan(0);
-    expect(after.ran.every((s) => s.via >= at && BOOKMARK.test(s.via))).toBe(true);
-    // A membership removed: the same.
-    const removed = await call('DELETE', `/admin/workspaces/${workspaceId}/members/${editor.id}`, {
-      key: 'test-admin-token',
-    });
-    expect(removed.status).toBe(204);
-    const list = await logged(() => call('GET', `/workspaces/${workspaceId}/records`, { key: editor.key }));
-    expectProblem(list.answer, 404, 'not_found');
-    expect(list.ran.every((s) => s.via >= bookmarkOf(removed) && BOOKMARK.test(s.via))).toBe(true);
-  });
+  it(
+    'a revocation holds at once in the isolate that made it: its reads start no earlier, whatever a ' + 'replica lags',
+    async () => {
+      const { editor, viewer, workspaceId } = await setUp();
+      expect((await call('GET', '/me', { key: viewer.key })).status).toBe(200);
+      const keys = await call('GET', `/admin/users/${viewer.id}/keys`, { key: 'test-admin-token' });
+      const revoked = await call('DELETE', `/admin/keys/${keys.body[0].id}`, { key: 'test-admin-token' });
+      expect(revoked.status).toBe(204);
+      const at = bookmarkOf(revoked);
+      expect(revocationFloor()! >= at).toBe(true);
+      const after = await logged(() => call('GET', '/me', { key: viewer.key }));
+      expectProblem(after.answer, 401, 'unauthorized');
+      expect(after.ran.length).toBeGreaterThan(0);
+      expect(after.ran.every((s) => s.via >= at && BOOKMARK.test(s.via))).toBe(true);
+      // A membership removed: the same.
+      const removed = await call('DELETE', `/admin/workspaces/${workspaceId}/members/${editor.id}`, {
+        key: 'test-admin-token',
+      });
+      expect(removed.status).toBe(204);
+      const list = await logged(() => call('GET', `/workspaces/${workspaceId}/records`, { key: editor.key }));
+      expectProblem(list.answer, 404, 'not_found');
+      expect(list.ran.every((s) => s.via >= bookmarkOf(removed) && BOOKMARK.test(s.via))).toBe(true);
+    },
+  );
 });

@@ -33,24 +33,27 @@ function holdNextRead(): { answered: Promise<void>; release: () => void } {
 }
 
 describe('a revocation is never undone by a read that was in flight', () => {
-  it('a read D1 answered before DELETE /admin/keys/{id} but whose reply arrives after does not bring the key back', async () => {
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
-    const [{ id: keyId }] = (await admin('GET', `/admin/users/${editor.id}/keys`)).body;
-    letMemoryExpire();
-    const held = holdNextRead();
-    const read = call('GET', `/records/${record.id}`, { key: editor.key });
-    await held.answered;
-    expect((await admin('DELETE', `/admin/keys/${keyId}`)).status).toBe(204);
-    held.release();
-    expect((await read).status).toBe(200); // answered before the revocation: fine to show
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 1)] },
-    });
-    expectProblem(patch, 401, 'unauthorized');
-    expect(await version(record.id)).toBe(1);
-  });
+  it(
+    'a read D1 answered before DELETE /admin/keys/{id} but whose reply arrives after does not bring the' + ' key back',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
+      const [{ id: keyId }] = (await admin('GET', `/admin/users/${editor.id}/keys`)).body;
+      letMemoryExpire();
+      const held = holdNextRead();
+      const read = call('GET', `/records/${record.id}`, { key: editor.key });
+      await held.answered;
+      expect((await admin('DELETE', `/admin/keys/${keyId}`)).status).toBe(204);
+      held.release();
+      expect((await read).status).toBe(200); // answered before the revocation: fine to show
+      const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 1)] },
+      });
+      expectProblem(patch, 401, 'unauthorized');
+      expect(await version(record.id)).toBe(1);
+    },
+  );
 
   it('a read in flight across a member removal does not bring the membership back', async () => {
     const { editor, workspaceId, object } = await world();

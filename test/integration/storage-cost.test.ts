@@ -50,33 +50,37 @@ describe('what a write costs: storage grows with what it changed, and rows writt
     expect(stored.fieldValues).toEqual([fv('title', 'big'), fv('body', 'x'.repeat(20_000)), fv('n', 200)]);
   });
 
-  it('rows written per operation, from D1: a patch at most 4 (6 with a key), a batch of 20 at most 4 a record, a create at most 5 a record and its ledger row', async () => {
-    const { editor, workspaceId, object } = await world();
-    const record = await createOne(editor.key, object.id, [fv('firstName', 'a')]);
-    const path = `/workspaces/${workspaceId}/records/${record.id}`;
-    await call('GET', path, { key: editor.key }); // in use: remembered by the Worker
-    const patch = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
-    const keyed = await call('PATCH', path, {
-      key: editor.key,
-      body: { fieldValues: [fv('age', 2)] },
-      headers: { 'Idempotency-Key': 'cost' },
-    });
-    const created = await call('POST', '/records/batch', {
-      key: editor.key,
-      body: Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [fv('firstName', `c${i}`)] })),
-    });
-    const ids = created.body.map((item: any) => item.record.id);
-    const batch = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: ids.map((id: number) => ({ id, fieldValues: [fv('age', 3)] })),
-    });
-    const figures = { patch: rows(patch), keyed: rows(keyed), create20: rows(created), batch20: rows(batch) };
-    console.log(JSON.stringify({ rowsWritten: figures }));
-    expect([patch.status, keyed.status, created.status, batch.status]).toEqual([200, 200, 201, 200]);
-    expect(figures.patch.written).toBeLessThanOrEqual(4);
-    expect(figures.keyed.written).toBeLessThanOrEqual(6);
-    expect(figures.create20.written).toBeLessThanOrEqual(5 * 20 + 1);
-    expect(figures.batch20.written).toBeLessThanOrEqual(4 * 20);
-    expect(figures.patch.written).toBeGreaterThan(0);
-  });
+  it(
+    'rows written per operation, from D1: a patch at most 4 (6 with a key), a batch of 20 at most 4 a ' +
+      'record, a create at most 5 a record and its ledger row',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'a')]);
+      const path = `/workspaces/${workspaceId}/records/${record.id}`;
+      await call('GET', path, { key: editor.key }); // in use: remembered by the Worker
+      const patch = await call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } });
+      const keyed = await call('PATCH', path, {
+        key: editor.key,
+        body: { fieldValues: [fv('age', 2)] },
+        headers: { 'Idempotency-Key': 'cost' },
+      });
+      const created = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: Array.from({ length: 20 }, (_, i) => ({ objectId: object.id, fieldValues: [fv('firstName', `c${i}`)] })),
+      });
+      const ids = created.body.map((item: any) => item.record.id);
+      const batch = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: ids.map((id: number) => ({ id, fieldValues: [fv('age', 3)] })),
+      });
+      const figures = { patch: rows(patch), keyed: rows(keyed), create20: rows(created), batch20: rows(batch) };
+      console.log(JSON.stringify({ rowsWritten: figures }));
+      expect([patch.status, keyed.status, created.status, batch.status]).toEqual([200, 200, 201, 200]);
+      expect(figures.patch.written).toBeLessThanOrEqual(4);
+      expect(figures.keyed.written).toBeLessThanOrEqual(6);
+      expect(figures.create20.written).toBeLessThanOrEqual(5 * 20 + 1);
+      expect(figures.batch20.written).toBeLessThanOrEqual(4 * 20);
+      expect(figures.patch.written).toBeGreaterThan(0);
+    },
+  );
 });

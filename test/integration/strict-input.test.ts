@@ -100,37 +100,40 @@ describe('nothing is stored other than as sent', () => {
     }
   });
 
-  it('a json value nests at most 64 levels (422 beyond, in a patch, a create and a batch), and nothing is written', async () => {
-    const { editor, workspaceId } = await world();
-    const object = await newObject([workspaceId], { nameTemplate: '{doc}', fields: [{ name: 'doc', type: 'json' }] });
-    const nest = (levels: number): unknown => (levels === 0 ? 1 : [nest(levels - 1)]);
-    const record = await createOne(editor.key, object.id, [fv('doc', nest(64))]);
-    const deep = [fv('doc', nest(65))];
-    const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
-      key: editor.key,
-      body: { fieldValues: deep },
-    });
-    expectProblem(patch, 422, 'unprocessable');
-    expect(patch.body.errors[0]).toMatchObject({ pointer: '/fieldValues/0/value', code: 'invalid_value' });
-    const batch = await call('PATCH', '/records/batch', {
-      key: editor.key,
-      body: [{ id: record.id, fieldValues: deep }],
-    });
-    expectProblem(batch, 422, 'unprocessable');
-    const create = await call('POST', '/records/batch', {
-      key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [fv('doc', nest(90))] }],
-    });
-    expectProblem(create, 422, 'unprocessable');
-    // Past the body's own bound (100 levels in all) it is a malformed body: 400.
-    const deeper = await call('POST', '/records/batch', {
-      key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [fv('doc', nest(999))] }],
-    });
-    expectProblem(deeper, 400, 'invalid_request');
-    expect(deeper.body.errors[0]).toMatchObject({ code: 'too_deep' });
-    expect((await row(record.id))?.version).toBe(1);
-  });
+  it(
+    'a json value nests at most 64 levels (422 beyond, in a patch, a create and a batch), and nothing ' + 'is written',
+    async () => {
+      const { editor, workspaceId } = await world();
+      const object = await newObject([workspaceId], { nameTemplate: '{doc}', fields: [{ name: 'doc', type: 'json' }] });
+      const nest = (levels: number): unknown => (levels === 0 ? 1 : [nest(levels - 1)]);
+      const record = await createOne(editor.key, object.id, [fv('doc', nest(64))]);
+      const deep = [fv('doc', nest(65))];
+      const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+        key: editor.key,
+        body: { fieldValues: deep },
+      });
+      expectProblem(patch, 422, 'unprocessable');
+      expect(patch.body.errors[0]).toMatchObject({ pointer: '/fieldValues/0/value', code: 'invalid_value' });
+      const batch = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [{ id: record.id, fieldValues: deep }],
+      });
+      expectProblem(batch, 422, 'unprocessable');
+      const create = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('doc', nest(90))] }],
+      });
+      expectProblem(create, 422, 'unprocessable');
+      // Past the body's own bound (100 levels in all) it is a malformed body: 400.
+      const deeper = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('doc', nest(999))] }],
+      });
+      expectProblem(deeper, 400, 'invalid_request');
+      expect(deeper.body.errors[0]).toMatchObject({ code: 'too_deep' });
+      expect((await row(record.id))?.version).toBe(1);
+    },
+  );
 
   it('a record whose field values would pass 1 MiB is 422 record_too_large, nothing written', async () => {
     const { editor, workspaceId } = await world();
@@ -193,7 +196,8 @@ describe('each patch keeps its own 10 s', () => {
       const path = `/workspaces/${workspaceId}/records/${record.id}`;
       // Every write of the record loses, as to a writer that always comes first.
       await env.DB.exec(
-        `CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${record.id} BEGIN SELECT RAISE(ABORT, 'version_conflict'); END`,
+        `CREATE TRIGGER always_conflict BEFORE UPDATE ON records WHEN NEW.id = ${record.id} BEGIN SELECT ` +
+          `RAISE(ABORT, 'version_conflict'); END`,
       );
       const start = Date.now();
       const patch = (age: number) => call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', age)] } });

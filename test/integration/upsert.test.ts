@@ -36,96 +36,106 @@ async function recordsOf(objectId: number) {
 }
 
 describe('POST /objects/{objectId}/records/upsert', () => {
-  it('updates the record holding the value (any case), creates the others, says which; a later read agrees', async () => {
-    const { editor, object } = await setup();
-    const ada = await createOne(editor.key, object.id, [
-      fv('email', 'ada@example.com'),
-      fv('name', 'Ada'),
-      fv('score', 1),
-    ]);
-    const same = await createOne(editor.key, object.id, [fv('email', 'same@example.com'), fv('name', 'Same')]);
-    const answer = await upsert(editor.key, object.id, {
-      matchOn: 'email',
-      items: [
-        { fieldValues: [fv('email', 'ADA@example.com'), fv('score', 2)] },
-        { fieldValues: [fv('email', 'new@example.com'), fv('name', 'New')] },
-        { fieldValues: [fv('email', 'same@example.com'), fv('name', 'Same')] },
-      ],
-    });
-    expect(answer.status).toBe(200);
-    expect(answer.body.map((item: any) => [item.status, item.result, item.record.id])).toEqual([
-      ['Succeeded', 'updated', ada.id],
-      ['Succeeded', 'created', same.id + 1],
-      ['Succeeded', 'unchanged', same.id],
-    ]);
-    // The matched value is written as sent: the update takes the new spelling.
-    expect(answer.body[0].record.fieldValues).toEqual([
-      fv('email', 'ADA@example.com'),
-      fv('name', 'Ada'),
-      fv('score', 2),
-    ]);
-    expect(answer.body[0].record.version).toBe(2);
-    for (const item of answer.body) {
-      const read = await call('GET', `/records/${item.record.id}`, { key: editor.key });
-      expect(read.body).toEqual(item.record);
-    }
-  });
+  it(
+    'updates the record holding the value (any case), creates the others, says which; a later read ' + 'agrees',
+    async () => {
+      const { editor, object } = await setup();
+      const ada = await createOne(editor.key, object.id, [
+        fv('email', 'ada@example.com'),
+        fv('name', 'Ada'),
+        fv('score', 1),
+      ]);
+      const same = await createOne(editor.key, object.id, [fv('email', 'same@example.com'), fv('name', 'Same')]);
+      const answer = await upsert(editor.key, object.id, {
+        matchOn: 'email',
+        items: [
+          { fieldValues: [fv('email', 'ADA@example.com'), fv('score', 2)] },
+          { fieldValues: [fv('email', 'new@example.com'), fv('name', 'New')] },
+          { fieldValues: [fv('email', 'same@example.com'), fv('name', 'Same')] },
+        ],
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.map((item: any) => [item.status, item.result, item.record.id])).toEqual([
+        ['Succeeded', 'updated', ada.id],
+        ['Succeeded', 'created', same.id + 1],
+        ['Succeeded', 'unchanged', same.id],
+      ]);
+      // The matched value is written as sent: the update takes the new spelling.
+      expect(answer.body[0].record.fieldValues).toEqual([
+        fv('email', 'ADA@example.com'),
+        fv('name', 'Ada'),
+        fv('score', 2),
+      ]);
+      expect(answer.body[0].record.version).toBe(2);
+      for (const item of answer.body) {
+        const read = await call('GET', `/records/${item.record.id}`, { key: editor.key });
+        expect(read.body).toEqual(item.record);
+      }
+    },
+  );
 
-  it('is all or nothing, checks the body, and answers 400 for the same value twice or a field that is not unique', async () => {
-    const { editor, viewer, stranger, object } = await setup();
-    const holder = await createOne(editor.key, object.id, [fv('email', 'a@x.org'), fv('name', 'A'), fv('code', 1)]);
-    const before = await recordsOf(object.id);
-    const bad = await upsert(editor.key, object.id, {
-      matchOn: 'email',
-      items: [
-        { fieldValues: [fv('email', 'a@x.org'), fv('score', 5)] },
-        { fieldValues: [fv('email', 'b@x.org')] }, // a create without the required name
-      ],
-    });
-    expectProblem(bad, 422, 'unprocessable');
-    expect(bad.body.errors[0].pointer).toBe('/items/1/fieldValues');
-    // A create whose other unique value is held: 409 at its pointer.
-    const clash = await upsert(editor.key, object.id, {
-      matchOn: 'email',
-      items: [{ fieldValues: [fv('email', 'c@x.org'), fv('name', 'C'), fv('code', 1)] }],
-    });
-    expectProblem(clash, 409, 'conflict');
-    expect(clash.body.errors).toEqual([
-      { pointer: '/items/0/fieldValues/2', code: 'unique_violation', message: `record ${holder.id} holds this value` },
-    ]);
-    expect(await recordsOf(object.id)).toEqual(before);
-    const twice = await upsert(editor.key, object.id, {
-      matchOn: 'email',
-      items: [{ fieldValues: [fv('email', 'a@x.org')] }, { fieldValues: [fv('email', 'A@X.org')] }],
-    });
-    expectProblem(twice, 400, 'invalid_request');
-    expect(twice.body.errors[0].pointer).toBe('/items/1/fieldValues/0/value');
-    const notUnique = await upsert(editor.key, object.id, {
-      matchOn: 'score',
-      items: [{ fieldValues: [fv('score', 1)] }],
-    });
-    expectProblem(notUnique, 400, 'invalid_request');
-    expect(notUnique.body.errors[0].pointer).toBe('/matchOn');
-    const missing = await upsert(editor.key, object.id, {
-      matchOn: 'email',
-      items: [{ fieldValues: [fv('name', 'x')] }],
-    });
-    expect(missing.body.errors[0]).toMatchObject({ pointer: '/items/0/fieldValues', code: 'required' });
-    const empty = await upsert(editor.key, object.id, { matchOn: 'email', items: [] });
-    expectProblem(empty, 400, 'invalid_request');
-    const viewing = await upsert(viewer.key, object.id, {
-      matchOn: 'email',
-      items: [{ fieldValues: [fv('email', 'a@x.org')] }],
-    });
-    expectProblem(viewing, 403, 'forbidden');
-    expect(viewing.body.errors[0].pointer).toBe('/items/0');
-    expectProblem(
-      await upsert(stranger.key, object.id, { matchOn: 'email', items: [{ fieldValues: [fv('email', 'a@x.org')] }] }),
-      404,
-      'not_found',
-    );
-    expect(await recordsOf(object.id)).toEqual(before);
-  });
+  it(
+    'is all or nothing, checks the body, and answers 400 for the same value twice or a field that is ' + 'not unique',
+    async () => {
+      const { editor, viewer, stranger, object } = await setup();
+      const holder = await createOne(editor.key, object.id, [fv('email', 'a@x.org'), fv('name', 'A'), fv('code', 1)]);
+      const before = await recordsOf(object.id);
+      const bad = await upsert(editor.key, object.id, {
+        matchOn: 'email',
+        items: [
+          { fieldValues: [fv('email', 'a@x.org'), fv('score', 5)] },
+          { fieldValues: [fv('email', 'b@x.org')] }, // a create without the required name
+        ],
+      });
+      expectProblem(bad, 422, 'unprocessable');
+      expect(bad.body.errors[0].pointer).toBe('/items/1/fieldValues');
+      // A create whose other unique value is held: 409 at its pointer.
+      const clash = await upsert(editor.key, object.id, {
+        matchOn: 'email',
+        items: [{ fieldValues: [fv('email', 'c@x.org'), fv('name', 'C'), fv('code', 1)] }],
+      });
+      expectProblem(clash, 409, 'conflict');
+      expect(clash.body.errors).toEqual([
+        {
+          pointer: '/items/0/fieldValues/2',
+          code: 'unique_violation',
+          message: `record ${holder.id} holds this value`,
+        },
+      ]);
+      expect(await recordsOf(object.id)).toEqual(before);
+      const twice = await upsert(editor.key, object.id, {
+        matchOn: 'email',
+        items: [{ fieldValues: [fv('email', 'a@x.org')] }, { fieldValues: [fv('email', 'A@X.org')] }],
+      });
+      expectProblem(twice, 400, 'invalid_request');
+      expect(twice.body.errors[0].pointer).toBe('/items/1/fieldValues/0/value');
+      const notUnique = await upsert(editor.key, object.id, {
+        matchOn: 'score',
+        items: [{ fieldValues: [fv('score', 1)] }],
+      });
+      expectProblem(notUnique, 400, 'invalid_request');
+      expect(notUnique.body.errors[0].pointer).toBe('/matchOn');
+      const missing = await upsert(editor.key, object.id, {
+        matchOn: 'email',
+        items: [{ fieldValues: [fv('name', 'x')] }],
+      });
+      expect(missing.body.errors[0]).toMatchObject({ pointer: '/items/0/fieldValues', code: 'required' });
+      const empty = await upsert(editor.key, object.id, { matchOn: 'email', items: [] });
+      expectProblem(empty, 400, 'invalid_request');
+      const viewing = await upsert(viewer.key, object.id, {
+        matchOn: 'email',
+        items: [{ fieldValues: [fv('email', 'a@x.org')] }],
+      });
+      expectProblem(viewing, 403, 'forbidden');
+      expect(viewing.body.errors[0].pointer).toBe('/items/0');
+      expectProblem(
+        await upsert(stranger.key, object.id, { matchOn: 'email', items: [{ fieldValues: [fv('email', 'a@x.org')] }] }),
+        404,
+        'not_found',
+      );
+      expect(await recordsOf(object.id)).toEqual(before);
+    },
+  );
 
   it('20 concurrent upserts of one new value create exactly one record; the others update it', async () => {
     const { editor, object } = await setup();
@@ -173,35 +183,39 @@ describe('POST /objects/{objectId}/records/upsert', () => {
     expect(other.body.errors[0].code).toBe('idempotency_key_reused');
   });
 
-  it('run again under the same write id (a lost reply, a re-run), an upsert is answered from its ledger row: nothing twice', async () => {
-    const { editor, object } = await setup();
-    await createOne(editor.key, object.id, [fv('email', 'r@x.org'), fv('name', 'R')]);
-    const context = () =>
-      createContext(env, 'rerun', {
-        waitUntil() {},
-        passThroughOnException() {},
-        props: {},
-      } as unknown as ExecutionContext);
-    const input = {
-      keyHash: await sha256Hex(editor.key),
-      objectId: object.id,
-      body: {
-        ok: true as const,
-        value: {
-          matchOn: 'email',
-          items: [
-            { fieldValues: [fv('email', 'r@x.org'), fv('score', 3)] },
-            { fieldValues: [fv('email', 's@x.org'), fv('name', 'S')] },
-          ],
+  it(
+    'run again under the same write id (a lost reply, a re-run), an upsert is answered from its ledger ' +
+      'row: nothing twice',
+    async () => {
+      const { editor, object } = await setup();
+      await createOne(editor.key, object.id, [fv('email', 'r@x.org'), fv('name', 'R')]);
+      const context = () =>
+        createContext(env, 'rerun', {
+          waitUntil() {},
+          passThroughOnException() {},
+          props: {},
+        } as unknown as ExecutionContext);
+      const input = {
+        keyHash: await sha256Hex(editor.key),
+        objectId: object.id,
+        body: {
+          ok: true as const,
+          value: {
+            matchOn: 'email',
+            items: [
+              { fieldValues: [fv('email', 'r@x.org'), fv('score', 3)] },
+              { fieldValues: [fv('email', 's@x.org'), fv('name', 'S')] },
+            ],
+          },
         },
-      },
-      idempotency: { key: undefined, method: 'POST', path: `/objects/${object.id}/records/upsert`, problems: [] },
-    };
-    const first = await upsertRecords(context(), input, 'rerun-write-1');
-    const after = await recordsOf(object.id);
-    const again = await upsertRecords(context(), input, 'rerun-write-1');
-    expect('value' in again && again.value).toEqual('value' in first && first.value);
-    expect('value' in first && first.value.map((item) => item.result)).toEqual(['updated', 'created']);
-    expect(await recordsOf(object.id)).toEqual(after);
-  });
+        idempotency: { key: undefined, method: 'POST', path: `/objects/${object.id}/records/upsert`, problems: [] },
+      };
+      const first = await upsertRecords(context(), input, 'rerun-write-1');
+      const after = await recordsOf(object.id);
+      const again = await upsertRecords(context(), input, 'rerun-write-1');
+      expect('value' in again && again.value).toEqual('value' in first && first.value);
+      expect('value' in first && first.value.map((item) => item.result)).toEqual(['updated', 'created']);
+      expect(await recordsOf(object.id)).toEqual(after);
+    },
+  );
 });

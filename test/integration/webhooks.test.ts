@@ -73,137 +73,151 @@ async function writeConcurrently(key: string, workspaceId: number, objectId: num
 }
 
 describe('webhook subscriptions', () => {
-  it('an editor subscribes (secret once), lists, pauses, deletes; others are refused and nothing is stored', async () => {
-    const { editor, viewer, stranger, workspaceId } = await world();
-    const name = hookName();
-    const created = await call('POST', `/workspaces/${workspaceId}/webhooks`, {
-      key: editor.key,
-      body: { url: `${RECEIVER}/hook/${name}`, types: ['created', 'updated', 'created'], objectIds: [7, 3] },
-    });
-    expect(created.status).toBe(201);
-    expect(created.body).toEqual({
-      id: expect.any(Number),
-      url: `${RECEIVER}/hook/${name}`,
-      types: ['created', 'updated'],
-      objectIds: [3, 7],
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{32}$/),
-      createdAt: expect.any(Number),
-      status: 'active',
-      reason: null,
-    });
-    const { secret, ...shown } = created.body;
-    const base = `/workspaces/${workspaceId}/webhooks`;
-    const listed = await call('GET', base, { key: editor.key });
-    expect(listed.body).toEqual({ items: [shown] });
-    expect(JSON.stringify(listed.body)).not.toContain(secret);
+  it(
+    'an editor subscribes (secret once), lists, pauses, deletes; others are refused and nothing is ' + 'stored',
+    async () => {
+      const { editor, viewer, stranger, workspaceId } = await world();
+      const name = hookName();
+      const created = await call('POST', `/workspaces/${workspaceId}/webhooks`, {
+        key: editor.key,
+        body: { url: `${RECEIVER}/hook/${name}`, types: ['created', 'updated', 'created'], objectIds: [7, 3] },
+      });
+      expect(created.status).toBe(201);
+      expect(created.body).toEqual({
+        id: expect.any(Number),
+        url: `${RECEIVER}/hook/${name}`,
+        types: ['created', 'updated'],
+        objectIds: [3, 7],
+        secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{32}$/),
+        createdAt: expect.any(Number),
+        status: 'active',
+        reason: null,
+      });
+      const { secret, ...shown } = created.body;
+      const base = `/workspaces/${workspaceId}/webhooks`;
+      const listed = await call('GET', base, { key: editor.key });
+      expect(listed.body).toEqual({ items: [shown] });
+      expect(JSON.stringify(listed.body)).not.toContain(secret);
 
-    expectProblem(await call('GET', base, { key: viewer.key }), 403, 'forbidden');
-    expectProblem(await call('POST', base, { key: viewer.key, body: { url: 'https://a.example' } }), 403, 'forbidden');
-    expectProblem(await call('GET', base, { key: stranger.key }), 404, 'not_found');
-    expectProblem(await call('GET', base), 401, 'unauthorized');
-    expectProblem(await call('GET', `/workspaces/x/webhooks`, { key: editor.key }), 400, 'invalid_request');
+      expectProblem(await call('GET', base, { key: viewer.key }), 403, 'forbidden');
+      expectProblem(
+        await call('POST', base, { key: viewer.key, body: { url: 'https://a.example' } }),
+        403,
+        'forbidden',
+      );
+      expectProblem(await call('GET', base, { key: stranger.key }), 404, 'not_found');
+      expectProblem(await call('GET', base), 401, 'unauthorized');
+      expectProblem(await call('GET', `/workspaces/x/webhooks`, { key: editor.key }), 400, 'invalid_request');
 
-    const bad = async (body: unknown, status: number, code: string, pointer: string) => {
-      const answer = await call('POST', base, { key: editor.key, body });
-      expectProblem(answer, status, code);
-      expect(answer.body.errors.map((e: any) => e.pointer)).toContain(pointer);
-    };
-    await bad({ url: 'http://hooks.example.com/x' }, 422, 'unprocessable', '/url');
-    await bad({ url: 'not a url' }, 422, 'unprocessable', '/url');
-    await bad({ url: 'https://user:pw@hooks.example.com/' }, 422, 'unprocessable', '/url');
-    await bad({ url: 'https://a.example', types: [] }, 400, 'invalid_request', '/types');
-    await bad({ url: 'https://a.example', types: ['moved'] }, 400, 'invalid_request', '/types/0');
-    await bad({ url: 'https://a.example', objectIds: [1.5] }, 400, 'invalid_request', '/objectIds/0');
-    await bad({ url: 'https://a.example', secret: 'mine' }, 400, 'invalid_request', '/secret');
-    expectProblem(
-      await call('POST', base, { key: editor.key, raw: 'x', headers: { 'Content-Type': 'text/plain' } }),
-      415,
-      'unsupported_media_type',
-    );
-    expect((await call('GET', base, { key: editor.key })).body.items).toHaveLength(1);
+      const bad = async (body: unknown, status: number, code: string, pointer: string) => {
+        const answer = await call('POST', base, { key: editor.key, body });
+        expectProblem(answer, status, code);
+        expect(answer.body.errors.map((e: any) => e.pointer)).toContain(pointer);
+      };
+      await bad({ url: 'http://hooks.example.com/x' }, 422, 'unprocessable', '/url');
+      await bad({ url: 'not a url' }, 422, 'unprocessable', '/url');
+      await bad({ url: 'https://user:pw@hooks.example.com/' }, 422, 'unprocessable', '/url');
+      await bad({ url: 'https://a.example', types: [] }, 400, 'invalid_request', '/types');
+      await bad({ url: 'https://a.example', types: ['moved'] }, 400, 'invalid_request', '/types/0');
+      await bad({ url: 'https://a.example', objectIds: [1.5] }, 400, 'invalid_request', '/objectIds/0');
+      await bad({ url: 'https://a.example', secret: 'mine' }, 400, 'invalid_request', '/secret');
+      expectProblem(
+        await call('POST', base, { key: editor.key, raw: 'x', headers: { 'Content-Type': 'text/plain' } }),
+        415,
+        'unsupported_media_type',
+      );
+      expect((await call('GET', base, { key: editor.key })).body.items).toHaveLength(1);
 
-    const one = `${base}/${created.body.id}`;
-    const paused = await call('PATCH', one, { key: editor.key, body: { status: 'disabled' } });
-    expect(paused.body).toEqual({ ...shown, status: 'disabled', reason: 'paused by an editor' });
-    expect((await call('GET', base, { key: editor.key })).body.items[0].status).toBe('disabled');
-    expectProblem(await call('PATCH', one, { key: editor.key, body: { status: 'gone' } }), 400, 'invalid_request');
-    expectProblem(
-      await call('PATCH', `${base}/999999`, { key: editor.key, body: { status: 'active' } }),
-      404,
-      'not_found',
-    );
-    expectProblem(await call('GET', `${base}/999999/deliveries`, { key: editor.key }), 404, 'not_found');
-    expect((await call('DELETE', one, { key: editor.key })).status).toBe(204);
-    expect((await call('GET', base, { key: editor.key })).body).toEqual({ items: [] });
-    expectProblem(await call('DELETE', one, { key: editor.key }), 404, 'not_found');
-  });
+      const one = `${base}/${created.body.id}`;
+      const paused = await call('PATCH', one, { key: editor.key, body: { status: 'disabled' } });
+      expect(paused.body).toEqual({ ...shown, status: 'disabled', reason: 'paused by an editor' });
+      expect((await call('GET', base, { key: editor.key })).body.items[0].status).toBe('disabled');
+      expectProblem(await call('PATCH', one, { key: editor.key, body: { status: 'gone' } }), 400, 'invalid_request');
+      expectProblem(
+        await call('PATCH', `${base}/999999`, { key: editor.key, body: { status: 'active' } }),
+        404,
+        'not_found',
+      );
+      expectProblem(await call('GET', `${base}/999999/deliveries`, { key: editor.key }), 404, 'not_found');
+      expect((await call('DELETE', one, { key: editor.key })).status).toBe(204);
+      expect((await call('GET', base, { key: editor.key })).body).toEqual({ items: [] });
+      expectProblem(await call('DELETE', one, { key: editor.key }), 404, 'not_found');
+    },
+  );
 
-  it('every change of 8 concurrent writers arrives signed, in feed order after dedupe, and folds into every record', async () => {
-    const { editor, workspaceId, object } = await world();
-    const before = await createOne(editor.key, object.id, [fv('firstName', 'Before')]);
-    const name = hookName();
-    const { secret } = await subscribe(editor.key, workspaceId, name);
-    await writeConcurrently(editor.key, workspaceId, object.id);
-    const expected = (await feed(editor.key, workspaceId)).filter((item) => item.recordId !== before.id);
-    expect(expected).toHaveLength(8 * 7);
-    const log = await until(name, (l) => accepted(l).length >= expected.length);
-    const got = accepted(log);
-    expect(got.map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
-    const verifier = new Verifier(secret);
-    const items = got.map((entry) =>
-      verifier.verify(entry.body, {
-        'webhook-id': entry.id,
-        'webhook-timestamp': entry.timestamp,
-        'webhook-signature': entry.signature,
-      }),
-    );
-    expect(items).toEqual(expected);
-    // A tampered body does not verify.
-    const first = got[0] as Received;
-    expect(() =>
-      verifier.verify(first.body.replace('"version":1', '"version":2'), {
-        'webhook-id': first.id,
-        'webhook-timestamp': first.timestamp,
-        'webhook-signature': first.signature,
-      }),
-    ).toThrow();
-    const states = foldFeed(items);
-    const last = new Map(states.map((state) => [state.id, state]));
-    expect(last.size).toBe(8);
-    for (const [id, state] of last) {
-      const current = await call('GET', `/records/${id}`, { key: editor.key });
-      expect(state).toEqual(byName(current.body));
-    }
-  });
+  it(
+    'every change of 8 concurrent writers arrives signed, in feed order after dedupe, and folds into ' + 'every record',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const before = await createOne(editor.key, object.id, [fv('firstName', 'Before')]);
+      const name = hookName();
+      const { secret } = await subscribe(editor.key, workspaceId, name);
+      await writeConcurrently(editor.key, workspaceId, object.id);
+      const expected = (await feed(editor.key, workspaceId)).filter((item) => item.recordId !== before.id);
+      expect(expected).toHaveLength(8 * 7);
+      const log = await until(name, (l) => accepted(l).length >= expected.length);
+      const got = accepted(log);
+      expect(got.map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
+      const verifier = new Verifier(secret);
+      const items = got.map((entry) =>
+        verifier.verify(entry.body, {
+          'webhook-id': entry.id,
+          'webhook-timestamp': entry.timestamp,
+          'webhook-signature': entry.signature,
+        }),
+      );
+      expect(items).toEqual(expected);
+      // A tampered body does not verify.
+      const first = got[0] as Received;
+      expect(() =>
+        verifier.verify(first.body.replace('"version":1', '"version":2'), {
+          'webhook-id': first.id,
+          'webhook-timestamp': first.timestamp,
+          'webhook-signature': first.signature,
+        }),
+      ).toThrow();
+      const states = foldFeed(items);
+      const last = new Map(states.map((state) => [state.id, state]));
+      expect(last.size).toBe(8);
+      for (const [id, state] of last) {
+        const current = await call('GET', `/records/${id}`, { key: editor.key });
+        expect(state).toEqual(byName(current.body));
+      }
+    },
+  );
 
-  it('a receiver that answers 500 for a while gets every item, in order, once it recovers; the log shows the failures', async () => {
-    const { editor, workspaceId, object } = await world();
-    const name = hookName();
-    await control(name, { failUntil: Date.now() + 1_500 });
-    const { id } = await subscribe(editor.key, workspaceId, name);
-    await writeConcurrently(editor.key, workspaceId, object.id, 3, 2);
-    const expected = await feed(editor.key, workspaceId);
-    const log = await until(name, (l) => accepted(l).length >= expected.length);
-    expect(accepted(log).map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
-    // While failing, the same first item was retried, never a later one (one in flight, in order).
-    const failed = log.filter((e) => e.status === 500);
-    expect(failed.length).toBeGreaterThan(1);
-    expect(new Set(failed.map((e) => e.id))).toEqual(new Set([expected[0].cursor]));
-    const deliveries = await call('GET', `/workspaces/${workspaceId}/webhooks/${id}/deliveries`, { key: editor.key });
-    const attempts = deliveries.body.items;
-    expect(attempts[0]).toEqual({
-      cursor: expected.at(-1).cursor,
-      at: expect.any(Number),
-      status: 204,
-      durationMs: expect.any(Number),
-      error: null,
-    });
-    expect(attempts.at(-1)).toMatchObject({
-      cursor: expected[0].cursor,
-      status: 500,
-      error: 'HTTP 500: receiver down',
-    });
-  });
+  it(
+    'a receiver that answers 500 for a while gets every item, in order, once it recovers; the log shows' +
+      ' the failures',
+    async () => {
+      const { editor, workspaceId, object } = await world();
+      const name = hookName();
+      await control(name, { failUntil: Date.now() + 1_500 });
+      const { id } = await subscribe(editor.key, workspaceId, name);
+      await writeConcurrently(editor.key, workspaceId, object.id, 3, 2);
+      const expected = await feed(editor.key, workspaceId);
+      const log = await until(name, (l) => accepted(l).length >= expected.length);
+      expect(accepted(log).map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
+      // While failing, the same first item was retried, never a later one (one in flight, in order).
+      const failed = log.filter((e) => e.status === 500);
+      expect(failed.length).toBeGreaterThan(1);
+      expect(new Set(failed.map((e) => e.id))).toEqual(new Set([expected[0].cursor]));
+      const deliveries = await call('GET', `/workspaces/${workspaceId}/webhooks/${id}/deliveries`, { key: editor.key });
+      const attempts = deliveries.body.items;
+      expect(attempts[0]).toEqual({
+        cursor: expected.at(-1).cursor,
+        at: expect.any(Number),
+        status: 204,
+        durationMs: expect.any(Number),
+        error: null,
+      });
+      expect(attempts.at(-1)).toMatchObject({
+        cursor: expected[0].cursor,
+        status: 500,
+        error: 'HTTP 500: receiver down',
+      });
+    },
+  );
 
   it('a receiver that never recovers gets the subscription disabled; re-enabled, it loses nothing', async () => {
     const { editor, workspaceId, object } = await world();

@@ -221,7 +221,8 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       const answer = await http.send(method, path, base.key, body, headers);
       if (process.env.SIM_TRACE)
         console.log(
-          `${Math.round(world.now)} ${op} ${method} ${path} ${JSON.stringify(headers)} ${tokens} -> ${answer.status} ${answer.text.slice(0, 160)}`,
+          `${Math.round(world.now)} ${op} ${method} ${path} ${JSON.stringify(headers)} ${tokens} ` +
+            `-> ${answer.status} ${answer.text.slice(0, 160)}`,
         );
       attempts.push({
         op,
@@ -519,7 +520,8 @@ function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): strin
     for (const later of tries.slice(tries.indexOf(first) + 1))
       if (final(later) && (later.status !== first.status || later.text !== first.text))
         violations.push(
-          `${name}: answered ${first.status} ${first.text.slice(0, 100)}, then ${later.status} ${later.text.slice(0, 100)}`,
+          `${name}: answered ${first.status} ${first.text.slice(0, 100)}, ` +
+            `then ${later.status} ${later.text.slice(0, 100)}`,
         );
   }
   return violations;

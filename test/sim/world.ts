@@ -177,7 +177,8 @@ export class World {
       },
       randomUUID: () => {
         const h = hex(bytes(16));
-        return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}` as `${string}-${string}-${string}-${string}-${string}`;
+        const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+        return uuid as `${string}-${string}-${string}-${string}-${string}`;
       },
     } as unknown as Crypto;
   }

@@ -54,11 +54,14 @@ describe('a created record serializes the same whether built here or assembled b
 });
 
 describe('names and values', () => {
-  it('trims U+0000 and white space at either end of a rendered name (a leading U+0000 reads as empty to SQLite)', () => {
-    const def = { id: 1, version: 1, name: 'C', workspaceIds: [1], nameTemplate: '{a} {b}', fields: [] };
-    expect(renderTemplate(def, [fv('a', '\u0000 x'), fv('b', 'y\u0000')])).toBe('x y');
-    expect(renderTemplate(def, [fv('a', '\u0000')])).toBeUndefined();
-  });
+  it(
+    'trims U+0000 and white space at either end of a rendered name (a leading U+0000 reads as empty to ' + 'SQLite)',
+    () => {
+      const def = { id: 1, version: 1, name: 'C', workspaceIds: [1], nameTemplate: '{a} {b}', fields: [] };
+      expect(renderTemplate(def, [fv('a', '\u0000 x'), fv('b', 'y\u0000')])).toBe('x y');
+      expect(renderTemplate(def, [fv('a', '\u0000')])).toBeUndefined();
+    },
+  );
   it('compares values by field name, not position', () => {
     expect(sameValues([fv('a', 1), fv('b', [1])], [fv('b', [1]), fv('a', 1)])).toBe(true);
     expect(sameValues([fv('a', 1)], [fv('a', 2)])).toBe(false);
@@ -85,26 +88,30 @@ describe("delete and restore in a record's sequence", () => {
     isTemplate: false,
   };
   const def = { id: 1, version: 1, name: 'C', workspaceIds: [1], fields: [{ name: 'a', type: 'text' as const }] };
-  it('a delete raises the version; a second delete changes nothing; a patch after it is 409; a restore brings it back', () => {
-    const { final, outcomes } = applySequence(
-      record,
-      [
-        { def, patch: {}, userId: 2, action: 'delete' },
-        { def, patch: {}, userId: 2, action: 'delete' },
-        { def, patch: { fieldValues: [fv('a', 'x')] }, userId: 2 },
-        { def, patch: {}, userId: 3, action: 'restore' },
-      ],
-      10,
-    );
-    expect(outcomes.map((o) => (o.ok ? [o.record.version, o.change ?? 'none'] : o.status))).toEqual([
-      [5, 'deleted'],
-      [5, 'none'],
-      409,
-      [6, 'restored'],
-    ]);
-    expect(final).toMatchObject({ version: 6, deleted: false, updatedBy: 3, updatedAt: 10 });
-    expect(applyDeletion(record, false, 9, 99)).toBe(record);
-  });
+  it(
+    'a delete raises the version; a second delete changes nothing; a patch after it is 409; a restore ' +
+      'brings it back',
+    () => {
+      const { final, outcomes } = applySequence(
+        record,
+        [
+          { def, patch: {}, userId: 2, action: 'delete' },
+          { def, patch: {}, userId: 2, action: 'delete' },
+          { def, patch: { fieldValues: [fv('a', 'x')] }, userId: 2 },
+          { def, patch: {}, userId: 3, action: 'restore' },
+        ],
+        10,
+      );
+      expect(outcomes.map((o) => (o.ok ? [o.record.version, o.change ?? 'none'] : o.status))).toEqual([
+        [5, 'deleted'],
+        [5, 'none'],
+        409,
+        [6, 'restored'],
+      ]);
+      expect(final).toMatchObject({ version: 6, deleted: false, updatedBy: 3, updatedAt: 10 });
+      expect(applyDeletion(record, false, 9, 99)).toBe(record);
+    },
+  );
 });
 
 describe('isolate memory is bounded from when a read was issued', () => {

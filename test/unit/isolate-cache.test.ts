@@ -80,22 +80,26 @@ describe('a revocation is never undone by a read that was in flight', () => {
     expect(cache.get('a')).toBe(2);
   });
 
-  it("IsolateCache: a removed member's callers, remembered or in flight, are read afresh; other users are untouched", () => {
-    const cache = new IsolateCache();
-    const caller = (userId: number) => ({ userId, roles: new Map([[1, 'editor' as const]]) });
-    cache.rememberCaller('k1', caller(7), cache.issue());
-    cache.rememberCaller('k9', caller(9), cache.issue());
-    const inFlight = cache.issue();
-    cache.revokeUser(7);
-    expect(cache.callers.get('k1')).toBeUndefined();
-    cache.rememberCaller('k2', caller(7), inFlight); // another key of the same user, read before
-    expect(cache.callers.get('k2')).toBeUndefined();
-    expect(cache.callers.get('k9')).toEqual(caller(9));
-    cache.rememberCaller('k1', caller(7), cache.issue());
-    expect(cache.callers.get('k1')).toEqual(caller(7));
-    const late = cache.issue();
-    cache.revokeKey('k1');
-    cache.rememberCaller('k1', caller(7), late);
-    expect(cache.callers.get('k1')).toBeUndefined();
-  });
+  it(
+    "IsolateCache: a removed member's callers, remembered or in flight, are read afresh; other users " +
+      'are untouched',
+    () => {
+      const cache = new IsolateCache();
+      const caller = (userId: number) => ({ userId, roles: new Map([[1, 'editor' as const]]) });
+      cache.rememberCaller('k1', caller(7), cache.issue());
+      cache.rememberCaller('k9', caller(9), cache.issue());
+      const inFlight = cache.issue();
+      cache.revokeUser(7);
+      expect(cache.callers.get('k1')).toBeUndefined();
+      cache.rememberCaller('k2', caller(7), inFlight); // another key of the same user, read before
+      expect(cache.callers.get('k2')).toBeUndefined();
+      expect(cache.callers.get('k9')).toEqual(caller(9));
+      cache.rememberCaller('k1', caller(7), cache.issue());
+      expect(cache.callers.get('k1')).toEqual(caller(7));
+      const late = cache.issue();
+      cache.revokeKey('k1');
+      cache.rememberCaller('k1', caller(7), late);
+      expect(cache.callers.get('k1')).toBeUndefined();
+    },
+  );
 });

@@ -48,7 +48,8 @@ export default {
       await db
         .prepare(
           `INSERT INTO changes (record_id, version, type, at, by, write_id, record)
-        SELECT id, 1, 'created', created_at, 1, 'bench/' || id, json_object('id', id, 'fieldValues', json(field_values)) FROM records
+        SELECT id, 1, 'created', created_at, 1, 'bench/' || id, json_object('id', id, 'fieldValues',
+          json(field_values)) FROM records
         WHERE id NOT IN (SELECT record_id FROM changes)`,
         )
         .run();
@@ -59,7 +60,8 @@ export default {
       const after = Number(url.searchParams.get('after') ?? 0);
       const sql =
         page === 'records'
-          ? 'SELECT r.* FROM record_workspaces rw JOIN records r ON r.id = rw.record_id WHERE rw.workspace_id = 1 AND rw.record_id > ? ORDER BY rw.record_id LIMIT 51'
+          ? 'SELECT r.* FROM record_workspaces rw JOIN records r ON r.id = rw.record_id ' +
+            'WHERE rw.workspace_id = 1 AND rw.record_id > ? ORDER BY rw.record_id LIMIT 51'
           : 'SELECT * FROM changes WHERE seq > ? ORDER BY seq LIMIT 100';
       return Response.json((await db.prepare(sql).bind(after).all()).results);
     }

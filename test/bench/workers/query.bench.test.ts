@@ -37,7 +37,8 @@ describe(`queries over ${RECORDS} records`, () => {
              'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
         ).bind(object.id, workspaceId, start + 1, Math.min(RECORDS, start + 10_000)),
         env.DB.prepare(
-          'INSERT INTO record_workspaces (record_id, workspace_id) SELECT id, ?2 FROM records WHERE id BETWEEN ?3 AND ?4',
+          'INSERT INTO record_workspaces (record_id, workspace_id) SELECT id, ?2 FROM records WHERE id BETWEEN ?3' +
+            ' AND ?4',
         ).bind(object.id, workspaceId, start + 1, Math.min(RECORDS, start + 10_000)),
       ]);
     }
@@ -73,7 +74,8 @@ describe(`queries over ${RECORDS} records`, () => {
       const walkMs = performance.now() - t0;
       expect(found).toBe(Math.floor(RECORDS / 1000));
       lines.push(
-        `| ${field === 'code' ? 'indexed' : 'unindexed'} | ${median(times).toFixed(1)} | ${median(reads)} | ${pages} | ${walkMs.toFixed(0)} | ${walkRows} |`,
+        `| ${field === 'code' ? 'indexed' : 'unindexed'} | ${median(times).toFixed(1)} | ${median(reads)} | ` +
+          `${pages} | ${walkMs.toFixed(0)} | ${walkRows} |`,
       );
     }
     // A sort by the indexed field, no filter: the first page only (a walk is 2,000 pages).
