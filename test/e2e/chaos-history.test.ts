@@ -94,8 +94,9 @@ async function setup(method: string, path: string, body?: unknown): Promise<any>
 
 describe('exactly once under injected faults (chaos build over HTTP)', () => {
   it(
-    '16 clients patch, batch (with elements that change nothing), patch on If-Match, delete and restore, every ' +
-      'request retried with its key; a feed consumer rebuilds every record',
+    '16 clients create a workspace as the admin, patch, batch (with elements that change nothing), patch on ' +
+      'If-Match, delete and restore, every request retried with its key; one workspace per key, and a feed ' +
+      'consumer rebuilds every record',
     { timeout: 120_000 },
     async () => {
       const user = await setup('POST', '/admin/users', { name: 'chaos' });
@@ -144,8 +145,13 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
       const last = new Map<string, number>(); // `${client}:${record}` -> last acknowledged value
       let faults = 0;
       let requests = 0;
+      const workspaces = new Map<number, string>();
       await Promise.all(
         Array.from({ length: CLIENTS }, async (_, client) => {
+          // An admin write with a key, retried like the rest: one workspace per key, whatever is lost.
+          const made = await send('POST', '/admin/workspaces', ADMIN, { name: `keyed-${client}` }, `ws-${client}`);
+          expect(made.status).toBe(201);
+          workspaces.set(made.body.id, made.body.name);
           for (let round = 1; round <= ROUNDS; round++) {
             const value = round;
             const idempotencyKey = `c${client}-r${round}`;
@@ -201,6 +207,18 @@ describe('exactly once under injected faults (chaos build over HTTP)', () => {
       // count comes from the chaos build, not from how often clients had to try again. Each request
       // makes at least one call of its own, a quarter of which fail: expect well over a tenth.
       expect(faults).toBeGreaterThan(requests / 10);
+
+      // Exactly one workspace per admin key: the ones answered, and no other.
+      const listed: { id: number; name: string }[] = [];
+      for (let cursor = ''; ;) {
+        const page = await send('GET', `/admin/workspaces?limit=100${cursor}`, ADMIN, undefined);
+        listed.push(...page.body.items);
+        if (page.body.nextCursor === null) break;
+        cursor = `&cursor=${encodeURIComponent(page.body.nextCursor)}`;
+      }
+      const keyed = listed.filter((w) => w.name.startsWith('keyed-'));
+      expect(new Map(keyed.map((w) => [w.id, w.name]))).toEqual(workspaces);
+      expect(keyed.length).toBe(CLIENTS);
 
       // A feed consumer: every change in commit order, folded. Each record's versions run from 1
       // without a gap or a repeat; every acknowledged answer is the fold's state at its version;
