@@ -13,7 +13,8 @@ const router = buildRouter();
 
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const reads = sessionStart(request.method, request.headers.get(BOOKMARK_HEADER), revocationFloor());
+    const path = new URL(request.url).pathname;
+    const reads = sessionStart(request.method, path, request.headers.get(BOOKMARK_HEADER), revocationFloor());
     return router.fetch(request, createContext(env, requestIdOf(request), ctx, reads));
   },
   scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): void {

@@ -13,13 +13,16 @@ const BOOKMARK = new RegExp(BOOKMARK_PATTERN);
 /** Whether `text` has a bookmark's shape (local D1 accepts anything, so the service checks). */
 export const isBookmark = (text: string): boolean => BOOKMARK.test(text);
 
+/** Reads sent by POST: a query carries its filter in a body. */
+const POSTED_READ = /^\/workspaces\/[^/]+\/records\/query\/?$/;
+
 /**
  * Where a request's reads start: the newer of the bookmark it sent and `floor` (this isolate's
  * last revocation), else any replica. A write's checks read the primary: a write refused on a
  * replica's older state (a record not there yet, a grant not seen) would be refused wrongly.
  */
-export function sessionStart(method: string, sent: string | null, floor?: string): string {
-  const reads = method === 'GET' || method === 'HEAD';
+export function sessionStart(method: string, path: string, sent: string | null, floor?: string): string {
+  const reads = method === 'GET' || method === 'HEAD' || (method === 'POST' && POSTED_READ.test(path));
   if (!reads) return 'first-primary';
   return latestBookmark(sent, floor) ?? 'first-unconstrained';
 }

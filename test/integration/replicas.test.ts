@@ -48,7 +48,7 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
   it(
     'every read path reads only through a session that a replica may serve, or that starts at the ' + 'bookmark sent',
     async () => {
-      const { editor, stranger, record, reads } = await setUp();
+      const { editor, stranger, record, reads, workspaceId } = await setUp();
       for (const path of reads) {
         const plain = await logged(() => call('GET', path, { key: editor.key }));
         expect(plain.answer.status, path).toBe(200);
@@ -66,6 +66,16 @@ describe('reads near every user: D1 sessions and bookmarks', () => {
         ).toEqual([]);
         expect(bookmarkOf(pinned.answer) >= since, path).toBe(true);
       }
+      // A query is a read sent by POST: it reads the same way.
+      const query = await logged(() =>
+        call('POST', `/workspaces/${workspaceId}/records/query`, {
+          key: editor.key,
+          body: { filter: { field: 'stage', op: 'eq', value: 'lead' }, count: true },
+        }),
+      );
+      expect(query.answer.status).toBe(200);
+      expect(query.answer.body.items.map((r: { id: number }) => r.id)).toEqual([record.id]);
+      expect(query.ran.filter((s) => s.via !== anywhere())).toEqual([]);
       // Refusals read the same way: a stranger's 404 and an unknown key's 401.
       const hidden = await logged(() => call('GET', `/records/${record.id}`, { key: stranger.key }));
       expectProblem(hidden.answer, 404, 'not_found');

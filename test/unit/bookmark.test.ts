@@ -18,16 +18,21 @@ describe('D1 bookmarks', () => {
   });
 
   it('starts a read at the bookmark sent, else anywhere; a write on the primary whatever was sent', () => {
-    expect(sessionStart('GET', null)).toBe('first-unconstrained');
-    expect(sessionStart('GET', at(7))).toBe(at(7));
-    expect(sessionStart('HEAD', at(7))).toBe(at(7));
-    expect(sessionStart('GET', 'garbage')).toBe('first-unconstrained');
-    for (const method of ['POST', 'PATCH', 'PUT', 'DELETE']) expect(sessionStart(method, at(7))).toBe('first-primary');
+    expect(sessionStart('GET', '/records/1', null)).toBe('first-unconstrained');
+    expect(sessionStart('GET', '/records/1', at(7))).toBe(at(7));
+    expect(sessionStart('HEAD', '/records/1', at(7))).toBe(at(7));
+    expect(sessionStart('GET', '/records/1', 'garbage')).toBe('first-unconstrained');
+    for (const method of ['POST', 'PATCH', 'PUT', 'DELETE'])
+      expect(sessionStart(method, '/records/batch', at(7))).toBe('first-primary');
+    // A query is a read sent by POST: it reads where a GET would.
+    expect(sessionStart('POST', '/workspaces/3/records/query', null)).toBe('first-unconstrained');
+    expect(sessionStart('POST', '/workspaces/3/records/query', at(7))).toBe(at(7));
+    expect(sessionStart('POST', '/objects/3/records/upsert', at(7))).toBe('first-primary');
     // This isolate's last revocation is a floor: no read here starts before it.
-    expect(sessionStart('GET', null, at(9))).toBe(at(9));
-    expect(sessionStart('GET', at(7), at(9))).toBe(at(9));
-    expect(sessionStart('GET', at(11), at(9))).toBe(at(11));
-    expect(sessionStart('PATCH', null, at(9))).toBe('first-primary');
+    expect(sessionStart('GET', '/records/1', null, at(9))).toBe(at(9));
+    expect(sessionStart('GET', '/records/1', at(7), at(9))).toBe(at(9));
+    expect(sessionStart('GET', '/records/1', at(11), at(9))).toBe(at(11));
+    expect(sessionStart('PATCH', '/records/1', null, at(9))).toBe('first-primary');
   });
 
   it('picks the newest in history order, ignoring what is not a bookmark', () => {
