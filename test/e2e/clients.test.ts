@@ -107,6 +107,9 @@ describe('clients of /openapi.json', () => {
       });
       expect(result.admin.userDeleted).toBe(204);
       expect(result.admin.keyAfterDelete).toBe(401);
+      expect(result.admin.keyed.replayed).toBe('true');
+      expect(result.admin.keyed.ids[0]).toBeGreaterThan(0);
+      expect(result.admin.keyed.ids[1]).toBe(result.admin.keyed.ids[0]);
       // Each request sent the bookmark of the answer before it; bookmarks never went back.
       const { sent, answered } = result.bookmarks;
       expect(

@@ -19,6 +19,8 @@ export interface WalkThrough {
     workspaceInUse: { status: number; problem: Problem };
     userDeleted: number;
     keyAfterDelete: number;
+    /** A keyed workspace create sent twice: the ids answered, and whether the second was a replay. */
+    keyed: { ids: (number | undefined)[]; replayed: string | null };
   };
   /** The user's client: the bookmark each request sent, and the one each answer carried. */
   bookmarks: { sent: (string | null)[]; answered: (string | null)[] };
@@ -134,6 +136,10 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
   });
   const userDeleted = await admin.DELETE('/admin/users/{userId}', { params: { path: { userId: String(user.id) } } });
   const keyAfterDelete = await client.GET('/me');
+  // An admin write with an Idempotency-Key, sent twice: one workspace, its answer replayed.
+  const keyed = { params: { header: { 'Idempotency-Key': 'typed-workspace' } }, body: { name: 'Keyed' } };
+  const keyedFirst = await admin.POST('/admin/workspaces', keyed);
+  const again = await admin.POST('/admin/workspaces', keyed);
   return {
     admin: {
       users: users.items.map((u) => u.name),
@@ -143,6 +149,10 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
       workspaceInUse: { status: workspaceInUse.response.status, problem: problem(workspaceInUse.error) },
       userDeleted: userDeleted.response.status,
       keyAfterDelete: keyAfterDelete.response.status,
+      keyed: {
+        ids: [keyedFirst.data?.id, again.data?.id],
+        replayed: again.response.headers.get('Idempotent-Replayed'),
+      },
     },
     created,
     read: { record: need(read), etag: read.response.headers.get('ETag') },
