@@ -1,7 +1,7 @@
 import { characters } from '../core/characters.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import { FIELD_NAME } from '../schemas/common.ts';
-import { isIndexed } from './definition.ts';
+import { INDEXABLE, isIndexed } from './definition.ts';
 import { isDate, isDateTime, isEmail, isHttpUrl } from './field-types.ts';
 import type { FieldType, ObjectDef } from './object-def.ts';
 
@@ -76,17 +76,8 @@ const SORTABLE_SYSTEM = new Set<SystemField>([
 ]);
 
 const ORDERED = new Set<FieldType>(['number', 'integer', 'date', 'datetime', 'text']);
-const EQUATABLE = new Set<FieldType>([
-  'text',
-  'number',
-  'integer',
-  'boolean',
-  'date',
-  'datetime',
-  'select',
-  'email',
-  'url',
-]);
+/** Every scalar type compares by equality: the types an index keeps. */
+const EQUATABLE = INDEXABLE;
 
 /** Which operators a field of `type` takes (`system` for the record's own properties). */
 export function opsFor(type: FieldType, system: SystemField | undefined): readonly Op[] {

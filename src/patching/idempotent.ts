@@ -74,6 +74,23 @@ export async function claimKey(
   body: unknown,
   writeId: string,
 ): Promise<{ replay: Response } | { claim: KeyClaim | undefined }> {
+  const held = await claimOrDone(context, request, userId, body, writeId);
+  if ('done' in held) return { replay: replayOf(await replayed(context, held.done)) };
+  return held;
+}
+
+/**
+ * Claims the key of `request` for `userId` (the admin's scope, or a user's) on behalf of write
+ * `writeId`: the claim, or a completed key's stored answer; a key another request is running is
+ * 409, a key used for another body 422. No key: no claim.
+ */
+export async function claimOrDone(
+  context: Context,
+  request: KeyRequest,
+  userId: number,
+  body: unknown,
+  writeId: string,
+): Promise<{ claim: KeyClaim | undefined } | { done: KeyDone }> {
   if (request.key === undefined) return { claim: undefined };
   const claim: KeyClaim = {
     userId,
@@ -115,7 +132,7 @@ export async function claimKey(
       headers: { 'Retry-After': '1' },
     });
   }
-  return { replay: replayOf(await replayed(context, holder.done)) };
+  return { done: holder.done };
 }
 
 export function replayOf(answer: StoredAnswer): Response {

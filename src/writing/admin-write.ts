@@ -1,9 +1,7 @@
 import type { Context } from '../context.ts';
-import { canonicalJson } from '../core/json.ts';
 import { newWriteId } from '../core/ledger.ts';
-import { sha256Hex } from '../http/auth.ts';
-import { HttpError } from '../http/errors.ts';
-import { holding, type KeyRequest } from '../patching/idempotent.ts';
+import type { HttpError } from '../http/errors.ts';
+import { claimOrDone, holding, type KeyRequest } from '../patching/idempotent.ts';
 import { ADMIN_KEY_SCOPE, AdminWrites, type AdminBatch, type AdminOutcome } from '../storage/admin-writes.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
@@ -82,44 +80,9 @@ async function claim_(
   write: AdminWrite,
   scope: number,
 ): Promise<KeyClaim | undefined | Response> {
-  if (request.key === undefined) return undefined;
-  const claim: KeyClaim = {
-    userId: scope,
-    method: request.method,
-    path: request.path,
-    key: request.key,
-    fingerprint: await sha256Hex(canonicalJson(body ?? null)),
-    token: writeId,
-  };
-  let holder;
-  try {
-    holder = await context.idempotency.claim(claim, Date.now());
-  } catch (error) {
-    await context.idempotency.release(claim).catch(() => undefined);
-    throw error;
-  }
-  if (holder === undefined) return claim;
-  if (holder.fingerprint !== claim.fingerprint)
-    throw new HttpError(422, {
-      code: 'unprocessable',
-      title: 'Idempotency-Key reused',
-      detail: 'This key was used for another request body.',
-      errors: [
-        {
-          header: 'Idempotency-Key',
-          code: 'idempotency_key_reused',
-          message: 'the key was used for a different request',
-        },
-      ],
-    });
-  if (holder.state === 'running')
-    throw new HttpError(409, {
-      code: 'conflict',
-      title: 'Request in progress',
-      detail: 'A request with this Idempotency-Key is still running.',
-      headers: { 'Retry-After': '1' },
-    });
-  const done = holder.done;
+  const held = await claimOrDone(context, request, scope, body, writeId);
+  if ('claim' in held) return held.claim;
+  const done = held.done;
   const outcome: AdminOutcome | undefined =
     done.writeId === undefined ? undefined : await writes.outcome(done.writeId, Date.now() + TURN_TIMEOUT_MS);
   if (outcome === undefined || 'failed' in outcome)
