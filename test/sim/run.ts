@@ -25,6 +25,8 @@ function faultsOf(world: World): Faults {
     restart: world.random() * 0.2,
     crash: world.random() * 0.05,
     slow: world.random() * 0.02,
+    // Twins are rare in production; here one run in two has them, often enough to meet a write.
+    twin: world.chance(0.5) ? world.random() * 0.3 : 0,
   };
 }
 
