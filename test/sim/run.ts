@@ -420,7 +420,9 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       if (JSON.stringify(byName(record)) !== JSON.stringify(folded))
         violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
     }
-    violations.push(...(await checkPruning(world, cluster, base.d1, attempts, check, feed.length, workspace)));
+    // One run in four (it costs a quarter of a run): the scheduled prune, with the clock moved on.
+    if (world.chance(0.25))
+      violations.push(...(await checkPruning(world, cluster, base.d1, attempts, check, feed.length, workspace)));
     const answers: Record<string, number> = {};
     for (const { status, text } of attempts) {
       const label = status === 503 && unknownOutcome(text) ? '503 unknown' : String(status);
