@@ -1,6 +1,7 @@
 import type { Env } from '../../src/env.ts';
 import worker from '../../src/index.ts';
 import { RecordObject } from '../../src/record-object.ts';
+import { runScheduled } from '../../src/scheduled.ts';
 import { withProductionLimits } from '../limits.ts';
 import type { SqliteD1, SqliteStatement } from './sqlite-d1.ts';
 import type { Actor, World } from './world.ts';
@@ -23,9 +24,14 @@ export interface Faults {
   crash: number;
   /** A hop takes seconds instead of milliseconds (deadlines run out, turns time out). */
   slow: number;
+  /**
+   * A call to an object reaches a second live instance of it (a twin, as during a network
+   * partition), while the one already running stays alive and keeps serving other callers.
+   */
+  twin: number;
 }
 
-export const NO_FAULTS: Faults = { fail: 0, lose: 0, restart: 0, crash: 0, slow: 0 };
+export const NO_FAULTS: Faults = { fail: 0, lose: 0, restart: 0, crash: 0, slow: 0, twin: 0 };
 
 export const ADMIN_TOKEN = 'sim-admin-token';
 
@@ -35,6 +41,7 @@ export interface Injected {
   lost: number;
   restarts: number;
   crashes: number;
+  twins: number;
 }
 
 interface Host {
@@ -55,8 +62,9 @@ function resetError(): Error {
 
 export class Cluster {
   faults: Faults;
-  readonly injected: Injected = { failed: 0, lost: 0, restarts: 0, crashes: 0 };
-  private readonly hosts = new Map<string, Host>();
+  readonly injected: Injected = { failed: 0, lost: 0, restarts: 0, crashes: 0, twins: 0 };
+  /** The live instances of each object: usually one, two or more while twins run. */
+  private readonly hosts = new Map<string, Host[]>();
   private lives = 0;
   private requests = 0;
 
@@ -78,6 +86,17 @@ export class Cluster {
         props: {},
       } as unknown as ExecutionContext),
     );
+  }
+
+  /** The Cron Trigger's run at the current virtual time, as a fresh actor. */
+  scheduled(): Promise<void> {
+    const actor: Actor = { name: `scheduled ${++this.requests}`, dead: false };
+    // It logs each step's count; a run judges by what the database holds after it.
+    const log = console.log;
+    if (!process.env.SIM_TRACE) console.log = () => undefined;
+    return this.world.actors
+      .run(actor, () => runScheduled(this.env(actor), Date.now()))
+      .finally(() => (console.log = log));
   }
 
   private env(actor: Actor): Env {
@@ -212,24 +231,26 @@ export class Cluster {
     );
   }
 
+  /** The instance a call reaches: a live one, or a new twin beside them (or the first life). */
   private host(name: string): Host {
-    let host = this.hosts.get(name);
-    if (host === undefined) {
-      const actor: Actor = { name: `object ${name} life ${++this.lives}`, dead: false };
-      const created: Host = { name, actor, waiting: new Set(), object: undefined as unknown as RecordObject };
-      const ctx = {
-        waitUntil: (promise: Promise<unknown>) => void promise.catch(() => undefined),
-        abort: () => this.reset(created),
-        id: { name, toString: () => name },
-      } as unknown as DurableObjectState;
-      created.object = this.world.actors.run(actor, () => new RecordObject(ctx, this.env(actor)));
-      this.hosts.set(name, (host = created));
-    }
-    return host;
+    const live = this.hosts.get(name) ?? [];
+    if (live.length > 0 && !this.world.chance(this.faults.twin)) return this.world.pick(live);
+    if (live.length > 0) this.injected.twins++;
+    const actor: Actor = { name: `object ${name} life ${++this.lives}`, dead: false };
+    const created: Host = { name, actor, waiting: new Set(), object: undefined as unknown as RecordObject };
+    const ctx = {
+      waitUntil: (promise: Promise<unknown>) => void promise.catch(() => undefined),
+      abort: () => this.reset(created),
+      id: { name, toString: () => name },
+    } as unknown as DurableObjectState;
+    created.object = this.world.actors.run(actor, () => new RecordObject(ctx, this.env(actor)));
+    if (process.env.SIM_TRACE && live.length > 0) console.log(`${Math.round(this.world.now)} TWIN ${actor.name}`);
+    this.hosts.set(name, [...live, created]);
+    return created;
   }
 
   private hostOf(actor: Actor): Host | undefined {
-    for (const host of this.hosts.values()) if (host.actor === actor) return host;
+    for (const live of this.hosts.values()) for (const host of live) if (host.actor === actor) return host;
     return undefined;
   }
 
@@ -238,7 +259,9 @@ export class Cluster {
     if (host.actor.dead) return;
     if (process.env.SIM_TRACE) console.log(`${Math.round(this.world.now)} RESET ${host.actor.name}`);
     host.actor.dead = true;
-    if (this.hosts.get(host.name) === host) this.hosts.delete(host.name);
+    const live = (this.hosts.get(host.name) ?? []).filter((other) => other !== host);
+    if (live.length > 0) this.hosts.set(host.name, live);
+    else this.hosts.delete(host.name);
     for (const hear of host.waiting) hear(resetError());
     host.waiting.clear();
   }

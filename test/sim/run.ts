@@ -2,7 +2,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { forgetSubscriptions } from '../../src/push/wake.ts';
-import { LEASE_MS } from '../../src/storage/idempotency.ts';
+import { LEDGER_TTL_MS } from '../../src/scheduled.ts';
+import { KEY_TTL_MS, LEASE_MS } from '../../src/storage/idempotency.ts';
 import { IsolateCache, isolateCache } from '../../src/storage/isolate-cache.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
 import { byName, foldItem } from '../feed-fold.ts';
@@ -25,6 +26,8 @@ function faultsOf(world: World): Faults {
     restart: world.random() * 0.2,
     crash: world.random() * 0.05,
     slow: world.random() * 0.02,
+    // Twins are rare in production; here one run in two has them, often enough to meet a write.
+    twin: world.chance(0.5) ? world.random() * 0.3 : 0,
   };
 }
 
@@ -218,7 +221,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       headers: Record<string, string> = {},
     ): Promise<Answer> => {
       requests++;
-      const answer = await http.send(method, path, base.key, body, headers);
+      const answer = await http.send(method, path, op === 'workspace' ? ADMIN_TOKEN : base.key, body, headers);
       if (process.env.SIM_TRACE)
         console.log(
           `${Math.round(world.now)} ${op} ${method} ${path} ${JSON.stringify(headers)} ${tokens} ` +
@@ -257,6 +260,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
           'upsert',
           'delete',
           'restore',
+          'workspace',
         ]);
         const headers: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
         if (kind === 'ifMatch') {
@@ -311,6 +315,9 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
                 },
                 tokens: upserted.map((_, i) => token(a, i)),
               };
+            case 'workspace':
+              // An admin write: its token is the new workspace's name.
+              return { method: 'POST', path: '/admin/workspaces', body: { name: token(a) }, tokens: [token(a)] };
             case 'create':
               return {
                 method: 'POST',
@@ -355,7 +362,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     // The history, checked with the faults off: every key sent once more, then the feed read whole.
     cluster.faults = NO_FAULTS;
     const check = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-      http.json(method, path, base.key, body, headers);
+      http.json(method, path, path.startsWith('/admin/') ? ADMIN_TOKEN : base.key, body, headers);
     let leasedKeys = 0;
     const lastOfKey = new Map<string, Attempt>();
     for (const attempt of attempts) if (attempt.key !== undefined) lastOfKey.set(attempt.key, attempt);
@@ -394,7 +401,12 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       if (items.length === 0) break;
       after = nextCursor;
     }
-    violations.push(...checkHistory(feed, attempts));
+    // Workspaces made by the run, by name (its tokens), read straight from the database.
+    const workspaces = base.d1.db.prepare(`SELECT id, name FROM workspaces WHERE id > ?`).all(WORKSPACE) as {
+      id: number;
+      name: string;
+    }[];
+    violations.push(...checkHistory(feed, attempts, workspaces));
     // The feed folds into every record as stored (read straight from the database: cheaper than a GET per record).
     const states = statesOf(feed);
     const stored = recordsOf(
@@ -409,6 +421,9 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       if (JSON.stringify(byName(record)) !== JSON.stringify(folded))
         violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
     }
+    // One run in four (it costs a quarter of a run): the scheduled prune, with the clock moved on.
+    if (world.chance(0.25))
+      violations.push(...(await checkPruning(world, cluster, base.d1, attempts, check, feed.length, workspace)));
     const answers: Record<string, number> = {};
     for (const { status, text } of attempts) {
       const label = status === 503 && unknownOutcome(text) ? '503 unknown' : String(status);
@@ -455,7 +470,11 @@ function statesOf(feed: readonly any[]): Map<string, any> {
  * distinct from 1; every record answered equal to the feed's state at its version; every
  * acknowledged write present exactly once; nothing answered failed present at all.
  */
-function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): string[] {
+function checkHistory(
+  feed: readonly any[],
+  attempts: readonly Attempt[],
+  workspaces: readonly { id: number; name: string }[],
+): string[] {
   const violations: string[] = [];
   const versions = new Map<number, number>();
   for (const item of feed) {
@@ -477,10 +496,18 @@ function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): strin
       written.set(title, (written.get(title) ?? 0) + 1);
     before.set(id, state);
   }
+  // A workspace's name is the token of the admin write that made it: written once per row.
+  for (const { name } of workspaces) written.set(name, (written.get(name) ?? 0) + 1);
+  for (const attempt of attempts)
+    if (attempt.op.startsWith('workspace') && attempt.status === 201) {
+      const { id, name } = JSON.parse(attempt.text) as { id: number; name: string };
+      if (!workspaces.some((w) => w.id === id && w.name === name))
+        violations.push(`workspace answered as ${id} ${name}, which the database does not hold`);
+    }
   for (const [token, count] of written)
     if (count > 1) violations.push(`token ${token} written ${count} times (a write applied twice)`);
   const records = (attempt: Attempt): any[] => {
-    if (attempt.status !== 200 && attempt.status !== 201) return [];
+    if ((attempt.status !== 200 && attempt.status !== 201) || attempt.op.startsWith('workspace')) return [];
     const body = JSON.parse(attempt.text) as any;
     return Array.isArray(body) ? body.map((item) => item.record) : [body];
   };
@@ -523,6 +550,79 @@ function checkHistory(feed: readonly any[], attempts: readonly Attempt[]): strin
           `${name}: answered ${first.status} ${first.text.slice(0, 100)}, ` +
             `then ${later.status} ${later.text.slice(0, 100)}`,
         );
+  }
+  return violations;
+}
+
+/** A completed key naming a ledger row that is gone: its replay could not be answered. */
+function orphanKeys(d1: SqliteD1): number {
+  const row = d1.db
+    .prepare(
+      `SELECT count(*) AS n FROM idempotency_keys k WHERE k.state = 'done' AND k.write_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM writes w WHERE w.id = k.write_id)`,
+    )
+    .get() as { n: number };
+  return row.n;
+}
+
+/**
+ * The Cron Trigger's pruning, with the clock moved on: just short of a day, every key that
+ * succeeded still replays byte for byte and no completed key names a pruned ledger row; past
+ * 25 hours keys and ledger rows are gone, the feed is whole (changes are kept 7 days), and a
+ * key sent again is a new request that gets a final answer.
+ */
+async function checkPruning(
+  world: World,
+  cluster: Cluster,
+  d1: SqliteD1,
+  attempts: Attempt[],
+  check: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Answer>,
+  feedLength: number,
+  workspace: number,
+): Promise<string[]> {
+  const violations: string[] = [];
+  const advance = async (ms: number): Promise<void> => {
+    const waited = world.sleep(ms);
+    await world.run(ms + 1);
+    await waited;
+    const pruned = cluster.scheduled();
+    await world.run();
+    await pruned;
+  };
+  const firstSuccess = new Map<string, Attempt>();
+  for (const attempt of attempts)
+    if (
+      attempt.key !== undefined &&
+      !firstSuccess.has(attempt.key) &&
+      (attempt.status === 200 || attempt.status === 201)
+    )
+      firstSuccess.set(attempt.key, attempt);
+  await advance(KEY_TTL_MS - world.between(60, 90) * 60_000);
+  if (orphanKeys(d1) > 0) violations.push(`after pruning at 23 h: ${orphanKeys(d1)} completed keys name no ledger row`);
+  for (const [key, first] of firstSuccess) {
+    const { method, path, body, headers } = first.request;
+    const answer = await check(method, path, body, headers);
+    if (answer.status !== first.status || answer.text !== first.text)
+      violations.push(
+        `key ${key} after pruning at 23 h: answered ${first.status} ${first.text.slice(0, 100)}, then ${answer.status} ${answer.text.slice(0, 100)}`,
+      );
+  }
+  // Past the ledger's retention, counted from the run's start (the first writes).
+  await advance(Math.max(1, LEDGER_TTL_MS + 60 * 60_000 - world.now));
+  const left = d1.db
+    .prepare(`SELECT (SELECT count(*) FROM idempotency_keys) AS keys, (SELECT count(*) FROM writes) AS ledger`)
+    .get() as { keys: number; ledger: number };
+  if (left.keys > 0 || left.ledger > 0)
+    violations.push(`after pruning past 25 h: ${left.keys} keys and ${left.ledger} ledger rows left`);
+  const page = await check('GET', `/workspaces/${workspace}/changes?limit=100`);
+  const items = (page.body as { items?: unknown[] } | undefined)?.items?.length ?? -1;
+  if (page.status !== 200 || items !== Math.min(100, feedLength))
+    violations.push(`after pruning past 25 h: the feed answered ${page.status} with ${items} of ${feedLength} changes`);
+  for (const [key, first] of firstSuccess) {
+    const { method, path, body, headers } = first.request;
+    const answer = await check(method, path, body, headers);
+    if (answer.status >= 500 || (answer.status === 409 && answer.retryAfter))
+      violations.push(`key ${key} sent again after it expired: ${answer.status} ${answer.text.slice(0, 200)}`);
   }
   return violations;
 }

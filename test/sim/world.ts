@@ -94,11 +94,12 @@ export class World {
 
   /** Runs every timer, in time order, until none is left or `limit` virtual milliseconds pass. */
   async run(limit = 600_000): Promise<void> {
+    const end = this.now + limit;
     const yieldToMicrotasks = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
     await yieldToMicrotasks();
     while (this.timers.length > 0) {
       const at = (this.timers[0] as Timer).at;
-      if (at > limit) break;
+      if (at > end) break;
       this.now = at;
       while (this.timers.length > 0 && (this.timers[0] as Timer).at === at) {
         const timer = this.timers.shift() as Timer;
