@@ -604,7 +604,8 @@ async function checkPruning(
     const answer = await check(method, path, body, headers);
     if (answer.status !== first.status || answer.text !== first.text)
       violations.push(
-        `key ${key} after pruning at 23 h: answered ${first.status} ${first.text.slice(0, 100)}, then ${answer.status} ${answer.text.slice(0, 100)}`,
+        `key ${key} after pruning at 23 h: answered ${first.status} ${first.text.slice(0, 100)}, ` +
+          `then ${answer.status} ${answer.text.slice(0, 100)}`,
       );
   }
   // Past the ledger's retention, counted from the run's start (the first writes).
