@@ -193,14 +193,20 @@ export const busy = (): HttpError =>
     },
   });
 
+const OUTCOME_UNKNOWN = 'Outcome unknown';
+
 /** A write whose outcome storage never confirmed in time: a retry with the same Idempotency-Key tells. */
 export const outcomeUnknown = (): HttpError =>
   new HttpError(503, {
     code: 'unavailable',
-    title: 'Outcome unknown',
+    title: OUTCOME_UNKNOWN,
     detail: 'Storage did not confirm the write in time. Retry with the same Idempotency-Key to learn its outcome.',
     headers: { 'Retry-After': '1' },
   });
+
+/** Whether a problem (or its parts, as they cross from an object) says the write may have committed. */
+export const isOutcomeUnknown = ({ status, title }: { status: number; title: string }): boolean =>
+  status === 503 && title === OUTCOME_UNKNOWN;
 
 /** A feed cursor older than what the feed keeps; `where` names the parameter or pointer that sent it. */
 export const cursorGone = (where: InputProblem): HttpError =>

@@ -1,7 +1,7 @@
 import { createContext, type Context } from '../context.ts';
 import type { CreateInput, NearAnswer, NearCall, NearRun, PatchBatchInput, PatchOneInput } from '../record-rpc.ts';
 import type { Env } from '../env.ts';
-import { busy, HttpError, outcomeUnknown } from '../http/errors.ts';
+import { busy, HttpError, isOutcomeUnknown, outcomeUnknown } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { newWriteId } from '../core/ledger.ts';
@@ -63,7 +63,7 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(
   if (answer.error !== undefined) {
     const { status, code, title, detail, errors, headers } = answer.error;
     const error = new HttpError(status, { code, title, detail, errors, headers });
-    throw status === 503 && title === late.title ? await settleUnknown(context, callId) : error;
+    throw isOutcomeUnknown(error) ? await settleUnknown(context, callId) : error;
   }
   if (answer.replay !== undefined) return { replay: replayOf(answer.replay) };
   return { value: answer.value as T };
@@ -88,11 +88,10 @@ async function settleUnknown(context: Context, callId: string): Promise<HttpErro
  */
 async function settledRefusal(context: Context, callId: string, refusal: HttpError): Promise<HttpError> {
   if (refusal.status >= 500 && refusal.status !== 503) return refusal;
-  const unknown = refusal.title === outcomeUnknown().title;
   const fenced = await context.writes
     .fence(callId, refusal.status, Date.now() + FENCE_DEADLINE_MS, refusal.errors ?? [])
     .catch(() => 'unreachable' as const);
-  if (fenced === undefined) return unknown ? busy() : refusal;
+  if (fenced === undefined) return isOutcomeUnknown(refusal) ? busy() : refusal;
   return fenced !== 'unreachable' && 'f' in fenced ? refusal : outcomeUnknown();
 }
 

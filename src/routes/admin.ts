@@ -80,6 +80,21 @@ async function page<T>(
   return json({ items: items.map(show), nextCursor });
 }
 
+/**
+ * What a committed revocation takes away (keys, a user's memberships or role) is forgotten at
+ * once by this isolate's memory, and its reads start no earlier than the revocation's bookmark,
+ * so neither a read in flight nor a lagging replica puts it back here.
+ */
+function revokedNow(context: Context, keyHashes: readonly string[], userId?: number): void {
+  for (const keyHash of keyHashes) isolateCache.revokeKey(keyHash);
+  if (userId !== undefined) isolateCache.revokeUser(userId);
+  revokedHere(context.meter.newestBookmark());
+}
+
+/** The key hashes a revoking write's first statement returned (none when this attempt did not commit it). */
+const keyHashesOf = (effects: D1Result[] | undefined): string[] =>
+  ((effects?.[0]?.results ?? []) as { key_hash: string }[]).map((row) => row.key_hash);
+
 export async function listUsers(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const store = adminStore(context);
@@ -104,11 +119,7 @@ export async function deleteUser(request: IRequest, context: Context): Promise<R
   return adminWrite(context, key, null, {
     batch: (writes, writeId) => writes.deleteUser(writeId, userId),
     failure: () => notFound('User'),
-    done: (effects) => {
-      for (const row of (effects?.[0]?.results ?? []) as { key_hash: string }[]) isolateCache.revokeKey(row.key_hash);
-      isolateCache.revokeUser(userId);
-      revokedHere(context.meter.newestBookmark());
-    },
+    done: (effects) => revokedNow(context, keyHashesOf(effects), userId),
   });
 }
 
@@ -157,10 +168,7 @@ export async function revokeKey(request: IRequest, context: Context): Promise<Re
   return adminWrite(context, key, null, {
     batch: (writes, writeId) => writes.revokeKey(writeId, keyId),
     failure: () => notFound('Key'),
-    done: (effects) => {
-      for (const row of (effects?.[0]?.results ?? []) as { key_hash: string }[]) isolateCache.revokeKey(row.key_hash);
-      revokedHere(context.meter.newestBookmark());
-    },
+    done: (effects) => revokedNow(context, keyHashesOf(effects)),
   });
 }
 
@@ -240,10 +248,7 @@ export async function putMember(request: IRequest, context: Context): Promise<Re
       batch: (writes, writeId) => writes.putMember(writeId, workspaceId, userId, role),
       failure: () => notFound('Workspace or user'),
       // A changed role may take rights away: this isolate reads the user's rights afresh.
-      done: () => {
-        isolateCache.revokeUser(userId);
-        revokedHere(context.meter.newestBookmark());
-      },
+      done: () => revokedNow(context, [], userId),
     },
   );
 }
@@ -257,10 +262,7 @@ export async function deleteMember(request: IRequest, context: Context): Promise
     batch: (writes, writeId) => writes.deleteMember(writeId, workspaceId, userId),
     failure: () => notFound('Workspace or user'),
     // Removed at once in this isolate; a read still in flight cannot put the membership back.
-    done: () => {
-      isolateCache.revokeUser(userId);
-      revokedHere(context.meter.newestBookmark());
-    },
+    done: () => revokedNow(context, [], userId),
   });
 }
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalWorker, type LocalWorker } from './server.ts';
+import { startLocalWorker, type LocalWorker, sendTo } from './server.ts';
 
 /**
  * Read-your-writes over HTTP with a read replica 500 ms behind the primary, near the Worker (the
@@ -24,23 +24,8 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-async function send(method: string, path: string, key: string, body?: unknown, bookmark?: string) {
-  const res = await fetch(`${worker.url}${path}`, {
-    method,
-    headers: {
-      Authorization: `Bearer ${key}`,
-      'Content-Type': 'application/json',
-      ...(bookmark === undefined ? {} : { 'X-D1-Bookmark': bookmark }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    body: text === '' ? undefined : JSON.parse(text),
-    bookmark: res.headers.get('X-D1-Bookmark'),
-  };
-}
+const send = (method: string, path: string, key: string, body?: unknown, bookmark?: string) =>
+  sendTo(worker, method, path, key, body, bookmark);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -164,3 +164,30 @@ async function stop(child: ChildProcess, state: string | undefined): Promise<voi
   }
   if (state !== undefined) rmSync(state, { recursive: true, force: true });
 }
+
+/**
+ * One JSON request to a local Worker, sending `bookmark` as `X-D1-Bookmark` when given: the status,
+ * the parsed body, and the bookmark the answer carried (every answer carries one).
+ */
+export async function sendTo(
+  worker: Pick<LocalWorker, 'url'>,
+  method: string,
+  path: string,
+  key: string,
+  body?: unknown,
+  bookmark?: string,
+): Promise<{ status: number; body: any; bookmark: string }> {
+  const res = await fetch(`${worker.url}${path}`, {
+    method,
+    headers: {
+      Authorization: `Bearer ${key}`,
+      'Content-Type': 'application/json',
+      ...(bookmark === undefined ? {} : { 'X-D1-Bookmark': bookmark }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const answered = res.headers.get('X-D1-Bookmark');
+  if (answered === null) throw new Error(`${method} ${path}: an answer without X-D1-Bookmark`);
+  return { status: res.status, body: text === '' ? undefined : JSON.parse(text), bookmark: answered };
+}

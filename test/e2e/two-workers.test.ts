@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalWorker, type LocalWorker } from './server.ts';
+import { startLocalWorker, type LocalWorker, sendTo } from './server.ts';
 
 /**
  * A bookmark is no isolate's memory: two Workers (two wrangler dev processes, so two isolates)
@@ -20,23 +20,7 @@ afterAll(async () => {
   await first?.stop();
 });
 
-async function send(worker: LocalWorker, method: string, path: string, key: string, body?: unknown, bookmark?: string) {
-  const res = await fetch(`${worker.url}${path}`, {
-    method,
-    headers: {
-      Authorization: `Bearer ${key}`,
-      'Content-Type': 'application/json',
-      ...(bookmark === undefined ? {} : { 'X-D1-Bookmark': bookmark }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    body: text === '' ? undefined : JSON.parse(text),
-    bookmark: res.headers.get('X-D1-Bookmark') ?? '',
-  };
-}
+const send = sendTo;
 
 describe('bookmarks across two Workers', () => {
   it('a write answered by one Worker is read, with its bookmark, through the other, and back', async () => {
