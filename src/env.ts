@@ -7,8 +7,8 @@
  * generated type names the record objects' class through a global declaration, not an import:
  * no module imports the object's code to know its environment.
  */
-export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS'> &
-  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS'>> & {
+export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS'> &
+  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS'>> & {
     /** `off` turns the limiter off: only the chaos build and the benchmark set it. */
     RATE_LIMITS?: string;
     /** Test builds only: the first webhook retry's wait and the failing time before disabling, in ms. */

@@ -3,6 +3,8 @@ import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
 import { Webhooks } from './storage/webhooks.ts';
+import { objectsBuilding } from './storage/record-index.ts';
+import { startIndexBuild } from './index-build-object.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
@@ -20,6 +22,8 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
     ['changes older than 7 days', () => new Lists(env.DB, meter).pruneChanges(now)],
     // A subscription whose every wake-up was lost (its first one included) has no alarm yet.
     ['webhook subscriptions woken', () => wakeAllWebhooks(env, meter)],
+    // An index build whose start was lost (or whose object lost its alarm) is taken up again.
+    ['index builds started', () => startIndexBuilds(env)],
   ];
   for (const [what, step] of steps) {
     try {
@@ -34,5 +38,11 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
 async function wakeAllWebhooks(env: Env, meter: Meter): Promise<number> {
   const ids = await new Webhooks(env.DB, meter).allActive();
   await Promise.all(ids.map((id) => env.WEBHOOKS.getByName(String(id)).wake(id)));
+  return ids.length;
+}
+
+async function startIndexBuilds(env: Env): Promise<number> {
+  const ids = await objectsBuilding(env.DB);
+  await Promise.all(ids.map((id) => startIndexBuild(env, id)));
   return ids.length;
 }

@@ -17,7 +17,7 @@ declare global {
     }
     interface GlobalProps {
       mainModule: typeof ServiceModule;
-      durableNamespaces: 'RecordObject' | 'WebhookObject';
+      durableNamespaces: 'RecordObject' | 'WebhookObject' | 'IndexBuildObject';
     }
   }
 }

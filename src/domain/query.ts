@@ -21,10 +21,14 @@ export const MAX_SEARCH = 200;
 export const MAX_SORT = 3;
 export const MAX_LIMIT = 100;
 
-/** A field as a condition or sort reads it: a column of the record, or a field value (by the index when indexed). */
+/**
+ * A field as a condition or sort reads it: a column of the record, or a field value. `indexed`:
+ * every object in view marks it indexed (it may be sorted by); `ready`: its index is also built
+ * for every record, so a plan may read the index instead of the records' values.
+ */
 export type FieldRef =
   | { kind: 'system'; name: SystemField; type: FieldType }
-  | { kind: 'value'; name: string; type: FieldType; indexed: boolean };
+  | { kind: 'value'; name: string; type: FieldType; indexed: boolean; ready: boolean };
 
 export type Expr = { and: Expr[] } | { or: Expr[] } | { not: Expr } | { field: FieldRef; op: Op; value?: unknown };
 
@@ -91,16 +95,28 @@ export function opsFor(type: FieldType, system: SystemField | undefined): readon
 }
 
 /** The fields of the objects in view: one type per name, or `conflict` when objects disagree. */
-export type Catalog = Map<string, { type: FieldType; indexed: boolean } | 'conflict'>;
+export type Catalog = Map<string, { type: FieldType; indexed: boolean; ready: boolean } | 'conflict'>;
 
-export function catalogOf(defs: readonly ObjectDef[]): Catalog {
+/**
+ * The catalog of `defs`. `building` holds, per object id, the indexed fields whose index is still
+ * being built for the records written before the field was indexed.
+ */
+export function catalogOf(
+  defs: readonly ObjectDef[],
+  building: ReadonlyMap<number, readonly string[]> = new Map(),
+): Catalog {
   const catalog: Catalog = new Map();
   for (const def of defs) {
     for (const field of def.fields) {
       const known = catalog.get(field.name);
-      if (known === undefined) catalog.set(field.name, { type: field.type, indexed: isIndexed(field) });
+      const indexed = isIndexed(field);
+      const ready = indexed && !(building.get(def.id) ?? []).includes(field.name);
+      if (known === undefined) catalog.set(field.name, { type: field.type, indexed, ready });
       else if (known === 'conflict' || known.type !== field.type) catalog.set(field.name, 'conflict');
-      else known.indexed &&= isIndexed(field);
+      else {
+        known.indexed &&= indexed;
+        known.ready &&= ready;
+      }
     }
   }
   return catalog;
@@ -130,7 +146,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
     if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the objects in view');
     if (known === 'conflict')
       return void add(at, 'ambiguous_field', 'objects in view define this field with different types');
-    return { kind: 'value', name, type: known.type, indexed: known.indexed };
+    return { kind: 'value', name, type: known.type, indexed: known.indexed, ready: known.ready };
   };
 
   let conditions = 0;

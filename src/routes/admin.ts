@@ -1,4 +1,5 @@
 import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
+import { startIndexBuild } from '../index-build-object.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems, type ObjectDef } from '../domain/definition.ts';
@@ -355,6 +356,14 @@ export async function updateObject(request: IRequest, context: Context): Promise
   return adminWrite(context, key, input, {
     batch: (writes, writeId, now) => writes.updateObject(writeId, objectId, columns, around, now),
     failure: () => notFound('Object'),
+    // A field newly indexed is built after the answer, in chunks. Should this call be lost, the
+    // scheduled run starts the build.
+    done: (effects) =>
+      effects === undefined
+        ? undefined
+        : startIndexBuild(context.env, objectId).catch((error: unknown) => {
+            console.error(JSON.stringify({ message: 'index build not started', objectId, error: String(error) }));
+          }),
   }).catch(async (error: unknown) => {
     // A field made unique while live records share a value: nothing was written; say which.
     if (!isUniqueViolation(error)) throw error;

@@ -23,11 +23,11 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const body = await settle(() => readJson(request));
   const queries = new Queries(context.reads, context.meter);
-  const { caller, objects } = await queries.view(keyHash, workspaceId);
+  const { caller, objects, building } = await queries.view(keyHash, workspaceId);
   if (caller === undefined) throw unauthorized();
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
   if (!body.ok) throw body.error;
-  const parsed = parseQuery(body.value, catalogOf(objects));
+  const parsed = parseQuery(body.value, catalogOf(objects, building));
   if (!parsed.ok) throw invalidBody(parsed.problems);
   const query = parsed.value;
   const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));

@@ -242,8 +242,8 @@ export class AdminWrites {
       effects: [
         this.db.prepare('UPDATE objects SET current_version = current_version + 1 WHERE id = ?').bind(id),
         this.insertVersion('?', version, now, id),
-        // The index follows the new version's indexed fields, in the same transaction.
-        ...reindexObject(this.db, id),
+        // The index follows the new version's indexed fields (or notes the builds now due).
+        ...reindexObject(this.db, id, now),
       ],
       complete: this.db
         .prepare(

@@ -54,10 +54,17 @@ const COLUMNS: Record<SystemField, string> = {
  */
 const missing = (desc: boolean): string => (desc ? '-9e999' : "x''");
 
-/** The objects whose current definition lists the workspace `?`. */
-const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+/** The objects whose current definition lists the workspace `?`, and their fields' index builds. */
+const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids,
+    (SELECT json_group_array(b.field) FROM index_builds b WHERE b.object_id = o.id) AS building
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
   WHERE EXISTS (SELECT 1 FROM json_each(v.workspace_ids) j WHERE j.value = ?)`;
+
+export interface View {
+  caller: Caller | undefined;
+  objects: ObjectDef[];
+  building: Map<number, string[]>;
+}
 
 /** A position in a walk: the sort keys' values, then the id. */
 export type Position = (string | number | null)[];
@@ -88,7 +95,7 @@ class Sql {
 function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
   const name = sql.param(field.name);
-  if (field.indexed) return `(SELECT ri.value FROM record_index ri WHERE ri.record_id = r.id AND ri.field = ${name})`;
+  if (field.ready) return `(SELECT ri.value FROM record_index ri WHERE ri.record_id = r.id AND ri.field = ${name})`;
   const raw =
     `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e ` + `WHERE e.value ->> '$.fieldName' = ${name})`;
   return field.type === 'datetime' ? datetimeKey(raw) : raw;
@@ -140,7 +147,7 @@ function compile(sql: Sql, expr: Expr): string {
 function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown } | undefined {
   const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
   for (const e of top) {
-    if ('field' in e && e.op === 'eq' && e.field.kind === 'value' && e.field.indexed)
+    if ('field' in e && e.op === 'eq' && e.field.kind === 'value' && e.field.ready)
       return { field: e.field, value: e.value };
   }
   return undefined;
@@ -152,26 +159,35 @@ export class Queries {
     private readonly meter: Meter,
   ) {}
 
-  /** The caller and the definitions of the objects in view of the workspace. One round trip. */
-  async view(keyHash: string, workspaceId: number): Promise<{ caller: Caller | undefined; objects: ObjectDef[] }> {
+  /**
+   * The caller, the definitions of the objects in view of the workspace, and the fields of those
+   * objects whose index is still being built (by object id). One round trip.
+   */
+  async view(keyHash: string, workspaceId: number): Promise<View> {
     const [caller, objects] = await this.read([
       callerStatement(this.db, keyHash),
       this.db.prepare(OBJECTS_IN_VIEW).bind(workspaceId),
     ]);
-    return { caller: callerOf(caller), objects: ((objects?.results ?? []) as ObjectRow[]).map(toObjectDef) };
+    const rows = (objects?.results ?? []) as (ObjectRow & { building: string })[];
+    return {
+      caller: callerOf(caller),
+      objects: rows.map(toObjectDef),
+      building: new Map(rows.map((row) => [row.id, JSON.parse(row.building) as string[]])),
+    };
   }
 
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const [first, second] = query.sort;
     if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
-    if (
-      query.sort.length === 2 &&
-      first?.field.kind === 'value' &&
-      second?.field.name === 'id' &&
-      second.direction === 'asc'
-    )
+    const byIndexedField = query.sort.length === 2 && first?.field.kind === 'value' && second?.field.name === 'id';
+    if (byIndexedField && first.field.kind === 'value' && first.field.ready && second?.direction === 'asc')
       return this.indexedSortPage(workspaceId, query, first.field.name, first.direction === 'desc', after);
+    // A walk begun on the index goes on here while the index is rebuilt (the field's type
+    // changed): its start of the records without a value is the same place in this order.
+    const phase = after?.length === 1 && byIndexedField ? after[0] : undefined;
+    if (phase === 'values') return this.sortedPage(workspaceId, query, undefined);
+    if (phase === 'missing') return this.sortedPage(workspaceId, query, [null, -1]);
     return this.sortedPage(workspaceId, query, after);
   }
 

@@ -35,24 +35,100 @@ const CHANGED = `${indexedOf(0)} IS NOT ${indexedOf(-1)}`;
 // Rows of fields the object's current definition no longer indexes.
 const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED}
   AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1)`;
-// Every indexed field of every record of the object; only rows that differ are written.
-const BUILD = `INSERT INTO record_index (record_id, field, object_id, value, unique_key)
+/** The fields (`f`) the previous version did not index as `[name, type(, unique)]` the same way. */
+const NEW_IN = (compared: string): string => `NOT EXISTS (SELECT 1 FROM json_each(${indexedOf(-1)}) p
+  WHERE ${compared})`;
+/**
+ * Index rows of field `f` for the records `c` of the object, from their values: the value and,
+ * for a unique field of a live record, its unique key. Only rows that differ are written, so
+ * building a record twice changes nothing.
+ */
+const BUILD_FROM = (records: string, fields: string, guard: string): string => `INSERT INTO record_index
+    (record_id, field, object_id, value, unique_key)
   SELECT id, name, object_id, value, CASE WHEN is_unique AND NOT deleted
       THEN CASE WHEN type IN ('text', 'email') THEN lower(value) ELSE value END END
   FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique, ${INDEX_VALUE} AS value
-    FROM records r JOIN index_fields f ON f.object_id = r.object_id
-      JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name
-    WHERE r.object_id = ?1 AND ${CHANGED})
-  WHERE true
+    FROM ${records} c JOIN records r ON r.id = c.id JOIN index_fields f ON f.object_id = r.object_id AND ${fields}
+      JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name)
+  WHERE ${guard}
   ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key
     WHERE value IS NOT excluded.value OR unique_key IS NOT excluded.unique_key`;
+// A field made unique (or unique with another type) is built at once, for every record: the
+// unique index then refuses the definition's write when live records share a value.
+const BUILD_UNIQUE = BUILD_FROM(
+  '(SELECT id FROM records WHERE object_id = ?1)',
+  `f.is_unique AND ${NEW_IN('p.value ->> 0 = f.name AND p.value ->> 1 = f.type AND p.value ->> 2')}`,
+  CHANGED,
+);
+// A field no longer unique keeps its values but no longer claims them.
+const UNCLAIM = `UPDATE record_index SET unique_key = NULL
+  WHERE object_id = ?1 AND unique_key IS NOT NULL AND ${CHANGED}
+    AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1 AND is_unique)`;
+// Builds no longer due: the field is no longer indexed, or is unique (built above).
+const CANCEL = `DELETE FROM index_builds WHERE object_id = ?1
+  AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1 AND NOT is_unique)`;
+// A field newly indexed (or indexed with another type) is built later, in chunks; a build
+// already under way for it starts again.
+const DUE = `INSERT INTO index_builds (object_id, field, after_record_id, started_at)
+  SELECT ?1, f.name, -1, ?2 FROM index_fields f
+  WHERE f.object_id = ?1 AND NOT f.is_unique AND ${NEW_IN('p.value ->> 0 = f.name AND p.value ->> 1 = f.type')}
+  ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
 
 /**
  * The statements that make the index follow the object's current definition (after its new
- * version is in): nothing, unless the new version changes which fields are indexed or unique.
+ * version is in), in the definition's own transaction: nothing, unless the new version changes
+ * which fields are indexed or unique. A field made unique is indexed here for every record; a
+ * field made indexed is only noted as due, and `buildStep` builds it in chunks afterwards.
  */
-export function reindexObject(db: D1, objectId: number): D1PreparedStatement[] {
-  return [db.prepare(DROP).bind(objectId), db.prepare(BUILD).bind(objectId)];
+export function reindexObject(db: D1, objectId: number, now: number): D1PreparedStatement[] {
+  return [DROP, BUILD_UNIQUE, UNCLAIM, CANCEL, DUE].map((sql) =>
+    sql === DUE ? db.prepare(sql).bind(objectId, now) : db.prepare(sql).bind(objectId),
+  );
+}
+
+/** Records a chunk of an index build reads and writes at most. */
+export const BUILD_CHUNK = 1000;
+
+// Statements of a chunk: ?1 the object, ?2 the field, ?3 the build's position (a record id).
+const CHUNK = `(SELECT id FROM records WHERE object_id = ?1 AND id > ?3 ORDER BY id LIMIT ${BUILD_CHUNK})`;
+const AT = 'object_id = ?1 AND field = ?2 AND after_record_id = ?3';
+const STEP = [
+  BUILD_FROM(CHUNK, 'f.name = ?2', `EXISTS (SELECT 1 FROM index_builds WHERE ${AT})`),
+  // The last chunk ends the build; any other moves its position on, in the chunk's transaction.
+  `DELETE FROM index_builds WHERE ${AT} AND (SELECT count(*) FROM ${CHUNK}) < ${BUILD_CHUNK}`,
+  `UPDATE index_builds SET after_record_id = (SELECT max(id) FROM ${CHUNK}) WHERE ${AT}`,
+];
+
+/** An index build that is due: the object's field, and the last record id it has built. */
+export interface IndexBuild {
+  field: string;
+  after: number;
+}
+
+/** The builds due for the object. */
+export async function buildsOf(db: D1, objectId: number): Promise<IndexBuild[]> {
+  const rows = await db
+    .prepare('SELECT field, after_record_id AS after FROM index_builds WHERE object_id = ? ORDER BY field')
+    .bind(objectId)
+    .all<IndexBuild>();
+  return rows.results;
+}
+
+/** The objects with index builds due. */
+export async function objectsBuilding(db: D1): Promise<number[]> {
+  const rows = await db.prepare('SELECT DISTINCT object_id AS id FROM index_builds').all<{ id: number }>();
+  return rows.results.map((row) => row.id);
+}
+
+/**
+ * One chunk of a build: the index rows of the next BUILD_CHUNK records of the object (in id
+ * order) and the build's new position, in one transaction. A build that moved meanwhile (a
+ * definition started it again, or another step ran) is left as it is. True when the build
+ * has more to do.
+ */
+export async function buildStep(db: D1, objectId: number, build: IndexBuild): Promise<boolean> {
+  const results = await db.batch(STEP.map((sql) => db.prepare(sql).bind(objectId, build.field, build.after)));
+  return (results[1]?.meta.changes ?? 0) === 0 && (results[2]?.meta.changes ?? 0) > 0;
 }
 
 /** D1 refused a write because a unique field's value is held by another live record. */

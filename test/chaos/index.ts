@@ -4,6 +4,7 @@ import type { Env } from '../../src/env.ts';
 
 // Webhook deliveries are not under chaos here: the production class as it is.
 export { WebhookObject } from '../../src/webhook-object.ts';
+export { IndexBuildObject } from '../../src/index-build-object.ts';
 import { chaosEnv, type ChaosVars } from './faults.ts';
 
 /**

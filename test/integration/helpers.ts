@@ -118,4 +118,38 @@ export function expectProblem(answer: Answer, status: number, code: string): voi
   if (answer.headers.get('Content-Type') !== 'application/problem+json') throw new Error('not problem+json');
 }
 
+/**
+ * Adds `n` records of `objectId` shared with `workspaceId` in one statement (the triggers index
+ * them as any write does): `values` is an SQL expression of `i` giving the field values' JSON.
+ */
+export async function bulkRecords(objectId: number, workspaceId: number, n: number, values: string): Promise<void> {
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type, version, deleted,
+         owned_by, created_at, created_by, updated_at, updated_by, is_template)
+       WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?3)
+       SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, 'Bulk ' || i, ${values},
+         'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
+    ).bind(objectId, workspaceId, n),
+    env.DB.prepare(
+      `INSERT INTO record_workspaces (record_id, workspace_id)
+       SELECT id, ?2 FROM records r
+       WHERE r.object_id = ?1 AND NOT EXISTS (SELECT 1 FROM record_workspaces w WHERE w.record_id = r.id)`,
+    ).bind(objectId, workspaceId),
+  ]);
+}
+
+/** Waits until no index build of the object is due (its builder runs on alarms). */
+export async function untilIndexBuilt(objectId: number, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const due = await env.DB.prepare('SELECT count(*) AS n FROM index_builds WHERE object_id = ?')
+      .bind(objectId)
+      .first<{ n: number }>();
+    if (due?.n === 0) return;
+    if (Date.now() > until) throw new Error(`index build of object ${objectId} not done in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 export { byName, foldFeed } from '../feed-fold.ts';

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
+import { admin, bulkRecords, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -53,27 +53,6 @@ async function walk(key: string, workspaceId: number, body: Record<string, unkno
     if (between) await between();
   } while (cursor !== null);
   return { ids, pages };
-}
-
-/**
- * Adds `n` records of `objectId` shared with `workspaceId` in one statement (the triggers index
- * them as any write does): `values` is an SQL expression of `i` giving the field values' JSON.
- */
-async function bulk(objectId: number, workspaceId: number, n: number, values: string): Promise<void> {
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type, version, deleted,
-         owned_by, created_at, created_by, updated_at, updated_by, is_template)
-       WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?3)
-       SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, 'Bulk ' || i, ${values},
-         'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
-    ).bind(objectId, workspaceId, n),
-    env.DB.prepare(
-      `INSERT INTO record_workspaces (record_id, workspace_id)
-       SELECT id, ?2 FROM records r
-       WHERE r.object_id = ?1 AND NOT EXISTS (SELECT 1 FROM record_workspaces w WHERE w.record_id = r.id)`,
-    ).bind(objectId, workspaceId),
-  ]);
 }
 
 describe('POST /workspaces/{id}/records/query: typed filters', () => {
@@ -342,7 +321,7 @@ describe('sort, cursors, projection, count', () => {
       'createdAt, an indexed field)',
     async () => {
       const { editor, viewer, workspaceId, object } = await setup();
-      await bulk(object.id, workspaceId, 1000, `json_array(json_object('fieldName', 'rank', 'value', i % 7))`);
+      await bulkRecords(object.id, workspaceId, 1000, `json_array(json_object('fieldName', 'rank', 'value', i % 7))`);
       const ids = (
         await env.DB.prepare('SELECT id FROM records WHERE object_id = ? ORDER BY id')
           .bind(object.id)
@@ -374,7 +353,7 @@ describe('sort, cursors, projection, count', () => {
 
   it('counts exactly up to 10,000, then says a lower bound', async () => {
     const { viewer, workspaceId, object } = await setup([{ name: 'rank', type: 'integer' }]);
-    await bulk(object.id, workspaceId, 10_001, `json_array(json_object('fieldName', 'rank', 'value', i))`);
+    await bulkRecords(object.id, workspaceId, 10_001, `json_array(json_object('fieldName', 'rank', 'value', i))`);
     const all = await query(viewer.key, workspaceId, { count: true, limit: 1 });
     expect(all.body.count).toEqual({ value: 10_000, exact: false });
     const some = await query(viewer.key, workspaceId, {
@@ -393,7 +372,7 @@ describe('bounded pages and the index', () => {
         { name: 'rank', type: 'integer' },
         { name: 'code', type: 'text', indexed: true },
       ]);
-      await bulk(object.id, workspaceId, 20_000, `json_array(json_object('fieldName', 'rank', 'value', i))`);
+      await bulkRecords(object.id, workspaceId, 20_000, `json_array(json_object('fieldName', 'rank', 'value', i))`);
       // By id, and by an indexed field (none holds it: the walk of records without a value).
       for (const sort of [[{ field: 'id' }], [{ field: 'code' }], [{ field: 'code', direction: 'desc' }]]) {
         const pages: number[] = [];
@@ -431,10 +410,10 @@ describe('bounded pages and the index', () => {
       `json_array(json_object('fieldName', 'code', 'value', ${code}), json_object('fieldName', 'plain', ` +
       `'value', ${plain}))`;
     // The matches come last in id order: a walk of the records reaches them after all the others.
-    await bulk(object.id, small, 500, values(`iif(i % 2, 'common', 'c' || i)`, `'p' || i`));
-    await bulk(object.id, small, 20, values(`'rare'`, `'rare'`));
-    await bulk(object.id, large, 4500, values(`iif(i % 2, 'common', 'c' || i)`, `'p' || i`));
-    await bulk(object.id, large, 20, values(`'rare'`, `'rare'`));
+    await bulkRecords(object.id, small, 500, values(`iif(i % 2, 'common', 'c' || i)`, `'p' || i`));
+    await bulkRecords(object.id, small, 20, values(`'rare'`, `'rare'`));
+    await bulkRecords(object.id, large, 4500, values(`iif(i % 2, 'common', 'c' || i)`, `'p' || i`));
+    await bulkRecords(object.id, large, 20, values(`'rare'`, `'rare'`));
     const measure = async (workspaceId: number) => {
       const indexed = await query(viewer.key, workspaceId, {
         filter: { field: 'code', op: 'eq', value: 'rare' },

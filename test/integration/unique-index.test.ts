@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace } from './helpers.ts';
+import { admin, call, createOne, expectProblem, newUser, newWorkspace, untilIndexBuilt } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -167,6 +167,7 @@ describe('indexed and unique fields: the index follows every write in its transa
         fields: FIELDS.map((f) => (f.name === 'note' ? { ...f, indexed: true } : f)),
       };
       expect((await admin('PUT', `/admin/objects/${object.id}`, withIndexed)).status).toBe(200);
+      await untilIndexBuilt(object.id);
       expect(await indexRows(c.id)).toEqual([{ field: 'note', value: 'single', unique_key: null }]);
       const withUnique = { ...definition, fields: FIELDS.map((f) => (f.name === 'note' ? { ...f, unique: true } : f)) };
       const refused = await admin('PUT', `/admin/objects/${object.id}`, withUnique);

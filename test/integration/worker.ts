@@ -1,6 +1,7 @@
 import worker from '../../src/index.ts';
 import { RecordObject as Production } from '../../src/record-object.ts';
 import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts';
+import { IndexBuildObject as ProductionIndexBuild } from '../../src/index-build-object.ts';
 import type { Env } from '../../src/env.ts';
 import { loggingD1 } from '../d1-log.ts';
 import { withProductionLimits } from '../limits.ts';
@@ -25,6 +26,45 @@ export class WebhookObject extends ProductionWebhook {
   }
 
   /** Resets the object as a crash or a deploy would: its memory and whatever it had in flight are lost. */
+  restart(): void {
+    this.ctx.abort('test: restart');
+  }
+}
+
+/**
+ * The production index builder, on the limited D1. A test may hold it (its alarms then do
+ * nothing), run its steps one at a time, restart it, and let it go on by itself.
+ */
+export class IndexBuildObject extends ProductionIndexBuild {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, limited(env));
+  }
+
+  override async alarm(): Promise<void> {
+    if ((await this.ctx.storage.get('held')) === true) return;
+    return super.alarm();
+  }
+
+  async hold(): Promise<void> {
+    await this.ctx.storage.put('held', true);
+  }
+
+  /** No longer held, but with no alarm set: as if its start had been lost. */
+  async unhold(): Promise<void> {
+    await this.ctx.storage.delete('held');
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  /** One step, as an alarm would run it: false when no build was due. */
+  stepOnce(objectId: number): Promise<boolean> {
+    return this.step(objectId);
+  }
+
+  async release(objectId: number): Promise<void> {
+    await this.ctx.storage.delete('held');
+    await this.start(objectId);
+  }
+
   restart(): void {
     this.ctx.abort('test: restart');
   }

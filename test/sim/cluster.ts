@@ -105,6 +105,7 @@ export class Cluster {
       RECORDS: this.namespace() as unknown as Env['RECORDS'],
       // Runs have no webhook subscriptions: a wake-up, were one sent, is answered and does nothing.
       WEBHOOKS: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['WEBHOOKS'],
+      INDEX_BUILDS: { getByName: () => ({ start: () => Promise.resolve() }) } as unknown as Env['INDEX_BUILDS'],
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',

@@ -24,9 +24,35 @@ const catalog = catalogOf([
 
 describe('the query domain', () => {
   it('types fields across objects: indexed only where every object indexes it; a type conflict is ambiguous', () => {
-    expect(catalog.get('rank')).toEqual({ type: 'integer', indexed: false });
+    expect(catalog.get('rank')).toEqual({ type: 'integer', indexed: false, ready: false });
     expect(catalog.get('kind')).toBe('conflict');
-    expect(catalog.get('title')).toEqual({ type: 'text', indexed: false });
+    expect(catalog.get('title')).toEqual({ type: 'text', indexed: false, ready: false });
+  });
+
+  it('keeps a field whose index is still being built sortable, but not ready to be read from the index', () => {
+    const defs = [
+      def(1, [{ name: 'rank', type: 'integer', indexed: true }]),
+      def(2, [{ name: 'rank', type: 'integer', indexed: true }]),
+    ];
+    expect(catalogOf(defs).get('rank')).toEqual({ type: 'integer', indexed: true, ready: true });
+    expect(catalogOf(defs, new Map([[2, ['rank']]])).get('rank')).toEqual({
+      type: 'integer',
+      indexed: true,
+      ready: false,
+    });
+    expect(catalogOf(defs, new Map([[2, ['other']]])).get('rank')).toEqual({
+      type: 'integer',
+      indexed: true,
+      ready: true,
+    });
+    const sorted = parseQuery({ sort: [{ field: 'rank' }] }, catalogOf(defs, new Map([[1, ['rank']]])));
+    expect(sorted.ok && sorted.value.sort[0]?.field).toEqual({
+      kind: 'value',
+      name: 'rank',
+      type: 'integer',
+      indexed: true,
+      ready: false,
+    });
   });
 
   it('gives each type its operators', () => {

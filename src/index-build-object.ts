@@ -1,0 +1,45 @@
+import { DurableObject } from 'cloudflare:workers';
+import type { Env } from './env.ts';
+import { buildStep, buildsOf } from './storage/record-index.ts';
+
+/** After a failed chunk (D1 unreachable, say), the next try waits this long. */
+const RETRY_MS = 5_000;
+
+/**
+ * One object per record object (named by its id) builds the index of the fields newly marked
+ * `indexed`, for the records written before: one chunk of records per alarm, each chunk and the
+ * build's new position in one D1 transaction. Alarms never overlap, and the position lives in
+ * D1, so a restart or a deploy loses at most a chunk in flight, which the next alarm builds
+ * again. The object keeps only which record object it serves.
+ */
+export class IndexBuildObject extends DurableObject<Env> {
+  /** Builds may be due for the object `objectId`: start building them. */
+  async start(objectId: number): Promise<void> {
+    await this.ctx.storage.put('objectId', objectId);
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  override async alarm(): Promise<void> {
+    const objectId = await this.ctx.storage.get<number>('objectId');
+    if (objectId === undefined) return;
+    try {
+      if (await this.step(objectId)) await this.ctx.storage.setAlarm(Date.now());
+    } catch (error) {
+      console.error(JSON.stringify({ message: 'index build step failed', objectId, error: String(error) }));
+      await this.ctx.storage.setAlarm(Date.now() + RETRY_MS);
+    }
+  }
+
+  /** Builds one chunk of the object's first build due; false when none is due. */
+  protected async step(objectId: number): Promise<boolean> {
+    const [build] = await buildsOf(this.env.DB, objectId);
+    if (build === undefined) return false;
+    await buildStep(this.env.DB, objectId, build);
+    return true;
+  }
+}
+
+/** Tells the object's builder that builds may be due (after a definition's write committed). */
+export async function startIndexBuild(env: Env, objectId: number): Promise<void> {
+  await env.INDEX_BUILDS.getByName(String(objectId)).start(objectId);
+}

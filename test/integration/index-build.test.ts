@@ -1,0 +1,240 @@
+import { createScheduledController } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import worker from '../../src/index.ts';
+import { BUILD_CHUNK } from '../../src/storage/record-index.ts';
+import { admin, bulkRecords, call, newUser, newWorkspace, untilIndexBuilt, type Answer } from './helpers.ts';
+
+/** The test build's index builder (test/integration/worker.ts): held, it runs only the steps a test asks for. */
+interface Builder {
+  hold(): Promise<void>;
+  unhold(): Promise<void>;
+  stepOnce(objectId: number): Promise<boolean>;
+  release(objectId: number): Promise<void>;
+  restart(): Promise<void>;
+}
+const builderOf = (objectId: number): Builder => env.INDEX_BUILDS.getByName(String(objectId)) as unknown as Builder;
+
+const PLAIN = [
+  { name: 'code', type: 'text' },
+  { name: 'rank', type: 'integer' },
+  { name: 'note', type: 'text' },
+];
+const INDEXED = PLAIN.map((f) => (f.name === 'note' ? f : { ...f, indexed: true }));
+const RECORDS = 2_600;
+// One record in ten has no code; codes repeat (ties broken by id); ranks 0–96.
+const VALUES =
+  `iif(i % 10 = 0, json_array(json_object('fieldName', 'rank', 'value', i % 97)), ` +
+  `json_array(json_object('fieldName', 'code', 'value', 'c' || (i % 50)), ` +
+  `json_object('fieldName', 'rank', 'value', i % 97)))`;
+
+async function setup() {
+  const editor = await newUser('editor');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+  const definition = { name: 'Thing', workspaceIds: [workspaceId], fields: PLAIN };
+  const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+  const builder = builderOf(object.id);
+  await builder.hold();
+  await bulkRecords(object.id, workspaceId, RECORDS, VALUES);
+  return { editor, workspaceId, object, definition, builder };
+}
+
+const query = (key: string, workspaceId: number, body: unknown): Promise<Answer> =>
+  call('POST', `/workspaces/${workspaceId}/records/query`, { key, body });
+
+/** Every id a query walks, page by page; `between` runs after each page. */
+async function walk(key: string, workspaceId: number, body: object, between?: (page: number) => Promise<void>) {
+  const ids: number[] = [];
+  let cursor: string | null = null;
+  let page = 0;
+  do {
+    const answer: Answer = await query(key, workspaceId, { ...body, ...(cursor === null ? {} : { cursor }) });
+    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
+    ids.push(...answer.body.items.map((r: { id: number }) => r.id));
+    cursor = answer.body.nextCursor;
+    await between?.(++page);
+  } while (cursor !== null);
+  return ids;
+}
+
+interface Row {
+  id: number;
+  code?: string;
+  rank?: number;
+}
+
+/** Every record of the object as its stored values say (not as the index does). */
+async function stored(objectId: number): Promise<Row[]> {
+  const rows = await env.DB.prepare('SELECT id, field_values FROM records WHERE object_id = ? ORDER BY id')
+    .bind(objectId)
+    .all<{ id: number; field_values: string }>();
+  return rows.results.map(({ id, field_values }) => {
+    const row: Row = { id };
+    for (const { fieldName, value } of JSON.parse(field_values) as { fieldName: string; value: never }[])
+      if (fieldName === 'code' || fieldName === 'rank') row[fieldName] = value;
+    return row;
+  });
+}
+
+/** By code (ascending or descending, records without one last either way), then id. */
+const byCode = (desc: boolean) => (a: Row, b: Row) => {
+  if (a.code === b.code) return a.id - b.id;
+  if (a.code === undefined) return 1;
+  if (b.code === undefined) return -1;
+  return (a.code < b.code ? -1 : 1) * (desc ? -1 : 1);
+};
+
+/** Queries on the fields being built answer exactly what the stored values say, whatever the index holds. */
+async function expectQueriesRight(key: string, workspaceId: number, objectId: number): Promise<void> {
+  const rows = await stored(objectId);
+  const ids = (list: Row[]) => list.map((r) => r.id);
+  expect(await walk(key, workspaceId, { filter: { field: 'code', op: 'eq', value: 'c7' }, limit: 100 })).toEqual(
+    ids(rows.filter((r) => r.code === 'c7')),
+  );
+  const low = rows.filter((r) => r.rank !== undefined && r.rank < 12);
+  for (const desc of [false, true]) {
+    const direction = desc ? 'desc' : 'asc';
+    const sorted = await walk(key, workspaceId, {
+      filter: { field: 'rank', op: 'lt', value: 12 },
+      sort: [{ field: 'code', direction }],
+      limit: 100,
+    });
+    expect(sorted).toEqual(ids([...low].sort(byCode(desc))));
+  }
+  const byRank = await walk(key, workspaceId, {
+    filter: { field: 'rank', op: 'gte', value: 94 },
+    sort: [{ field: 'rank', direction: 'desc' }],
+    limit: 100,
+  });
+  const high = rows.filter((r) => r.rank !== undefined && r.rank >= 94);
+  expect(byRank).toEqual(ids(high.sort((a, b) => (b.rank ?? 0) - (a.rank ?? 0) || a.id - b.id)));
+}
+
+/** The index rows of the object's field, as `[record id, value]`. */
+async function indexOf(objectId: number, field: string): Promise<[number, unknown][]> {
+  const rows = await env.DB.prepare(
+    'SELECT record_id, value FROM record_index WHERE object_id = ? AND field = ? ORDER BY record_id',
+  )
+    .bind(objectId, field)
+    .all<{ record_id: number; value: unknown }>();
+  return rows.results.map((r) => [r.record_id, r.value]);
+}
+
+const builds = async (objectId: number) =>
+  (
+    await env.DB.prepare('SELECT field, after_record_id AS after FROM index_builds WHERE object_id = ? ORDER BY field')
+      .bind(objectId)
+      .all<{ field: string; after: number }>()
+  ).results;
+
+describe('a field newly marked indexed is built in bounded chunks, on alarms', () => {
+  it(
+    'builds 1,000 records a step, resumes after a restart where it stopped, keeps writes made meanwhile, ' +
+      'and queries meanwhile answer from the stored values',
+    async () => {
+      const { editor, workspaceId, object, definition } = await setup();
+      let builder = builderOf(object.id);
+      const ids = (await stored(object.id)).map((r) => r.id);
+      const put = await admin('PUT', `/admin/objects/${object.id}`, { ...definition, fields: INDEXED });
+      expect(put.status).toBe(200);
+      // The definition's write only notes the builds: no record is indexed yet.
+      expect(await builds(object.id)).toEqual([
+        { field: 'code', after: -1 },
+        { field: 'rank', after: -1 },
+      ]);
+      expect(await indexOf(object.id, 'code')).toEqual([]);
+      await expectQueriesRight(editor.key, workspaceId, object.id);
+
+      // One step: exactly the first chunk of records, and the build's position moved with it.
+      expect(await builder.stepOnce(object.id)).toBe(true);
+      const first = await indexOf(object.id, 'code');
+      expect(first.length).toBe(BUILD_CHUNK - BUILD_CHUNK / 10);
+      expect(Math.max(...first.map(([id]) => id))).toBeLessThanOrEqual(ids[BUILD_CHUNK - 1] as number);
+      expect(await builds(object.id)).toEqual([
+        { field: 'code', after: ids[BUILD_CHUNK - 1] },
+        { field: 'rank', after: -1 },
+      ]);
+      await expectQueriesRight(editor.key, workspaceId, object.id);
+
+      // A restart loses nothing: the position is in D1, and the next step takes the next chunk.
+      await builder.restart().catch(() => {});
+      builder = builderOf(object.id);
+      expect(await builder.stepOnce(object.id)).toBe(true);
+      expect(await builds(object.id)).toEqual([
+        { field: 'code', after: ids[2 * BUILD_CHUNK - 1] },
+        { field: 'rank', after: -1 },
+      ]);
+
+      // Writes meanwhile, before and after the build's position, and a new record.
+      const patch = (id: number, code: string) =>
+        call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+          key: editor.key,
+          body: { fieldValues: [{ fieldName: 'code', value: code }] },
+        });
+      expect((await patch(ids[10] as number, 'c7')).status).toBe(200);
+      expect((await patch(ids[2_500] as number, 'aa')).status).toBe(200);
+      expect((await patch(ids[2_501] as number, 'c7')).status).toBe(200);
+      const created = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [{ fieldName: 'code', value: 'c7' }] }],
+      });
+      expect(created.status).toBe(201);
+      await expectQueriesRight(editor.key, workspaceId, object.id);
+
+      // A walk begun while building goes on, once built, to the same end.
+      const rows = await stored(object.id);
+      const walked = await walk(editor.key, workspaceId, { sort: [{ field: 'code' }], limit: 100 }, async (page) => {
+        if (page !== 3) return;
+        await builder.release(object.id);
+        await untilIndexBuilt(object.id);
+      });
+      expect(walked).toEqual([...rows].sort(byCode(false)).map((r) => r.id));
+
+      // Built: the index holds exactly the stored values, and the queries read it.
+      expect(await builds(object.id)).toEqual([]);
+      const now = await stored(object.id);
+      expect(await indexOf(object.id, 'code')).toEqual(
+        now.filter((r) => r.code !== undefined).map((r) => [r.id, r.code]),
+      );
+      expect(await indexOf(object.id, 'rank')).toEqual(
+        now.filter((r) => r.rank !== undefined).map((r) => [r.id, r.rank]),
+      );
+      await expectQueriesRight(editor.key, workspaceId, object.id);
+    },
+  );
+
+  it('unindexing a field while it is built ends its build and drops what was built', async () => {
+    const { object, definition, builder } = await setup();
+    await admin('PUT', `/admin/objects/${object.id}`, { ...definition, fields: INDEXED });
+    await builder.stepOnce(object.id);
+    expect((await indexOf(object.id, 'code')).length).toBeGreaterThan(0);
+    const onlyRank = PLAIN.map((f) => (f.name === 'rank' ? { ...f, indexed: true } : f));
+    expect((await admin('PUT', `/admin/objects/${object.id}`, { ...definition, fields: onlyRank })).status).toBe(200);
+    expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+    expect(await indexOf(object.id, 'code')).toEqual([]);
+    // A version that changes no field's indexing leaves the build where it is.
+    await builder.stepOnce(object.id);
+    const at = await builds(object.id);
+    expect(at[0]?.after).toBeGreaterThan(0);
+    const renamed = { ...definition, name: 'Renamed', fields: onlyRank };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, renamed)).status).toBe(200);
+    expect(await builds(object.id)).toEqual(at);
+  });
+
+  it('a build whose start was lost is started by the scheduled run', async () => {
+    const { object, definition, builder } = await setup();
+    await admin('PUT', `/admin/objects/${object.id}`, { ...definition, fields: INDEXED });
+    // Held, the builder dropped the start's alarm as if the call had been lost.
+    await builder.unhold();
+    expect((await builds(object.id)).length).toBe(2);
+    const pending: Promise<unknown>[] = [];
+    worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
+      waitUntil: (p: Promise<unknown>) => pending.push(p),
+      passThroughOnException() {},
+      props: {},
+    } as unknown as ExecutionContext);
+    await Promise.all(pending);
+    await untilIndexBuilt(object.id);
+    expect((await indexOf(object.id, 'rank')).length).toBe(RECORDS);
+  });
+});
