@@ -42,6 +42,8 @@ export interface Query {
   /** True when the filter names `deleted`; otherwise only live records match. */
   namesDeleted: boolean;
   search?: string;
+  /** Ordered by how well names match the search (see RELEVANCE), then id: a search sent without a sort. */
+  relevance: boolean;
   /** The keys, ending with `id` (the tie-break) unless it came earlier. */
   sort: SortKey[];
   fields?: string[];
@@ -228,8 +230,8 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
         sort.push({ field, direction: direction === 'desc' ? 'desc' : 'asc' });
       });
   }
-  if (search !== undefined && sort.some((key) => key.field.name !== 'id'))
-    add('/sort', 'not_supported', 'a search is answered in id order: sort by id or not at all');
+  // A search without a sort is answered by relevance, then id.
+  const relevance = search !== undefined && searchWords(search).length > 0 && input.sort === undefined;
   if (!sort.some((key) => key.field.name === 'id'))
     sort.push({ field: { kind: 'system', name: 'id', type: 'integer' }, direction: 'asc' });
 
@@ -257,8 +259,6 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
   if (input.cursor !== undefined && typeof input.cursor !== 'string') add('/cursor', 'invalid_type', 'expected string');
   if (input.count !== undefined && typeof input.count !== 'boolean') add('/count', 'invalid_type', 'expected boolean');
 
-  if (search !== undefined && input.count === true)
-    add('/count', 'not_supported', 'a search is not counted: leave out count or search');
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -266,6 +266,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
       ...(filter === undefined ? {} : { filter }),
       namesDeleted,
       ...(search === undefined ? {} : { search }),
+      relevance,
       sort,
       ...(fields === undefined ? {} : { fields }),
       limit,
@@ -343,9 +344,23 @@ export function searchWords(text: string): string[] {
     .filter((word) => word !== '');
 }
 
-/** Whether every word of the search starts a word of `name` (a search without words matches all). */
-export function matchesSearch(name: string, words: readonly string[]): boolean {
-  if (words.length === 0) return true;
-  const own = searchWords(name);
-  return words.every((word) => own.some((candidate) => candidate.startsWith(word)));
+/** A record's name as search compares it: its search words joined by single spaces. */
+export const searchKey = (name: string): string => searchWords(name).join(' ');
+
+/**
+ * How well a name matches a search, best first: 0 the name's words are the search's words; 1 each
+ * search word is a whole word of the name; 2 the name starts with the search's first word; 3 each
+ * search word starts a word of the name (every match is at least that); undefined: no match.
+ */
+export const RELEVANCE_TIERS = 4;
+
+export function relevanceOf(name: string, words: readonly string[]): number | undefined {
+  const key = searchKey(name);
+  const own = key.split(' ');
+  // Not a match: some word of the search starts no word of the name.
+  if (!words.every((word) => own.some((candidate) => candidate.startsWith(word)))) return undefined;
+  if (key === words.join(' ')) return 0;
+  if (words.every((word) => own.includes(word))) return 1;
+  if (key.startsWith(words[0] ?? '')) return 2;
+  return 3;
 }

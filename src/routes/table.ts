@@ -180,8 +180,9 @@ export const operations: Operation[] = [
       'filter, search and sort, a `fields` projection and an optional `count`. Sorted by id or by one indexed ' +
       'field, a page reads at most 5,000 candidates and may end early with a `nextCursor` (fewer or no items): keep' +
       ' following it until it is null. An `eq` on an indexed field and a sort by one are read from the index; other' +
-      ' sorts read the workspace. A search (words of the name, by prefix, case and accents ignored) is answered in ' +
-      'id order, without `count`.',
+      ' sorts read the workspace. A search (every word starts a word of the name, case and accents ignored) ' +
+      'filters like a condition; without a `sort` it is answered by relevance (the exact name, then names holding ' +
+      'every word whole, then names starting with the first word, then any other match), then id.',
     auth: 'key',
     body: QueryBody,
     ok: { status: 200, schema: QueryPage },

@@ -56,7 +56,16 @@ export const QueryBody = v.strictObject({
       ),
     ),
   ),
-  search: v.exactOptional(v.pipe(v.string(), maxChars(200))),
+  search: v.exactOptional(
+    v.pipe(
+      v.string(),
+      maxChars(200),
+      v.description(
+        'Words matched against record names: each must start a word of the name (case and accents ignored). ' +
+          'Without `sort`, results come by relevance, then id.',
+      ),
+    ),
+  ),
   sort: v.exactOptional(
     v.pipe(
       v.array(v.strictObject({ field: v.string(), direction: v.exactOptional(v.picklist(['asc', 'desc'])) })),

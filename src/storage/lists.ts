@@ -141,6 +141,39 @@ export class Lists {
     return removed;
   }
 
+  /**
+   * Gives records written before names had search keys their key (`key` of the name), 1,000 a
+   * round trip (in statements of 50: a name may be 10,000 characters), at most `rounds` round
+   * trips a run. A record renamed meanwhile already has its own key and is left alone.
+   */
+  async fillNameKeys(key: (name: string) => string, rounds = 20): Promise<number> {
+    let filled = 0;
+    for (let round = 0; round < rounds; round++) {
+      const rows = await retrying(() =>
+        this.meter.d1(() =>
+          this.db
+            .prepare('SELECT id, name FROM records WHERE name_key IS NULL ORDER BY id LIMIT 1000')
+            .all<{ id: number; name: string }>(),
+        ),
+      );
+      const tuples = rows.results.map((row) => [row.id, key(row.name)]);
+      const statements: D1PreparedStatement[] = [];
+      for (let i = 0; i < tuples.length; i += 50)
+        statements.push(
+          this.db
+            .prepare(
+              `UPDATE records SET name_key = j.value ->> 1 FROM json_each(?1) j
+               WHERE records.id = j.value ->> 0 AND records.name_key IS NULL`,
+            )
+            .bind(JSON.stringify(tuples.slice(i, i + 50))),
+        );
+      if (statements.length > 0) await retrying(() => this.meter.d1(() => this.db.batch(statements)));
+      filled += tuples.length;
+      if (tuples.length < 1000) break;
+    }
+    return filled;
+  }
+
   /** Removes ledger rows older than `ttlMs` (write ids start with their time), 1,000 a statement. */
   async pruneWrites(now: number, ttlMs: number, rounds = 50): Promise<number> {
     let removed = 0;

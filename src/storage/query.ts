@@ -1,6 +1,13 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
-import { matchesSearch, searchWords, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
+import {
+  RELEVANCE_TIERS,
+  searchWords,
+  type Expr,
+  type FieldRef,
+  type Query,
+  type SystemField,
+} from '../domain/query.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { datetimeKey } from './record-index.ts';
@@ -153,6 +160,35 @@ function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown }
   return undefined;
 }
 
+/**
+ * The candidates of a query in id order after `from`, at most `bound` of them: the workspace's
+ * records (`?2`), or the index entries of an `eq` on an indexed field every match must meet.
+ */
+function idWalk(sql: Sql, query: Query, desc: boolean, from: number | undefined, bound?: number): string {
+  const driver = driverOf(query.filter);
+  const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+  const order = `ORDER BY rw.record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
+  if (driver === undefined)
+    return `(SELECT rw.record_id AS id FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past} ${order}) c`;
+  return `(SELECT rw.record_id AS id FROM record_index ri JOIN record_workspaces rw
+      ON rw.workspace_id = ?2 AND rw.record_id = ri.record_id
+    WHERE ri.field = ${sql.param(driver.field.name)}
+      AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
+    ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
+}
+
+/** A record's name as search compares it (a record written before keys were kept: its name in lower case). */
+const NAME_KEY = 'coalesce(r.name_key, lower(r.name))';
+
+/** How well the name matches the search's `words` (0 best), as relevanceOf() says. */
+function relevanceSql(sql: Sql, words: readonly string[]): string {
+  const all = sql.param(words.join(' '));
+  const whole = words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`);
+  const first = sql.param(words[0] ?? '');
+  return `CASE WHEN ${NAME_KEY} = ${all} THEN 0 WHEN ${whole.join(' AND ')} THEN 1
+    WHEN substr(${NAME_KEY}, 1, length(${first})) = ${first} THEN 2 ELSE 3 END`;
+}
+
 export class Queries {
   constructor(
     private readonly db: D1,
@@ -179,6 +215,7 @@ export class Queries {
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const [first, second] = query.sort;
+    if (query.relevance) return this.relevancePage(workspaceId, query, after);
     if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
     const byIndexedField = query.sort.length === 2 && first?.field.kind === 'value' && second?.field.name === 'id';
     if (byIndexedField && first.field.kind === 'value' && first.field.ready && second?.direction === 'asc')
@@ -272,8 +309,12 @@ export class Queries {
   }
 
   private where(sql: Sql, query: Query): string {
-    const live = query.namesDeleted ? '1' : 'r.deleted = 0';
-    return query.filter === undefined ? live : `${live} AND ${compile(sql, query.filter)}`;
+    const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
+    if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
+    const words = searchWords(query.search ?? '');
+    // Each word starts a word of the name's search key (words joined by single spaces).
+    for (const word of words) conditions.push(`instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`);
+    return conditions.join(' AND ');
   }
 
   private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
@@ -286,20 +327,9 @@ export class Queries {
 
   private async boundedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const desc = query.sort[0]?.direction === 'desc';
-    const driver = driverOf(query.filter);
-    const source = (sql: Sql, from: number | undefined, bound: boolean): string => {
-      const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
-      const order = `ORDER BY rw.record_id ${desc ? 'DESC' : ''} ${bound ? `LIMIT ${SCAN_BOUND}` : ''}`;
-      if (driver === undefined)
-        return `(SELECT rw.record_id AS id FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past} ${order}) c`;
-      return `(SELECT rw.record_id AS id FROM record_index ri JOIN record_workspaces rw
-          ON rw.workspace_id = ?2 AND rw.record_id = ri.record_id
-        WHERE ri.field = ${sql.param(driver.field.name)}
-          AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
-        ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
-    };
+    const source = (sql: Sql, from: number | undefined, bound: boolean): string =>
+      idWalk(sql, query, desc, from, bound ? SCAN_BOUND : undefined);
     const from = after?.at(-1) as number | undefined;
-    if (query.search !== undefined) return this.searchPage(workspaceId, query, from, desc, source);
     const sql = new Sql();
     const candidates = source(sql, from, true);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
@@ -336,44 +366,56 @@ export class Queries {
   }
 
   /**
-   * A search page: the names of the (at most SCAN_BOUND) candidates that pass the filter, matched
-   * here word by word, then the first matches' records. Two round trips.
+   * A search without a sort: by relevance, then id. Each tier of relevance (RELEVANCE_TIERS, best
+   * first) is an id-ordered walk of the candidates, as a page sorted by id walks them; a page goes on
+   * to the next tier when one ends, and all its walks together read at most SCAN_BOUND candidates
+   * (then it ends early with a cursor). Positions are `[tier, id]`, or `[tier]` at a tier's start.
    */
-  private async searchPage(
-    workspaceId: number,
-    query: Query,
-    from: number | undefined,
-    desc: boolean,
-    source: (sql: Sql, from: number | undefined, bound: boolean) => string,
-  ): Promise<QueryPage> {
-    const sql = new Sql();
-    const candidates = source(sql, from, true);
-    const names =
-      `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id ` +
-      `WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''}`;
-    const scan = new Sql();
-    const scanned = `SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`;
-    const statements = [
-      this.db.prepare(names).bind(JSON.stringify(sql.params), workspaceId),
-      this.db.prepare(scanned).bind(JSON.stringify(scan.params), workspaceId),
-    ];
-    const [named, bound] = await this.read(statements);
+  private async relevancePage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
-    const hits = ((named?.results ?? []) as { id: number; name: string }[])
-      .filter((row) => matchesSearch(row.name, words))
-      .map((row) => row.id);
-    const ids = hits.slice(0, query.limit);
-    const [rows] = await this.read([
-      this.db
-        .prepare(`SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?1))`)
-        .bind(JSON.stringify(ids)),
-    ]);
-    const byId = new Map(recordsOf((rows?.results ?? []) as RecordReadRow[]).map((r) => [r.id, r]));
-    const records = ids.flatMap((id) => byId.get(id) ?? []);
-    const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
-    const next =
-      hits.length > query.limit ? [ids.at(-1) as number] : n >= SCAN_BOUND && last !== null ? [last] : undefined;
-    return { records, positions: records.map((r) => [r.id]), next };
+    let tier = (after?.[0] as number | undefined) ?? 0;
+    let from = after?.length === 2 ? (after[1] as number) : undefined;
+    let budget = SCAN_BOUND;
+    const records: RecordOut[] = [];
+    const positions: Position[] = [];
+    let count: ReturnType<typeof countOf> | undefined;
+    for (;;) {
+      const sql = new Sql();
+      const candidates = idWalk(sql, query, false, from, budget);
+      const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id
+        WHERE ${this.where(sql, query)} AND ${relevanceSql(sql, words)} = ${tier} LIMIT ?3`;
+      const walked = new Sql();
+      const scanned = `SELECT count(*) AS n, max(c.id) AS last FROM ${idWalk(walked, query, false, from, budget)}`;
+      const statements = [
+        this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1 - records.length),
+        this.db.prepare(scanned).bind(JSON.stringify(walked.params), workspaceId),
+      ];
+      // The count, with the first read.
+      if (query.count && count === undefined)
+        statements.push(this.countStatement(workspaceId, query, (s) => idWalk(s, query, false, undefined)));
+      const [rows, bound, counted] = await this.read(statements);
+      if (counted !== undefined) count = countOf(counted);
+      for (const record of recordsOf((rows?.results ?? []) as RecordReadRow[])) {
+        records.push(record);
+        positions.push([tier, record.id]);
+      }
+      if (records.length > query.limit) {
+        return {
+          records: records.slice(0, query.limit),
+          positions: positions.slice(0, query.limit),
+          next: positions[query.limit - 1],
+          ...count,
+        };
+      }
+      const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
+      // The walk stopped at the page's bound: the next page goes on from where it stopped.
+      if (n >= budget && last !== null) return { records, positions, next: [tier, last], ...count };
+      if (tier === RELEVANCE_TIERS - 1) return { records, positions, next: undefined, ...count };
+      tier += 1;
+      from = undefined;
+      budget -= n;
+      if (budget <= 0) return { records, positions, next: [tier], ...count };
+    }
   }
 
   private async sortedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {

@@ -5,6 +5,7 @@ import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
+import { searchKey } from '../domain/query.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
@@ -57,7 +58,7 @@ const OUTCOMES = 'SELECT id, outcome FROM writes WHERE id IN (SELECT value FROM 
 // See migrations 0002 and 0003: a stale expected version yields NULL, which the trigger refuses;
 // a guard keeps the version and changes nothing else, which the trigger allows.
 const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
-    name = ?4, field_values = ?5, deleted = ?6, updated_at = ?7, updated_by = ?8
+    name = ?4, field_values = ?5, deleted = ?6, updated_at = ?7, updated_by = ?8, name_key = ?9
   WHERE id = ?1`;
 const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version END WHERE id = ?1';
 
@@ -68,16 +69,18 @@ const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data) VAL
 const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data)
   SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
   FROM json_each(?1) ORDER BY key`;
-// A tuple of two is a guard (as GUARD: every column kept), of eight a new state (as UPDATE).
+// A tuple of two is a guard (as GUARD: every column kept), of nine a new state (as UPDATE).
 const UPDATES = `UPDATE records SET
     version = CASE records.version WHEN u.expected THEN coalesce(u.version, records.version) END,
     name = iif(u.version IS NULL, records.name, u.name),
     field_values = iif(u.version IS NULL, records.field_values, u.field_values),
     deleted = iif(u.version IS NULL, records.deleted, u.deleted),
     updated_at = iif(u.version IS NULL, records.updated_at, u.updated_at),
-    updated_by = iif(u.version IS NULL, records.updated_by, u.updated_by)
+    updated_by = iif(u.version IS NULL, records.updated_by, u.updated_by),
+    name_key = iif(u.version IS NULL, records.name_key, u.name_key)
   FROM (SELECT value ->> 0 AS id, value ->> 1 AS expected, value ->> 2 AS version, value ->> 3 AS name,
-      value ->> 4 AS field_values, value ->> 5 AS deleted, value ->> 6 AS updated_at, value ->> 7 AS updated_by
+      value ->> 4 AS field_values, value ->> 5 AS deleted, value ->> 6 AS updated_at, value ->> 7 AS updated_by,
+      value ->> 8 AS name_key
     FROM json_each(?1)) AS u
   WHERE records.id = u.id`;
 /**
@@ -90,8 +93,9 @@ const MAX_TUPLE_CHARS = 600_000;
 // The id is max + 1 (rows are never deleted, so it is never reused); the fallback name needs
 // the id, so it is built here: keep it in step with fallbackName() in domain/name.ts.
 const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type,
-    version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template)
-  SELECT n.id, ?1, ?2, coalesce(?3, ?4 || ' #' || n.id), ?5, ?6, 1, 0, ?7, ?8, ?7, ?8, ?7, ?9
+    version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template, name_key)
+  SELECT n.id, ?1, ?2, coalesce(?3, ?4 || ' #' || n.id), ?5, ?6, 1, 0, ?7, ?8, ?7, ?8, ?7, ?9,
+    coalesce(?10, ltrim(?11 || ' ' || n.id))
   FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
   RETURNING id`;
 const SHARE_LAST = `INSERT INTO record_workspaces (record_id, workspace_id)
@@ -228,6 +232,7 @@ export class RecordWrites {
         record.deleted ? 1 : 0,
         record.updatedAt,
         record.updatedBy,
+        searchKey(record.name),
       );
   }
 
@@ -257,6 +262,7 @@ export class RecordWrites {
               r.deleted ? 1 : 0,
               r.updatedAt,
               r.updatedBy,
+              searchKey(r.name),
             ],
       ),
     );
@@ -290,6 +296,8 @@ export class RecordWrites {
             r.userId,
             r.now,
             r.isTemplate ? 1 : 0,
+            r.name === undefined ? null : searchKey(r.name),
+            searchKey(r.objectName),
           ),
         this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
         this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName),

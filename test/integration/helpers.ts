@@ -139,6 +139,39 @@ export async function bulkRecords(objectId: number, workspaceId: number, n: numb
   ]);
 }
 
+export const queryRecords = (key: string, workspaceId: number, body: unknown): Promise<Answer> =>
+  call('POST', `/workspaces/${workspaceId}/records/query`, { key, body });
+
+/** D1's rows read for the request, from Server-Timing. */
+export function rowsRead(answer: Answer): number {
+  const match = /rows;desc="(\d+) written, (\d+) read"/.exec(answer.headers.get('Server-Timing') ?? '');
+  if (match === null) throw new Error('no rows in Server-Timing');
+  return Number(match[2]);
+}
+
+/** Every page of a query, following nextCursor; `between` runs after each page (numbered from 1). */
+export async function walkQuery(
+  key: string,
+  workspaceId: number,
+  body: Record<string, unknown>,
+  between?: (page: number) => Promise<void>,
+): Promise<{ ids: number[]; pages: number; rowsRead: number[] }> {
+  const ids: number[] = [];
+  const read: number[] = [];
+  let cursor: string | null | undefined;
+  let pages = 0;
+  do {
+    const answer = await queryRecords(key, workspaceId, { ...body, ...(cursor ? { cursor } : {}) });
+    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
+    ids.push(...answer.body.items.map((r: { id: number }) => r.id));
+    read.push(rowsRead(answer));
+    cursor = answer.body.nextCursor;
+    pages += 1;
+    if (between) await between(pages);
+  } while (cursor !== null);
+  return { ids, pages, rowsRead: read };
+}
+
 /** Waits until no index build of the object is due (its builder runs on alarms). */
 export async function untilIndexBuilt(objectId: number, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;

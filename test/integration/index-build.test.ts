@@ -3,7 +3,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index.ts';
 import { BUILD_CHUNK } from '../../src/storage/record-index.ts';
-import { admin, bulkRecords, call, newUser, newWorkspace, untilIndexBuilt, type Answer } from './helpers.ts';
+import { admin, bulkRecords, call, newUser, newWorkspace, untilIndexBuilt, walkQuery } from './helpers.ts';
 
 /** The test build's index builder (test/integration/worker.ts): held, it runs only the steps a test asks for. */
 interface Builder {
@@ -39,23 +39,9 @@ async function setup() {
   return { editor, workspaceId, object, definition, builder };
 }
 
-const query = (key: string, workspaceId: number, body: unknown): Promise<Answer> =>
-  call('POST', `/workspaces/${workspaceId}/records/query`, { key, body });
-
 /** Every id a query walks, page by page; `between` runs after each page. */
-async function walk(key: string, workspaceId: number, body: object, between?: (page: number) => Promise<void>) {
-  const ids: number[] = [];
-  let cursor: string | null = null;
-  let page = 0;
-  do {
-    const answer: Answer = await query(key, workspaceId, { ...body, ...(cursor === null ? {} : { cursor }) });
-    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
-    ids.push(...answer.body.items.map((r: { id: number }) => r.id));
-    cursor = answer.body.nextCursor;
-    await between?.(++page);
-  } while (cursor !== null);
-  return ids;
-}
+const walk = async (key: string, workspaceId: number, body: object, between?: (page: number) => Promise<void>) =>
+  (await walkQuery(key, workspaceId, body as Record<string, unknown>, between)).ids;
 
 interface Row {
   id: number;

@@ -1,6 +1,18 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, bulkRecords, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
+import {
+  admin,
+  bulkRecords,
+  call,
+  createOne,
+  expectProblem,
+  newUser,
+  newWorkspace,
+  queryRecords as query,
+  rowsRead,
+  walkQuery as walk,
+  type Answer,
+} from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -27,32 +39,6 @@ async function setup(fields: unknown[] = FIELDS) {
   const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
   const object = (await admin('POST', '/admin/objects', { name: 'Thing', workspaceIds: [workspaceId], fields })).body;
   return { editor, viewer, stranger, workspaceId, object };
-}
-
-const query = (key: string, workspaceId: number, body: unknown): Promise<Answer> =>
-  call('POST', `/workspaces/${workspaceId}/records/query`, { key, body });
-
-/** D1's rows read for the request, from Server-Timing. */
-function rowsRead(answer: Answer): number {
-  const match = /rows;desc="(\d+) written, (\d+) read"/.exec(answer.headers.get('Server-Timing') ?? '');
-  if (match === null) throw new Error('no rows in Server-Timing');
-  return Number(match[2]);
-}
-
-/** Every page of a query, following nextCursor. */
-async function walk(key: string, workspaceId: number, body: Record<string, unknown>, between?: () => Promise<void>) {
-  const ids: number[] = [];
-  let cursor: string | null | undefined;
-  let pages = 0;
-  do {
-    const answer = await query(key, workspaceId, { ...body, ...(cursor ? { cursor } : {}) });
-    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
-    ids.push(...answer.body.items.map((r: any) => r.id));
-    cursor = answer.body.nextCursor;
-    pages += 1;
-    if (between) await between();
-  } while (cursor !== null);
-  return { ids, pages };
 }
 
 describe('POST /workspaces/{id}/records/query: typed filters', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { catalogOf, matchesSearch, opsFor, parseQuery, project, searchWords } from '../../src/domain/query.ts';
+import { catalogOf, opsFor, parseQuery, project, relevanceOf, searchKey, searchWords } from '../../src/domain/query.ts';
 import type { ObjectDef } from '../../src/domain/object-def.ts';
 
 const def = (id: number, fields: ObjectDef['fields']): ObjectDef => ({
@@ -137,8 +137,34 @@ describe('the query domain', () => {
 
   it('searches words by prefix, without case or accents, in any script', () => {
     expect(searchWords('Zoë  Ångström-Smith, 東京')).toEqual(['zoe', 'angstrom', 'smith', '東京']);
-    expect(matchesSearch('Zoë Ångström', searchWords('ANG zo'))).toBe(true);
-    expect(matchesSearch('Zoë Ångström', searchWords('ström'))).toBe(false);
-    expect(matchesSearch('anything', [])).toBe(true);
+    expect(searchKey('  Zoë  Ångström-Smith, 東京 ')).toBe('zoe angstrom smith 東京');
+    expect(relevanceOf('Zoë Ångström', searchWords('ANG zo'))).toBe(3);
+    expect(relevanceOf('Zoë Ångström', searchWords('ström'))).toBeUndefined();
+    expect(relevanceOf('anything', [])).toBe(1);
+  });
+
+  it('ranks a match: the exact name, whole words, the first word, any prefix', () => {
+    const words = searchWords('Acme');
+    expect(['ÁCME', 'Zed acme', 'Acmeville', 'Big Acmeco', 'Other'].map((n) => relevanceOf(n, words))).toEqual([
+      0,
+      1,
+      2,
+      3,
+      undefined,
+    ]);
+    expect(relevanceOf('Acme Corp', searchWords('corp acme'))).toBe(1);
+  });
+
+  it('takes a search without a sort by relevance; with a sort, or with a count, as asked', () => {
+    const parsed = (body: unknown) => {
+      const result = parseQuery(body, catalog);
+      if (!result.ok) throw new Error(JSON.stringify(result.problems));
+      return result.value;
+    };
+    expect(parsed({ search: 'acme' }).relevance).toBe(true);
+    expect(parsed({ search: ' ,; ' }).relevance).toBe(false);
+    expect(parsed({ search: 'acme', sort: [{ field: 'name' }] })).toMatchObject({ relevance: false });
+    expect(parsed({ search: 'acme', count: true })).toMatchObject({ relevance: true, count: true });
+    expect(parsed({}).relevance).toBe(false);
   });
 });

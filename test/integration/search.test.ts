@@ -1,0 +1,166 @@
+import { createScheduledController } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import worker from '../../src/index.ts';
+import { relevanceOf, searchKey, searchWords } from '../../src/domain/query.ts';
+import { SCAN_BOUND } from '../../src/storage/query.ts';
+import {
+  admin,
+  bulkRecords,
+  call,
+  createOne,
+  expectProblem,
+  newUser,
+  newWorkspace,
+  queryRecords,
+  walkQuery,
+} from './helpers.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+
+async function setup() {
+  const editor = await newUser('editor');
+  const viewer = await newUser('viewer');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
+  const object = (
+    await admin('POST', '/admin/objects', {
+      name: 'Company',
+      workspaceIds: [workspaceId],
+      nameTemplate: '{title}',
+      fields: [
+        { name: 'title', type: 'text' },
+        { name: 'size', type: 'integer', indexed: true },
+      ],
+    })
+  ).body;
+  return { editor, viewer, workspaceId, object };
+}
+
+async function runScheduled(): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
+    waitUntil: (p: Promise<unknown>) => pending.push(p),
+    passThroughOnException() {},
+    props: {},
+  } as unknown as ExecutionContext);
+  await Promise.all(pending);
+}
+
+describe('search by name: relevance, sorts, counts', () => {
+  it('answers a search without a sort by relevance, then id, across pages', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    // Created in an order unlike the relevance order.
+    const titles = ['Big Acmeco', 'Zed ACME', 'Acmeville Store', 'Acme Corp', 'Ácme', 'Other'];
+    const made = new Map<string, number>();
+    for (const [i, title] of titles.entries())
+      made.set(title, (await createOne(editor.key, object.id, [fv('title', title), fv('size', i)])).id);
+    const named = (ids: number[]) => ids.map((id) => [...made].find(([, m]) => m === id)?.[0]);
+    // The exact name; names holding the word whole (by id); the name starting with it; any other match.
+    const expected = ['Ácme', 'Zed ACME', 'Acme Corp', 'Acmeville Store', 'Big Acmeco'];
+    for (const limit of [1, 2, 50]) {
+      const { ids } = await walkQuery(viewer.key, workspaceId, { search: 'acme', limit });
+      expect(named(ids)).toEqual(expected);
+    }
+    // The same order as the pure rule says.
+    const words = searchWords('acme');
+    const ranked = [...titles]
+      .filter((t) => t !== 'Other')
+      .sort((a, b) => (relevanceOf(a, words) ?? 9) - (relevanceOf(b, words) ?? 9) || made.get(a)! - made.get(b)!);
+    expect(ranked).toEqual(expected);
+    // Every word must match.
+    const both = await queryRecords(viewer.key, workspaceId, { search: 'acme cor' });
+    expect(named(both.body.items.map((r: { id: number }) => r.id))).toEqual(['Acme Corp']);
+  });
+
+  it('follows a sort when one is sent, filters and counts with a search', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    for (const [i, title] of ['Delta Air', 'Alpha Air', 'Charlie Sea', 'Bravo Air'].entries())
+      await createOne(editor.key, object.id, [fv('title', title), fv('size', 10 * (i + 1))]);
+    const names = (answer: { body: { items: { name: string }[] } }) => answer.body.items.map((r) => r.name);
+    const byName = await queryRecords(viewer.key, workspaceId, { search: 'air', sort: [{ field: 'name' }] });
+    expect(byName.status).toBe(200);
+    expect(names(byName)).toEqual(['Alpha Air', 'Bravo Air', 'Delta Air']);
+    const bySize = await queryRecords(viewer.key, workspaceId, {
+      search: 'air',
+      sort: [{ field: 'size', direction: 'desc' }],
+      filter: { field: 'size', op: 'lt', value: 40 },
+      count: true,
+    });
+    expect(names(bySize)).toEqual(['Alpha Air', 'Delta Air']);
+    expect(bySize.body.count).toEqual({ value: 2, exact: true });
+    const counted = await queryRecords(viewer.key, workspaceId, { search: 'a', count: true, limit: 1 });
+    expect(counted.body.count).toEqual({ value: 3, exact: true });
+    expect(counted.body.items).toHaveLength(1);
+    expectProblem(await queryRecords(viewer.key, workspaceId, { search: 5 }), 400, 'invalid_request');
+  });
+
+  it('a renamed record is found by its new name only', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    const record = await createOne(editor.key, object.id, [fv('title', 'Old Name')]);
+    const renamed = await call('PATCH', `/workspaces/${workspaceId}/records/${record.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('title', 'Nouvelle Société')] },
+    });
+    expect(renamed.status).toBe(200);
+    const ids = async (search: string) =>
+      (await queryRecords(viewer.key, workspaceId, { search })).body.items.map((r: { id: number }) => r.id);
+    expect(await ids('old')).toEqual([]);
+    expect(await ids('societe nouv')).toEqual([record.id]);
+    // A batch patch keeps the key too.
+    const batch = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: [{ id: record.id, fieldValues: [fv('title', 'Ünïcode Name')] }],
+    });
+    expect(batch.status).toBe(200);
+    expect(await ids('unicode')).toEqual([record.id]);
+  });
+
+  it(
+    'over more records than a page may read, a relevance walk ends pages early with cursors and sees ' +
+      'every match once, in relevance order',
+    async () => {
+      const { viewer, workspaceId, object } = await setup();
+      const n = 2 * SCAN_BOUND + 500;
+      await bulkRecords(object.id, workspaceId, n, `json_array(json_object('fieldName', 'title', 'value', 'x'))`);
+      const rows = await env.DB.prepare('SELECT id, name FROM records WHERE object_id = ? ORDER BY id')
+        .bind(object.id)
+        .all<{ id: number; name: string }>();
+      const words = searchWords('bulk 7');
+      const expected = rows.results
+        .filter((r) => /^Bulk 7\d*$/.test(r.name))
+        .sort((a, b) => (relevanceOf(a.name, words) ?? 9) - (relevanceOf(b.name, words) ?? 9) || a.id - b.id)
+        .map((r) => r.id);
+      const walked = await walkQuery(viewer.key, workspaceId, { search: 'bulk 7', limit: 100 });
+      expect(walked.ids).toEqual(expected);
+      // Every page read a bounded number of rows, whatever the workspace holds.
+      for (const read of walked.rowsRead) expect(read).toBeLessThan(4 * SCAN_BOUND + 1000);
+      expect(walked.pages).toBeGreaterThan(2);
+    },
+  );
+
+  it('records written before names had search keys are found, and the scheduled run gives them their key', async () => {
+    const { viewer, workspaceId, object } = await setup();
+    await bulkRecords(object.id, workspaceId, 3, `json_array(json_object('fieldName', 'title', 'value', 'x'))`);
+    // As a record written before the key was kept: a name with accents, and no key.
+    const legacy = await env.DB.prepare(
+      `UPDATE records SET name = 'Émile Zola #' || id, version = version + 1 WHERE object_id = ? AND id = (SELECT max(id) FROM records)
+       RETURNING id`,
+    )
+      .bind(object.id)
+      .first<{ id: number }>();
+    const keys = () =>
+      env.DB.prepare('SELECT name, name_key FROM records WHERE object_id = ? ORDER BY id')
+        .bind(object.id)
+        .all<{ name: string; name_key: string | null }>();
+    expect((await keys()).results.map((r) => r.name_key)).toEqual([null, null, null]);
+    const ids = async (search: string) =>
+      (await queryRecords(viewer.key, workspaceId, { search })).body.items.map((r: { id: number }) => r.id);
+    expect((await ids('bulk')).length).toBe(2);
+    expect(await ids('emile')).toEqual([]);
+    await runScheduled();
+    const after = (await keys()).results;
+    expect(after.map((r) => r.name_key)).toEqual(after.map((r) => searchKey(r.name)));
+    expect(await ids('emile')).toEqual([legacy?.id]);
+    expect((await ids('bulk')).length).toBe(2);
+  });
+});
