@@ -369,12 +369,16 @@ export class Queries {
    * A search without a sort: by relevance, then id. Each tier of relevance (RELEVANCE_TIERS, best
    * first) is an id-ordered walk of the candidates, as a page sorted by id walks them; a page goes on
    * to the next tier when one ends, and all its walks together read at most SCAN_BOUND candidates
-   * (then it ends early with a cursor). Positions are `[tier, id]`, or `[tier]` at a tier's start.
+   * (then it ends early with a cursor). Positions are `[tier, id, 0]`, or `[tier]` at a tier's start.
    */
   private async relevancePage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
+    // A walk that began by tiers goes on by tiers (its positions are `[tier]` and `[tier, id, 0]`).
+    const byTiers = after !== undefined && after.length !== 2;
+    const whole = byTiers ? undefined : await this.relevanceInOneWalk(workspaceId, query, words, after);
+    if (whole !== undefined) return whole;
     let tier = (after?.[0] as number | undefined) ?? 0;
-    let from = after?.length === 2 ? (after[1] as number) : undefined;
+    let from = after !== undefined && after.length >= 2 ? (after[1] as number) : undefined;
     let budget = SCAN_BOUND;
     const records: RecordOut[] = [];
     const positions: Position[] = [];
@@ -397,7 +401,7 @@ export class Queries {
       if (counted !== undefined) count = countOf(counted);
       for (const record of recordsOf((rows?.results ?? []) as RecordReadRow[])) {
         records.push(record);
-        positions.push([tier, record.id]);
+        positions.push([tier, record.id, 0]);
       }
       if (records.length > query.limit) {
         return {
@@ -409,13 +413,62 @@ export class Queries {
       }
       const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
       // The walk stopped at the page's bound: the next page goes on from where it stopped.
-      if (n >= budget && last !== null) return { records, positions, next: [tier, last], ...count };
+      if (n >= budget && last !== null) return { records, positions, next: [tier, last, 0], ...count };
       if (tier === RELEVANCE_TIERS - 1) return { records, positions, next: undefined, ...count };
       tier += 1;
       from = undefined;
       budget -= n;
       if (budget <= 0) return { records, positions, next: [tier], ...count };
     }
+  }
+
+  /**
+   * A relevance page when the workspace's candidates all fit in one walk's bound (the usual case):
+   * one read takes every match among them, orders them by tier and id and keeps the page after
+   * `after`. Undefined when they do not fit: then each tier is a walk of its own.
+   */
+  private async relevanceInOneWalk(
+    workspaceId: number,
+    query: Query,
+    words: readonly string[],
+    after: Position | undefined,
+  ): Promise<QueryPage | undefined> {
+    const sql = new Sql();
+    let keyset = '1';
+    if (after !== undefined) {
+      const tier = sql.param(after[0]);
+      keyset =
+        after.length === 2
+          ? `(m.tier > ${tier} OR (m.tier = ${tier} AND m.id > ${sql.param(after[1])}))`
+          : `m.tier >= ${tier}`;
+    }
+    // The records' columns are read for the page's rows only, after the matches are ordered; when
+    // the walk does not fit, the (constant) count makes SQLite read no candidate at all.
+    const text = `SELECT ${RECORD_COLUMNS}, m.tier FROM (SELECT r.id, ${relevanceSql(sql, words)} AS tier
+        FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)} CROSS JOIN records r ON r.id = c.id
+        WHERE ${this.where(sql, query)}
+          AND (SELECT count(*) FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)}) < ${SCAN_BOUND}) m
+      CROSS JOIN records r ON r.id = m.id
+      WHERE ${keyset} ORDER BY m.tier, m.id LIMIT ?3`;
+    const walked = new Sql();
+    const statements = [
+      this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1),
+      this.db
+        .prepare(`SELECT count(*) AS n FROM ${idWalk(walked, query, false, undefined, SCAN_BOUND)}`)
+        .bind(JSON.stringify(walked.params), workspaceId),
+    ];
+    if (query.count)
+      statements.push(this.countStatement(workspaceId, query, (s) => idWalk(s, query, false, undefined)));
+    const [rows, bound, counted] = await this.read(statements);
+    if (((bound?.results[0] as { n: number } | undefined)?.n ?? 0) >= SCAN_BOUND) return undefined;
+    const results = (rows?.results ?? []) as (RecordReadRow & { tier: number })[];
+    const positions = results.map((row): Position => [row.tier, row.id]);
+    return {
+      records: recordsOf(results).slice(0, query.limit),
+      positions: positions.slice(0, query.limit),
+      next: results.length > query.limit ? positions[query.limit - 1] : undefined,
+      ...countOf(counted),
+    };
   }
 
   private async sortedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {

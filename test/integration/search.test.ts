@@ -133,7 +133,9 @@ describe('search by name: relevance, sorts, counts', () => {
       const walked = await walkQuery(viewer.key, workspaceId, { search: 'bulk 7', limit: 100 });
       expect(walked.ids).toEqual(expected);
       // Every page read a bounded number of rows, whatever the workspace holds.
-      for (const read of walked.rowsRead) expect(read).toBeLessThan(4 * SCAN_BOUND + 1000);
+      console.log(JSON.stringify({ relevanceWalkRowsRead: walked.rowsRead }));
+      for (const read of walked.rowsRead.slice(1)) expect(read).toBeLessThan(4 * SCAN_BOUND);
+      expect(walked.rowsRead[0]).toBeLessThan(7 * SCAN_BOUND);
       expect(walked.pages).toBeGreaterThan(2);
     },
   );
