@@ -266,12 +266,16 @@ export class Queries {
         const [v, id] = [sql.param(from[0]), sql.param(from[1])];
         past = `AND (ri.value ${desc ? '<' : '>'} ${v} OR (ri.value = ${v} AND ri.record_id > ${id}))`;
       }
-      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri WHERE ri.field = ${name} ${past}
+      // A value its field's type cannot order (a text that is no date-time, kept from before the
+      // field's type changed) is indexed as NULL: it counts as no value, as read from the records.
+      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri
+        WHERE ri.field = ${name} AND ri.value IS NOT NULL ${past}
         ORDER BY ri.value ${desc ? 'DESC' : ''}, ri.record_id LIMIT ${SCAN_BOUND})`;
     }
     const holds =
       walk === 'missing'
-        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name})`
+        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name}
+            AND x.value IS NOT NULL)`
         : `EXISTS (SELECT 1 FROM record_workspaces w WHERE w.workspace_id = ?2 AND w.record_id = r.id)`;
     const where = this.where(sql, query);
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
