@@ -215,7 +215,10 @@ export class Queries {
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const [first, second] = query.sort;
-    if (query.relevance) return this.relevancePage(workspaceId, query, after);
+    // A relevance walk's positions are `[tier, id]`; a position of one is a search walk's begun in
+    // id order (as searches were answered before relevance): it goes on in id order.
+    if (query.relevance && after?.length !== 1) return this.relevancePage(workspaceId, query, after);
+    if (query.relevance) return this.boundedPage(workspaceId, query, after);
     if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
     const byIndexedField = query.sort.length === 2 && first?.field.kind === 'value' && second?.field.name === 'id';
     if (byIndexedField && first.field.kind === 'value' && first.field.ready && second?.direction === 'asc')
@@ -373,12 +376,12 @@ export class Queries {
    * A search without a sort: by relevance, then id. Each tier of relevance (RELEVANCE_TIERS, best
    * first) is an id-ordered walk of the candidates, as a page sorted by id walks them; a page goes on
    * to the next tier when one ends, and all its walks together read at most SCAN_BOUND candidates
-   * (then it ends early with a cursor). Positions are `[tier, id]`, or `[tier]` at a tier's start.
+   * (then it ends early with a cursor). Positions are `[tier, id]` (`[tier, 0]` at a tier's start).
    */
   private async relevancePage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
     let tier = (after?.[0] as number | undefined) ?? 0;
-    let from = after?.length === 2 ? (after[1] as number) : undefined;
+    let from = after === undefined || after[1] === 0 ? undefined : (after[1] as number);
     let budget = SCAN_BOUND;
     const records: RecordOut[] = [];
     const positions: Position[] = [];
@@ -418,7 +421,8 @@ export class Queries {
       tier += 1;
       from = undefined;
       budget -= n;
-      if (budget <= 0) return { records, positions, next: [tier], ...count };
+      // The next tier from its start (ids are positive).
+      if (budget <= 0) return { records, positions, next: [tier, 0], ...count };
     }
   }
 

@@ -3,7 +3,11 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import worker from './worker.ts';
 import { searchKey } from '../../src/domain/query.ts';
-import { admin, createOne, newUser, newWorkspace, untilIndexBuilt, walkQuery } from './helpers.ts';
+import { canonicalJson } from '../../src/core/json.ts';
+import { cursorKey, signPosition } from '../../src/http/cursor.ts';
+import { storedCursorKey } from '../../src/storage/cursor-key.ts';
+import { Meter } from '../../src/storage/meter.ts';
+import { admin, createOne, newUser, newWorkspace, queryRecords, untilIndexBuilt, walkQuery } from './helpers.ts';
 
 /** The test build's index builder (test/integration/worker.ts), held until released. */
 interface Builder {
@@ -106,4 +110,40 @@ describe('search keys filled by the Cron Trigger', () => {
     const last = await walkQuery(editor.key, workspaceId, { search: 'وسلم 7' });
     expect(last.ids).toEqual([ids[7]]);
   });
+});
+
+describe('a search walk begun before searches were answered by relevance', () => {
+  it('goes on in id order from a cursor the id-ordered search issued, each match once, and ends', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Firm',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text' }],
+      })
+    ).body as { id: number };
+    const ids: number[] = [];
+    for (const title of ['Acme One', 'Other', 'Acme', 'Big Acme', 'Acmeco'])
+      ids.push((await createOne(editor.key, object.id, [fv('title', title)])).id as number);
+    const [first, , exact, big, prefix] = ids as [number, number, number, number, number];
+    // The cursor a search answered in id order issued after its first match: its position is `[id]`,
+    // bound to the same body (filter, search, sort) as a search sent now.
+    const body = { search: 'acme', limit: 1 };
+    const secret = await cursorKey(env.CURSOR_SECRET, () => storedCursorKey(env.DB, new Meter()));
+    const scope = `query/${workspaceId}/${canonicalJson({ filter: null, search: 'acme', sort: null })}`;
+    let cursor: string | null = await signPosition(secret, [first], scope);
+    const seen: number[] = [];
+    for (let page = 0; page < 10 && cursor !== null; page++) {
+      const answer = await queryRecords(editor.key, workspaceId, { ...body, cursor });
+      expect(answer.status).toBe(200);
+      seen.push(...answer.body.items.map((r: { id: number }) => r.id));
+      cursor = answer.body.nextCursor as string | null;
+    }
+    expect(cursor).toBeNull();
+    expect(seen).toEqual([exact, big, prefix]);
+    // A walk begun now is by relevance.
+    expect((await walkQuery(editor.key, workspaceId, body)).ids).toEqual([exact, first, big, prefix]);
+  }, 60_000);
 });
