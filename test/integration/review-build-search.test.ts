@@ -7,11 +7,22 @@ import { canonicalJson } from '../../src/core/json.ts';
 import { cursorKey, signPosition } from '../../src/http/cursor.ts';
 import { storedCursorKey } from '../../src/storage/cursor-key.ts';
 import { Meter } from '../../src/storage/meter.ts';
-import { admin, createOne, newUser, newWorkspace, queryRecords, untilIndexBuilt, walkQuery } from './helpers.ts';
+import { buildStep } from '../../src/storage/record-index.ts';
+import {
+  admin,
+  bulkRecords,
+  createOne,
+  newUser,
+  newWorkspace,
+  queryRecords,
+  untilIndexBuilt,
+  walkQuery,
+} from './helpers.ts';
 
 /** The test build's index builder (test/integration/worker.ts), held until released. */
 interface Builder {
   hold(): Promise<void>;
+  stepOnce(objectId: number): Promise<boolean>;
   release(objectId: number): Promise<void>;
 }
 const builderOf = (objectId: number): Builder => env.INDEX_BUILDS.getByName(String(objectId)) as unknown as Builder;
@@ -145,5 +156,89 @@ describe('a search walk begun before searches were answered by relevance', () =>
     expect(seen).toEqual([exact, big, prefix]);
     // A walk begun now is by relevance.
     expect((await walkQuery(editor.key, workspaceId, body)).ids).toEqual([exact, first, big, prefix]);
+  }, 60_000);
+});
+
+describe('index builds restarted, raced and ended under a walk', () => {
+  const builds = async (objectId: number) =>
+    (
+      await env.DB.prepare('SELECT field, after_record_id AS after FROM index_builds WHERE object_id = ?')
+        .bind(objectId)
+        .all<{ field: string; after: number }>()
+    ).results;
+  const index = async (objectId: number) =>
+    (
+      await env.DB.prepare('SELECT record_id, value FROM record_index WHERE object_id = ? ORDER BY record_id')
+        .bind(objectId)
+        .all<{ record_id: number; value: unknown }>()
+    ).results.map((r) => [r.record_id, r.value]);
+  const stored = async (objectId: number) =>
+    (
+      await env.DB.prepare(
+        `SELECT r.id, (SELECT e.value ->> '$.value' FROM json_each(r.field_values) e
+           WHERE e.value ->> '$.fieldName' = 'rank') AS rank FROM records r WHERE object_id = ? ORDER BY id`,
+      )
+        .bind(objectId)
+        .all<{ id: number; rank: number | null }>()
+    ).results;
+
+  it('a type change restarts a build, a step from a stale position writes nothing, a desc walk spans its end', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const definition = { name: 'Item', workspaceIds: [workspaceId], fields: [{ name: 'rank', type: 'integer' }] };
+    const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+    const builder = builderOf(object.id);
+    await builder.hold();
+    // One record in eight has no rank; ranks repeat.
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      2_400,
+      `iif(i % 8 = 0, json_array(), json_array(json_object('fieldName', 'rank', 'value', i % 37)))`,
+    );
+    const indexed = (type: string) => ({ ...definition, fields: [{ name: 'rank', type, indexed: true }] });
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed('integer'))).status).toBe(200);
+    expect(await builder.stepOnce(object.id)).toBe(true);
+    const [moved] = await builds(object.id);
+    expect(moved?.after).toBeGreaterThan(0);
+    // Another type: the build starts again from the first record.
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed('number'))).status).toBe(200);
+    expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+    // A step that read the position before the restart writes nothing and moves nothing.
+    const before = await index(object.id);
+    expect(await buildStep(env.DB, object.id, { field: 'rank', after: moved?.after ?? 0 })).toBe(false);
+    expect(await index(object.id)).toEqual(before);
+    expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+
+    // A walk by rank, descending, begun while building, ends once built: each record once, in order.
+    const rows = await stored(object.id);
+    const expected = [...rows]
+      .sort((a, b) => {
+        if (a.rank === b.rank) return a.id - b.id;
+        if (a.rank === null) return 1;
+        if (b.rank === null) return -1;
+        return b.rank - a.rank;
+      })
+      .map((r) => r.id);
+    for (const switchAt of [3, 22]) {
+      if (switchAt === 22) {
+        // Again from the start of a build, the switch now among the records without a rank.
+        await builder.hold();
+        expect((await admin('PUT', `/admin/objects/${object.id}`, indexed('integer'))).status).toBe(200);
+        expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+      }
+      const walked = await walkQuery(
+        editor.key,
+        workspaceId,
+        { sort: [{ field: 'rank', direction: 'desc' }], limit: 100 },
+        async (page) => {
+          if (page !== switchAt) return;
+          await builder.release(object.id);
+          await untilIndexBuilt(object.id);
+        },
+      );
+      expect(walked.ids).toEqual(expected);
+    }
+    expect(await index(object.id)).toEqual(rows.filter((r) => r.rank !== null).map((r) => [r.id, r.rank]));
   }, 60_000);
 });
