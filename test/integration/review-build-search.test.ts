@@ -11,6 +11,7 @@ import { buildStep } from '../../src/storage/record-index.ts';
 import {
   admin,
   bulkRecords,
+  call,
   createOne,
   newUser,
   newWorkspace,
@@ -241,4 +242,69 @@ describe('index builds restarted, raced and ended under a walk', () => {
     }
     expect(await index(object.id)).toEqual(rows.filter((r) => r.rank !== null).map((r) => [r.id, r.rank]));
   }, 60_000);
+});
+
+describe('search keys of long names written in batches', () => {
+  it('renames 20 records at once to 10,000-character names that fold to keys 18 times longer', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Scroll',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text' },
+          { name: 'n', type: 'integer' },
+        ],
+      })
+    ).body as { id: number };
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++)
+      ids.push((await createOne(editor.key, object.id, [fv('title', `short ${i}`), fv('n', i)])).id as number);
+    const long = (i: number) => `${'\uFDFA'.repeat(9_990)} tail${i}`;
+    const patched = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id, i) => ({ id, fieldValues: [fv('title', long(i))] })),
+    });
+    expect(patched.status).toBe(200);
+    const rows = (
+      await env.DB.prepare('SELECT id, name, name_key FROM records WHERE object_id = ? ORDER BY id')
+        .bind(object.id)
+        .all<{ id: number; name: string; name_key: string }>()
+    ).results;
+    expect(
+      rows.filter((r) => r.name_key !== searchKey(r.name) || !r.name.endsWith(' tail' + String(ids.indexOf(r.id)))),
+    ).toEqual([]);
+    // Found by their new names only, with a projection, a count and a filter.
+    const body = { search: 'tail1', fields: ['n'], count: true, filter: { field: 'n', op: 'gte', value: 10 } };
+    const found = await queryRecords(editor.key, workspaceId, body);
+    expect(found.status).toBe(200);
+    expect(found.body.items.map((r: { id: number }) => r.id)).toEqual(ids.slice(10));
+    expect(found.body.count).toEqual({ value: 10, exact: true });
+    expect(found.body.items[0].fieldValues).toEqual([fv('n', 10)]);
+    expect((await walkQuery(editor.key, workspaceId, { search: 'short' })).ids).toEqual([]);
+  }, 60_000);
+});
+
+describe('search is blind to case beyond lower case', () => {
+  it('finds a name by the capitals of its start: a final sigma, a sharp s', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Place',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text' }],
+      })
+    ).body as { id: number };
+    const sophist = (await createOne(editor.key, object.id, [fv('title', 'ΣΟΦΟΣΤΗΣ Α')])).id as number;
+    const street = (await createOne(editor.key, object.id, [fv('title', 'Große Straße')])).id as number;
+    await createOne(editor.key, object.id, [fv('title', 'Other')]);
+    const ids = async (search: string) => (await walkQuery(editor.key, workspaceId, { search })).ids;
+    expect(await ids('ΣΟΦΟΣ')).toEqual([sophist]);
+    expect(await ids('GROSSE STRASSE')).toEqual([street]);
+    expect(await ids('große strasse')).toEqual([street]);
+  });
 });
