@@ -116,10 +116,28 @@ function operand(sql: Sql, field: FieldRef, value: unknown): string {
 
 const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
 
+/**
+ * Terms joined by `op`, in parentheses, as a balanced tree: D1 refuses an expression more than 100
+ * deep, and `a AND b AND …` is as deep as it is long (100 search words, 50 conditions).
+ */
+function balanced(terms: readonly string[], op: 'AND' | 'OR'): string {
+  if (terms.length <= 2) return `(${terms.join(` ${op} `)})`;
+  const half = Math.ceil(terms.length / 2);
+  return `(${balanced(terms.slice(0, half), op)} ${op} ${balanced(terms.slice(half), op)})`;
+}
+
 /** A condition or a tree of them, as an SQL expression that is 0 or 1 (never NULL). */
 function compile(sql: Sql, expr: Expr): string {
-  if ('and' in expr) return `(${expr.and.map((e) => compile(sql, e)).join(' AND ')})`;
-  if ('or' in expr) return `(${expr.or.map((e) => compile(sql, e)).join(' OR ')})`;
+  if ('and' in expr)
+    return balanced(
+      expr.and.map((e) => compile(sql, e)),
+      'AND',
+    );
+  if ('or' in expr)
+    return balanced(
+      expr.or.map((e) => compile(sql, e)),
+      'OR',
+    );
   if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
   const { field, op, value } = expr;
   if (op === 'contains' && field.type === 'multiSelect') {
@@ -185,7 +203,7 @@ function relevanceSql(sql: Sql, words: readonly string[]): string {
   const all = sql.param(words.join(' '));
   const whole = words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`);
   const first = sql.param(words[0] ?? '');
-  return `CASE WHEN ${NAME_KEY} = ${all} THEN 0 WHEN ${whole.join(' AND ')} THEN 1
+  return `CASE WHEN ${NAME_KEY} = ${all} THEN 0 WHEN ${balanced(whole, 'AND')} THEN 1
     WHEN substr(${NAME_KEY}, 1, length(${first})) = ${first} THEN 2 ELSE 3 END`;
 }
 
@@ -321,7 +339,7 @@ export class Queries {
     const words = searchWords(query.search ?? '');
     // Each word starts a word of the name's search key (words joined by single spaces).
     for (const word of words) conditions.push(`instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`);
-    return conditions.join(' AND ');
+    return balanced(conditions, 'AND');
   }
 
   private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {

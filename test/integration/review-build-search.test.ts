@@ -308,3 +308,54 @@ describe('search is blind to case beyond lower case', () => {
     expect(await ids('große strasse')).toEqual([street]);
   });
 });
+
+describe('the largest query a body allows, while its fields are built', () => {
+  it('answers within D1 limits: 50 date-time conditions, a 100-word search, 3 sort keys read from the records', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const names = ['d1', 'd2', 'd3'];
+    const definition = {
+      name: 'Slot',
+      workspaceIds: [workspaceId],
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }, ...names.map((name) => ({ name, type: 'datetime' }))],
+    };
+    const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+    const words = Array.from({ length: 100 }, (_, i) => String.fromCharCode(97 + (i % 26)));
+    const all = (
+      await createOne(editor.key, object.id, [
+        fv('title', words.join(' ')),
+        ...names.map((n) => fv(n, '2026-01-01T00:00:00Z')),
+      ])
+    ).id as number;
+    await createOne(editor.key, object.id, [fv('title', 'a b')]);
+    const builder = builderOf(object.id);
+    await builder.hold();
+    const indexed = {
+      ...definition,
+      fields: definition.fields.map((f) => (f.name === 'title' ? f : { ...f, indexed: true })),
+    };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed)).status).toBe(200);
+    const conditions = Array.from({ length: 50 }, (_, i) => ({
+      field: names[i % 3],
+      op: i % 2 === 0 ? 'ne' : 'in',
+      value: i % 2 === 0 ? '2025-01-01T00:00:00+02:00' : ['2026-01-01T00:00:00Z', '2026-01-01T01:00:00+01:00'],
+    }));
+    const search = words.join(' ');
+    expect(search.length).toBeLessThanOrEqual(200);
+    // A search of 100 words alone.
+    expect((await walkQuery(editor.key, workspaceId, { search: words.join(' ') })).ids).toEqual([all]);
+    for (const sort of [undefined, names.map((field) => ({ field, direction: 'desc' }))]) {
+      const answer = await queryRecords(editor.key, workspaceId, {
+        filter: { and: conditions },
+        search,
+        ...(sort === undefined ? {} : { sort }),
+        count: true,
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.items.map((r: { id: number }) => r.id)).toEqual([all]);
+      expect(answer.body.count).toEqual({ value: 1, exact: true });
+    }
+    await builder.release(object.id);
+  }, 60_000);
+});
