@@ -359,3 +359,41 @@ describe('the largest query a body allows, while its fields are built', () => {
     await builder.release(object.id);
   }, 60_000);
 });
+
+describe('rows written by a patch of a record written before names had keys', () => {
+  const written = (answer: { headers: Headers }) =>
+    Number(/rows;desc="(\d+) written/.exec(answer.headers.get('Server-Timing') ?? '')?.[1]);
+
+  it('stays within the budget of a patch of one small field, and the patch gives the record its key', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Note',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text' },
+          { name: 'n', type: 'integer' },
+        ],
+      })
+    ).body as { id: number };
+    const keyed = (await createOne(editor.key, object.id, [fv('title', 'Kept'), fv('n', 1)])).id as number;
+    const older = (await createOne(editor.key, object.id, [fv('title', 'Older'), fv('n', 1)])).id as number;
+    await env.DB.prepare('UPDATE records SET name_key = NULL WHERE id = ?').bind(older).run();
+    const patch = (id: number) =>
+      call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('n', 2)] },
+      });
+    const a = await patch(keyed);
+    const b = await patch(older);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(written(a)).toBeLessThanOrEqual(4);
+    expect(written(b)).toBeLessThanOrEqual(4);
+    const row = await env.DB.prepare('SELECT name_key FROM records WHERE id = ?')
+      .bind(older)
+      .first<{ name_key: string }>();
+    expect(row?.name_key).toBe('older');
+  });
+});
