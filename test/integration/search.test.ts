@@ -143,7 +143,8 @@ describe('search by name: relevance, sorts, counts', () => {
     await bulkRecords(object.id, workspaceId, 3, `json_array(json_object('fieldName', 'title', 'value', 'x'))`);
     // As a record written before the key was kept: a name with accents, and no key.
     const legacy = await env.DB.prepare(
-      `UPDATE records SET name = 'Émile Zola #' || id, version = version + 1 WHERE object_id = ? AND id = (SELECT max(id) FROM records)
+      `UPDATE records SET name = 'Émile Zola #' || id, version = version + 1
+       WHERE object_id = ? AND id = (SELECT max(id) FROM records)
        RETURNING id`,
     )
       .bind(object.id)
