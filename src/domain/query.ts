@@ -334,12 +334,19 @@ export function project<T extends { fieldValues: { fieldName: string }[] }>(reco
   return { ...record, fieldValues: record.fieldValues.filter((value) => fields.includes(value.fieldName)) };
 }
 
-/** Words of a text as search compares them: Unicode letters and digits, lower case, accents removed. */
+/**
+ * Words of a text as search compares them: Unicode letters and digits, lower case, accents removed.
+ * Lower case is not yet case-blind where a letter's lower case depends on its place or a capital
+ * stands for two letters: a final sigma is a sigma (`ΣΟΦΟΣ` starts `ΣΟΦΟΣΤΗΣ`), and `ß` is `ss`
+ * (`STRASSE` is `Straße`).
+ */
 export function searchWords(text: string): string[] {
   return text
     .normalize('NFKD')
     .replace(/\p{M}/gu, '')
     .toLowerCase()
+    .replaceAll('ς', 'σ')
+    .replaceAll('ß', 'ss')
     .split(/[^\p{L}\p{N}]+/u)
     .filter((word) => word !== '');
 }

@@ -4,6 +4,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import { writeIdTime } from '../core/ledger.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
+import { MAX_TUPLE_CHARS, packTuples } from './writes.ts';
 import type { Caller } from '../domain/access.ts';
 import { callerOf, callerStatement, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 import type { D1 } from './sessions.ts';
@@ -143,7 +144,7 @@ export class Lists {
 
   /**
    * Gives records written before names had search keys their key (`key` of the name), 1,000 a
-   * round trip (in statements of 50: a name may be 10,000 characters), at most `rounds` round
+   * round trip (in statements of at most MAX_TUPLE_CHARS characters of keys), at most `rounds` round
    * trips a run. A record renamed meanwhile already has its own key and is left alone.
    */
   async fillNameKeys(key: (name: string) => string, rounds = 20): Promise<number> {
@@ -156,17 +157,17 @@ export class Lists {
             .all<{ id: number; name: string }>(),
         ),
       );
-      const tuples = rows.results.map((row) => [row.id, key(row.name)]);
-      const statements: D1PreparedStatement[] = [];
-      for (let i = 0; i < tuples.length; i += 50)
-        statements.push(
-          this.db
-            .prepare(
-              `UPDATE records SET name_key = j.value ->> 1 FROM json_each(?1) j
-               WHERE records.id = j.value ->> 0 AND records.name_key IS NULL`,
-            )
-            .bind(JSON.stringify(tuples.slice(i, i + 50))),
-        );
+      const tuples = rows.results.map((row) => JSON.stringify([row.id, key(row.name)]));
+      // Packed by size: a key may be far longer than its name (a character whose compatibility
+      // form is many letters), and D1 refuses a value over 2,000,000 bytes.
+      const statements = packTuples(tuples, MAX_TUPLE_CHARS).map((packed) =>
+        this.db
+          .prepare(
+            `UPDATE records SET name_key = j.value ->> 1 FROM json_each(?1) j
+             WHERE records.id = j.value ->> 0 AND records.name_key IS NULL`,
+          )
+          .bind(typeof packed === 'string' ? packed : `[${tuples[packed] ?? ''}]`),
+      );
       if (statements.length > 0) await retrying(() => this.meter.d1(() => this.db.batch(statements)));
       filled += tuples.length;
       if (tuples.length < 1000) break;

@@ -116,10 +116,28 @@ function operand(sql: Sql, field: FieldRef, value: unknown): string {
 
 const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
 
+/**
+ * Terms joined by `op`, in parentheses, as a balanced tree: D1 refuses an expression more than 100
+ * deep, and `a AND b AND …` is as deep as it is long (100 search words, 50 conditions).
+ */
+function balanced(terms: readonly string[], op: 'AND' | 'OR'): string {
+  if (terms.length <= 2) return `(${terms.join(` ${op} `)})`;
+  const half = Math.ceil(terms.length / 2);
+  return `(${balanced(terms.slice(0, half), op)} ${op} ${balanced(terms.slice(half), op)})`;
+}
+
 /** A condition or a tree of them, as an SQL expression that is 0 or 1 (never NULL). */
 function compile(sql: Sql, expr: Expr): string {
-  if ('and' in expr) return `(${expr.and.map((e) => compile(sql, e)).join(' AND ')})`;
-  if ('or' in expr) return `(${expr.or.map((e) => compile(sql, e)).join(' OR ')})`;
+  if ('and' in expr)
+    return balanced(
+      expr.and.map((e) => compile(sql, e)),
+      'AND',
+    );
+  if ('or' in expr)
+    return balanced(
+      expr.or.map((e) => compile(sql, e)),
+      'OR',
+    );
   if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
   const { field, op, value } = expr;
   if (op === 'contains' && field.type === 'multiSelect') {
@@ -185,7 +203,7 @@ function relevanceSql(sql: Sql, words: readonly string[]): string {
   const all = sql.param(words.join(' '));
   const whole = words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`);
   const first = sql.param(words[0] ?? '');
-  return `CASE WHEN ${NAME_KEY} = ${all} THEN 0 WHEN ${whole.join(' AND ')} THEN 1
+  return `CASE WHEN ${NAME_KEY} = ${all} THEN 0 WHEN ${balanced(whole, 'AND')} THEN 1
     WHEN substr(${NAME_KEY}, 1, length(${first})) = ${first} THEN 2 ELSE 3 END`;
 }
 
@@ -215,7 +233,10 @@ export class Queries {
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const [first, second] = query.sort;
-    if (query.relevance) return this.relevancePage(workspaceId, query, after);
+    // A relevance walk's positions are `[tier, id]` or `[tier, id, 0]`; a position of one is a search
+    // walk's begun in id order (as searches were answered before relevance): it goes on in id order.
+    if (query.relevance && after?.length !== 1) return this.relevancePage(workspaceId, query, after);
+    if (query.relevance) return this.boundedPage(workspaceId, query, after);
     if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
     const byIndexedField = query.sort.length === 2 && first?.field.kind === 'value' && second?.field.name === 'id';
     if (byIndexedField && first.field.kind === 'value' && first.field.ready && second?.direction === 'asc')
@@ -266,12 +287,16 @@ export class Queries {
         const [v, id] = [sql.param(from[0]), sql.param(from[1])];
         past = `AND (ri.value ${desc ? '<' : '>'} ${v} OR (ri.value = ${v} AND ri.record_id > ${id}))`;
       }
-      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri WHERE ri.field = ${name} ${past}
+      // A value its field's type cannot order (a text that is no date-time, kept from before the
+      // field's type changed) is indexed as NULL: it counts as no value, as read from the records.
+      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri
+        WHERE ri.field = ${name} AND ri.value IS NOT NULL ${past}
         ORDER BY ri.value ${desc ? 'DESC' : ''}, ri.record_id LIMIT ${SCAN_BOUND})`;
     }
     const holds =
       walk === 'missing'
-        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name})`
+        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name}
+            AND x.value IS NOT NULL)`
         : `EXISTS (SELECT 1 FROM record_workspaces w WHERE w.workspace_id = ?2 AND w.record_id = r.id)`;
     const where = this.where(sql, query);
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
@@ -314,7 +339,7 @@ export class Queries {
     const words = searchWords(query.search ?? '');
     // Each word starts a word of the name's search key (words joined by single spaces).
     for (const word of words) conditions.push(`instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`);
-    return conditions.join(' AND ');
+    return balanced(conditions, 'AND');
   }
 
   private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
@@ -369,16 +394,17 @@ export class Queries {
    * A search without a sort: by relevance, then id. Each tier of relevance (RELEVANCE_TIERS, best
    * first) is an id-ordered walk of the candidates, as a page sorted by id walks them; a page goes on
    * to the next tier when one ends, and all its walks together read at most SCAN_BOUND candidates
-   * (then it ends early with a cursor). Positions are `[tier, id, 0]`, or `[tier]` at a tier's start.
+   * (then it ends early with a cursor). Positions are `[tier, id, 0]` (`[tier, 0, 0]` at a tier's
+   * start): three values, as a walk in one read has two.
    */
   private async relevancePage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
-    // A walk that began by tiers goes on by tiers (its positions are `[tier]` and `[tier, id, 0]`).
-    const byTiers = after !== undefined && after.length !== 2;
+    // A walk that began by tiers goes on by tiers.
+    const byTiers = after?.length === 3;
     const whole = byTiers ? undefined : await this.relevanceInOneWalk(workspaceId, query, words, after);
     if (whole !== undefined) return whole;
     let tier = (after?.[0] as number | undefined) ?? 0;
-    let from = after !== undefined && after.length >= 2 ? (after[1] as number) : undefined;
+    let from = after === undefined || after[1] === 0 ? undefined : (after[1] as number);
     let budget = SCAN_BOUND;
     const records: RecordOut[] = [];
     const positions: Position[] = [];
@@ -418,7 +444,8 @@ export class Queries {
       tier += 1;
       from = undefined;
       budget -= n;
-      if (budget <= 0) return { records, positions, next: [tier], ...count };
+      // The next tier from its start (ids are positive).
+      if (budget <= 0) return { records, positions, next: [tier, 0, 0], ...count };
     }
   }
 

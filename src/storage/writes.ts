@@ -88,7 +88,7 @@ const UPDATES = `UPDATE records SET
  * unit is at most 3 bytes of UTF-8. A longer tuple (a record near its 1 MiB bound) gets its
  * own one-record statement, as any other write does.
  */
-const MAX_TUPLE_CHARS = 600_000;
+export const MAX_TUPLE_CHARS = 600_000;
 
 // The id is max + 1 (rows are never deleted, so it is never reused); the fallback name needs
 // the id, so it is built here: keep it in step with fallbackName() in domain/name.ts.

@@ -143,6 +143,16 @@ describe('the query domain', () => {
     expect(relevanceOf('anything', [])).toBe(1);
   });
 
+  it('is blind to case where lower case alone is not: a final sigma, a sharp s', () => {
+    // The capitals of a name's start are a prefix of it, whatever place a sigma has in either.
+    expect(relevanceOf('ΣΟΦΟΣΤΗΣ', searchWords('ΣΟΦΟΣ'))).toBe(2);
+    expect(relevanceOf('Σοφός', searchWords('ΣΟΦΟΣ'))).toBe(0);
+    expect(relevanceOf('Straße', searchWords('STRASSE'))).toBe(0);
+    expect(relevanceOf('STRASSE', searchWords('straß'))).toBe(2);
+    expect(relevanceOf('Hauptstraße 5', searchWords('HAUPTSTRASSE'))).toBe(1);
+    expect(searchKey('ẞ Σ')).toBe('ss σ');
+  });
+
   it('ranks a match: the exact name, whole words, the first word, any prefix', () => {
     const words = searchWords('Acme');
     expect(['ÁCME', 'Zed acme', 'Acmeville', 'Big Acmeco', 'Other'].map((n) => relevanceOf(n, words))).toEqual([
