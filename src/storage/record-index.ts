@@ -88,14 +88,25 @@ export function reindexObject(db: D1, objectId: number, now: number): D1Prepared
 
 /** Records a chunk of an index build reads and writes at most. */
 export const BUILD_CHUNK = 1000;
+/**
+ * Bytes of field values a chunk reads at most, besides its first record: a chunk of large
+ * records holds fewer of them (each step stays short whatever the records weigh).
+ */
+export const BUILD_CHUNK_BYTES = 8_000_000;
 
 // Statements of a chunk: ?1 the object, ?2 the field, ?3 the build's position (a record id).
-const CHUNK = `(SELECT id FROM records WHERE object_id = ?1 AND id > ?3 ORDER BY id LIMIT ${BUILD_CHUNK})`;
+// `octet_length` reads a value's size without reading the value.
+const CHUNK = `(SELECT id FROM (SELECT id, coalesce(sum(octet_length(field_values)) OVER (ORDER BY id
+      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+    FROM records WHERE object_id = ?1 AND id > ?3 ORDER BY id LIMIT ${BUILD_CHUNK})
+  WHERE before <= ${BUILD_CHUNK_BYTES})`;
 const AT = 'object_id = ?1 AND field = ?2 AND after_record_id = ?3';
 const STEP = [
   BUILD_FROM(CHUNK, 'f.name = ?2', `EXISTS (SELECT 1 FROM index_builds WHERE ${AT})`),
-  // The last chunk ends the build; any other moves its position on, in the chunk's transaction.
-  `DELETE FROM index_builds WHERE ${AT} AND (SELECT count(*) FROM ${CHUNK}) < ${BUILD_CHUNK}`,
+  // The chunk that reaches the object's last record ends the build; any other moves its position
+  // on, in the chunk's transaction.
+  `DELETE FROM index_builds WHERE ${AT} AND NOT EXISTS (SELECT 1 FROM records
+    WHERE object_id = ?1 AND id > coalesce((SELECT max(id) FROM ${CHUNK}), ?3))`,
   `UPDATE index_builds SET after_record_id = (SELECT max(id) FROM ${CHUNK}) WHERE ${AT}`,
 ];
 
@@ -122,9 +133,9 @@ export async function objectsBuilding(db: D1): Promise<number[]> {
 
 /**
  * One chunk of a build: the index rows of the next BUILD_CHUNK records of the object (in id
- * order) and the build's new position, in one transaction. A build that moved meanwhile (a
- * definition started it again, or another step ran) is left as it is. True when the build
- * has more to do.
+ * order; fewer when they hold more than BUILD_CHUNK_BYTES) and the build's new position, in one
+ * transaction. A build that moved meanwhile (a definition started it again, or another step ran)
+ * is left as it is. True when the build has more to do.
  */
 export async function buildStep(db: D1, objectId: number, build: IndexBuild): Promise<boolean> {
   const results = await db.batch(STEP.map((sql) => db.prepare(sql).bind(objectId, build.field, build.after)));

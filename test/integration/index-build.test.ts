@@ -2,7 +2,7 @@ import { createScheduledController } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index.ts';
-import { BUILD_CHUNK } from '../../src/storage/record-index.ts';
+import { BUILD_CHUNK, BUILD_CHUNK_BYTES } from '../../src/storage/record-index.ts';
 import { admin, bulkRecords, call, newUser, newWorkspace, untilIndexBuilt, walkQuery } from './helpers.ts';
 
 /** The test build's index builder (test/integration/worker.ts): held, it runs only the steps a test asks for. */
@@ -205,6 +205,33 @@ describe('a field newly marked indexed is built in bounded chunks, on alarms', (
     const renamed = { ...definition, name: 'Renamed', fields: onlyRank };
     expect((await admin('PUT', `/admin/objects/${object.id}`, renamed)).status).toBe(200);
     expect(await builds(object.id)).toEqual(at);
+  });
+
+  it('a chunk of large records holds fewer of them: a step reads at most its bytes, and the build ends', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const definition = { name: 'Big', workspaceIds: [workspaceId], fields: PLAIN };
+    const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+    const builder = builderOf(object.id);
+    await builder.hold();
+    // 200 records of about 100 KB: 20 MB in all.
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      200,
+      `json_array(json_object('fieldName', 'code', 'value', 'c' || i), ` +
+        `json_object('fieldName', 'note', 'value', substr(hex(zeroblob(50000)), 1, 100000)))`,
+    );
+    await admin('PUT', `/admin/objects/${object.id}`, { ...definition, fields: INDEXED });
+    expect(await builder.stepOnce(object.id)).toBe(true);
+    const first = await indexOf(object.id, 'code');
+    const perRecord = 100_000;
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThanOrEqual(Math.floor(BUILD_CHUNK_BYTES / perRecord) + 1);
+    expect((await builds(object.id))[0]).toEqual({ field: 'code', after: first.at(-1)?.[0] });
+    await builder.release(object.id);
+    await untilIndexBuilt(object.id);
+    expect((await indexOf(object.id, 'code')).length).toBe(200);
   });
 
   it('a build whose start was lost is started by the scheduled run', async () => {
