@@ -43,6 +43,9 @@ export type Change = ChangeRow;
  * A page is read together with the caller behind `keyHash` (one round trip for both); the
  * route decides from the caller whether the page may be shown at all.
  */
+/** Names read a round trip when filling search keys. */
+const FILL_ROWS = 200;
+
 export class Lists {
   constructor(
     private readonly db: D1,
@@ -143,17 +146,17 @@ export class Lists {
   }
 
   /**
-   * Gives records written before names had search keys their key (`key` of the name), 1,000 a
-   * round trip (in statements of at most MAX_TUPLE_CHARS characters of keys), at most `rounds` round
-   * trips a run. A record renamed meanwhile already has its own key and is left alone.
+   * Gives records written before names had search keys their key (`key` of the name), FILL_ROWS
+   * a round trip (a name may be 10,000 characters; in statements of at most MAX_TUPLE_CHARS
+   * characters of keys), at most `rounds` round trips a run. A record renamed meanwhile already has its own key and is left alone.
    */
-  async fillNameKeys(key: (name: string) => string, rounds = 20): Promise<number> {
+  async fillNameKeys(key: (name: string) => string, rounds = 50): Promise<number> {
     let filled = 0;
     for (let round = 0; round < rounds; round++) {
       const rows = await retrying(() =>
         this.meter.d1(() =>
           this.db
-            .prepare('SELECT id, name FROM records WHERE name_key IS NULL ORDER BY id LIMIT 1000')
+            .prepare(`SELECT id, name FROM records WHERE name_key IS NULL ORDER BY id LIMIT ${FILL_ROWS}`)
             .all<{ id: number; name: string }>(),
         ),
       );
@@ -170,7 +173,7 @@ export class Lists {
       );
       if (statements.length > 0) await retrying(() => this.meter.d1(() => this.db.batch(statements)));
       filled += tuples.length;
-      if (tuples.length < 1000) break;
+      if (tuples.length < FILL_ROWS) break;
     }
     return filled;
   }
