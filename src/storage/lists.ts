@@ -148,9 +148,10 @@ export class Lists {
   /**
    * Gives records written before names had search keys their key (`key` of the name), FILL_ROWS
    * a round trip (a name may be 10,000 characters; in statements of at most MAX_TUPLE_CHARS
-   * characters of keys), at most `rounds` round trips a run. A record renamed meanwhile already has its own key and is left alone.
+   * characters of keys), at most `rounds` round trips a run. A record renamed meanwhile already
+   * has its own key and is left alone.
    */
-  async fillNameKeys(key: (name: string) => string, rounds = 50): Promise<number> {
+  async fillNameKeys(key: (name: string) => string, rounds = 100): Promise<number> {
     let filled = 0;
     for (let round = 0; round < rounds; round++) {
       const rows = await retrying(() =>
