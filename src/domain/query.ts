@@ -20,6 +20,11 @@ export const MAX_IN = 100;
 export const MAX_SEARCH = 200;
 export const MAX_SORT = 3;
 export const MAX_LIMIT = 100;
+/**
+ * Characters of a `contains` value on text: it becomes a GLOB pattern of up to 8 bytes a
+ * character (`θ` matches `[θΘϴ]`), and SQLite refuses a pattern past 50,000 bytes.
+ */
+export const MAX_CONTAINS = 2000;
 
 /**
  * A field as a condition or sort reads it: a column of the record, or a field value. `indexed`:
@@ -192,6 +197,8 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
         problem.code,
         problem.message,
       );
+    if (op === 'contains' && field.type !== 'multiSelect' && characters(node.value as string) > MAX_CONTAINS)
+      return void add(pointer(at, 'value'), 'invalid_length', `expected at most ${MAX_CONTAINS} characters`);
     return { field, op: op as Op, ...('value' in node ? { value: node.value } : {}) };
   };
 

@@ -1,3 +1,4 @@
+import { containsGlob } from '../core/case-fold.ts';
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { matchesSearch, searchWords, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
@@ -133,7 +134,9 @@ function compile(sql: Sql, expr: Expr): string {
       return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
     }
     case 'contains':
-      return `coalesce(instr(lower(${v}), lower(${sql.param(value)})) > 0, 0)`;
+      // Case-insensitive beyond ASCII: a GLOB pattern whose classes hold every letter folding to
+      // each letter sent. GLOB stops at U+0000, which both sides read as U+FFFF.
+      return `coalesce(replace(${v}, char(0), char(65535)) GLOB ${sql.param(containsGlob(String(value)))}, 0)`;
     case 'startsWith': {
       const p = sql.param(value);
       return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
