@@ -108,6 +108,12 @@ export function foldFrom(source: string, column: string): string {
   return `${heads.join('\n')}\nFROM ${source}\n${tails}`;
 }
 
+/**
+ * Characters of a `contains` value on text: its GLOB pattern takes up to 8 bytes a character
+ * (`θ` becomes `[θΘϴ]`), and SQLite refuses a pattern past 50,000 bytes.
+ */
+export const MAX_CONTAINS = 2000;
+
 // GLOB's own characters, matched literally by a class of one.
 const GLOB_SPECIAL = new Set(['*', '?', '[', ']']);
 // The letters that fold to each folded letter (itself first).

@@ -1,3 +1,4 @@
+import { MAX_CONTAINS } from '../core/case-fold.ts';
 import { characters } from '../core/characters.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import { FIELD_NAME } from '../schemas/common.ts';
@@ -20,11 +21,6 @@ export const MAX_IN = 100;
 export const MAX_SEARCH = 200;
 export const MAX_SORT = 3;
 export const MAX_LIMIT = 100;
-/**
- * Characters of a `contains` value on text: it becomes a GLOB pattern of up to 8 bytes a
- * character (`θ` matches `[θΘϴ]`), and SQLite refuses a pattern past 50,000 bytes.
- */
-export const MAX_CONTAINS = 2000;
 
 /**
  * A field as a condition or sort reads it: a column of the record, or a field value. `indexed`:

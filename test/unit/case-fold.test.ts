@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CASE_PAIRS, containsGlob, foldCase, foldFrom, FOLD_LAYER } from '../../src/core/case-fold.ts';
-import { catalogOf, MAX_CONTAINS, parseQuery } from '../../src/domain/query.ts';
+import { CASE_PAIRS, containsGlob, foldCase, foldFrom, FOLD_LAYER, MAX_CONTAINS } from '../../src/core/case-fold.ts';
+import { catalogOf, parseQuery } from '../../src/domain/query.ts';
 
 // The blocks the table covers: every letter there whose lower case is one other code point.
 const BLOCKS = [
