@@ -109,33 +109,15 @@ export function foldFrom(source: string, column: string): string {
 }
 
 /**
- * Characters of a `contains` value on text: its GLOB pattern takes up to 8 bytes a character
- * (`θ` becomes `[θΘϴ]`), and SQLite refuses a pattern past 50,000 bytes.
+ * The pairs whose lower case occurs in `folded` (a folded text). Whether a folded text occurs in
+ * the fold of another depends on these letters only: any other upper-case letter folds to a
+ * letter the folded text does not hold, folded or not. So `contains` folds by these alone.
  */
-export const MAX_CONTAINS = 2000;
-
-// GLOB's own characters, matched literally by a class of one.
-const GLOB_SPECIAL = new Set(['*', '?', '[', ']']);
-// The letters that fold to each folded letter (itself first).
-const FOLDING_TO = new Map<string, string[]>();
-for (const [upper, lower] of [
-  ...CASE_PAIRS,
-  ...Array.from({ length: 26 }, (_, i) => [String.fromCharCode(65 + i), String.fromCharCode(97 + i)] as const),
-])
-  FOLDING_TO.set(lower, [...(FOLDING_TO.get(lower) ?? [lower]), upper]);
-
-/**
- * A GLOB pattern that matches a text exactly when its fold contains the fold of `text`: each
- * letter of the folded text becomes the class of every letter that folds to it (`é` becomes
- * `[éÉ]`). So `contains` needs no fold of the stored value in SQL, whatever its length. GLOB reads
- * a text up to its first U+0000: the caller replaces U+0000 in the value by U+FFFF, as this does
- * in the pattern.
- */
-export function containsGlob(text: string): string {
-  let pattern = '*';
-  for (const c of foldCase(text).replaceAll('\0', '\uffff')) {
-    const folding = FOLDING_TO.get(c);
-    pattern += folding !== undefined ? `[${folding.join('')}]` : GLOB_SPECIAL.has(c) ? `[${c}]` : c;
-  }
-  return `${pattern}*`;
+export function pairsInto(folded: string): (readonly [string, string])[] {
+  const present = new Set(folded);
+  return CASE_PAIRS.filter(([, lower]) => present.has(lower));
 }
+
+/** `expr` through the replace() calls of `pairs` (at most FOLD_LAYER), as one SQL expression. */
+export const replaceSql = (expr: string, pairs: readonly (readonly [string, string])[]): string =>
+  lines(chain(expr, pairs));

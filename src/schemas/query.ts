@@ -1,5 +1,4 @@
 import * as v from 'valibot';
-import { MAX_CONTAINS } from '../core/case-fold.ts';
 import { Id } from './common.ts';
 import { maxChars } from './max-chars.ts';
 import { BatchItemSchema, RecordSchema } from './record.ts';
@@ -26,9 +25,8 @@ const Condition = v.pipe(
         v.unknown(),
         v.description(
           "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a non-empty string " +
-            'for startsWith (case-sensitive) and for contains: on text and name a case-insensitive substring of at ' +
-            `most ${MAX_CONTAINS} characters, letter for letter as unique text values compare (émi finds ÉMILE), ` +
-            'on multiSelect an option.',
+            'for startsWith (case-sensitive) and for contains: on text and name a case-insensitive substring, ' +
+            'letter for letter as unique text values compare (émi finds ÉMILE), on multiSelect an option.',
         ),
       ),
     ),

@@ -1,4 +1,4 @@
-import { containsGlob } from '../core/case-fold.ts';
+import { FOLD_LAYER, foldCase, pairsInto, replaceSql } from '../core/case-fold.ts';
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { matchesSearch, searchWords, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
@@ -81,6 +81,19 @@ export interface QueryPage {
 
 class Sql {
   readonly params: unknown[] = [];
+  private readonly steps: string[] = [];
+  /**
+   * `expr` (of the record `r`) as a value of its own, computed once per record: a join with a
+   * one-row table (`json_each` of a one-element array), listed by `joins` after `records r`.
+   */
+  let(expr: string): string {
+    this.steps.push(`CROSS JOIN json_each(json_array(${expr})) fold_${this.steps.length + 1}`);
+    return `fold_${this.steps.length}.value`;
+  }
+  /** The joins that `let` asked for, to follow `records r` (empty without a folding contains). */
+  joins(): string {
+    return this.steps.join('\n');
+  }
   /** The JSON parameter `k`, as an SQL value. */
   param(value: unknown): string {
     this.params.push(value);
@@ -133,10 +146,18 @@ function compile(sql: Sql, expr: Expr): string {
         field.type === 'datetime' ? `SELECT ${datetimeKey('value')} FROM ${items}` : `SELECT value FROM ${items}`;
       return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
     }
-    case 'contains':
-      // Case-insensitive beyond ASCII: a GLOB pattern whose classes hold every letter folding to
-      // each letter sent. GLOB stops at U+0000, which both sides read as U+FFFF.
-      return `coalesce(replace(${v}, char(0), char(65535)) GLOB ${sql.param(containsGlob(String(value)))}, 0)`;
+    case 'contains': {
+      // Case-insensitive beyond ASCII: the value sent is folded here; the field's value in SQL by
+      // the letters the folded value holds (any other folds to a letter it lacks), FOLD_LAYER
+      // replace() calls a step, each step a value of its own (D1 refuses an expression deeper
+      // than 100). The letters are the fold table's constants, never the text sent.
+      const folded = foldCase(String(value));
+      const pairs = pairsInto(folded);
+      let text = v;
+      for (let i = 0; i < pairs.length; i += FOLD_LAYER)
+        text = sql.let(replaceSql(text, pairs.slice(i, i + FOLD_LAYER)));
+      return `coalesce(instr(lower(${text}), ${sql.param(folded)}) > 0, 0)`;
+    }
     case 'startsWith': {
       const p = sql.param(value);
       return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
@@ -243,7 +264,7 @@ export class Queries {
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
     // reading at its limit (an ORDER BY here would read the whole bounded walk to sort it).
     const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${source} c CROSS JOIN records r ON r.id = c.id
-      WHERE ${holds} AND ${where} LIMIT ?3`;
+      ${sql.joins()} WHERE ${holds} AND ${where} LIMIT ?3`;
     const args = walk === 'missing' ? [JSON.stringify(sql.params), workspaceId] : [JSON.stringify(sql.params)];
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
     if (query.count)
@@ -282,8 +303,9 @@ export class Queries {
   private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
     const sql = new Sql();
     const from = source(sql);
-    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id
-      WHERE ${this.where(sql, query)} LIMIT ${COUNT_BOUND + 1})`;
+    const where = this.where(sql, query);
+    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id ${sql.joins()}
+      WHERE ${where} LIMIT ${COUNT_BOUND + 1})`;
     return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
   }
 
@@ -305,9 +327,10 @@ export class Queries {
     if (query.search !== undefined) return this.searchPage(workspaceId, query, from, desc, source);
     const sql = new Sql();
     const candidates = source(sql, from, true);
+    const where = this.where(sql, query);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
-    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id
-      WHERE ${this.where(sql, query)} LIMIT ?3`;
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+      WHERE ${where} LIMIT ?3`;
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
     if (query.count) statements.push(this.countStatement(workspaceId, query, (s) => source(s, undefined, false)));
     const [rows, counted] = await this.read(statements);
@@ -351,9 +374,10 @@ export class Queries {
   ): Promise<QueryPage> {
     const sql = new Sql();
     const candidates = source(sql, from, true);
+    const where = this.where(sql, query);
     const names =
-      `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id ` +
-      `WHERE ${this.where(sql, query)} ORDER BY r.id ${desc ? 'DESC' : ''}`;
+      `SELECT r.id, r.name FROM ${candidates} JOIN records r ON r.id = c.id ${sql.joins()} ` +
+      `WHERE ${where} ORDER BY r.id ${desc ? 'DESC' : ''}`;
     const scan = new Sql();
     const scanned = `SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`;
     const statements = [
@@ -401,7 +425,7 @@ export class Queries {
     }
     const where = this.where(sql, query);
     const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
-      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id ${sql.joins()}
       WHERE rw.workspace_id = ?2 AND ${where} AND (${keyset})
       ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
       LIMIT ?3`;

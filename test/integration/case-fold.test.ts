@@ -277,6 +277,44 @@ describe('contains is case-insensitive beyond ASCII', () => {
   });
 });
 
+describe('contains: any value, folded in steps D1 accepts', () => {
+  it('U+0000, long values, values holding every letter of the table; past the bound, 400 at its pointer', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const lowers = CASE_PAIRS.map(([, lower]) => lower).join('');
+    const uppers = CASE_PAIRS.map(([upper]) => upper).join('');
+    const nul = await createOne(editor.key, object.id, [fv('note', 'before\u0000AFTER Ä *[?]')]);
+    const long = await createOne(editor.key, object.id, [fv('note', `${'x'.repeat(5000)}ÉMILE`)]);
+    const every = await createOne(editor.key, object.id, [fv('note', `<${uppers}>`)]);
+    const found = async (filter: unknown) => {
+      const answer = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+        key: editor.key,
+        body: { filter, count: true },
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.count.value).toBe(answer.body.items.length);
+      return answer.body.items.map((r: any) => r.id);
+    };
+    const contains = (value: string, field = 'note') => ({ field, op: 'contains', value });
+    expect(await found(contains('\u0000after ä *[?]'))).toEqual([nul.id]);
+    expect(await found(contains('e\u0000a'))).toEqual([nul.id]);
+    expect(await found(contains(`${'X'.repeat(4000)}émile`))).toEqual([long.id]);
+    // 566 letters to fold in one condition, three such conditions in one query (and in the names).
+    expect(await found(contains(`<${lowers}>`))).toEqual([every.id]);
+    expect(await found({ and: [contains(lowers), contains(uppers, 'name'), contains(`${lowers}>`)] })).toEqual([
+      every.id,
+    ]);
+    expect(await found({ or: [contains(lowers.slice(1, 300)), contains('émile')] })).toEqual([long.id, every.id]);
+    const tooMany = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: editor.key,
+      body: { filter: { or: [1, 2, 3, 4].map(() => contains(lowers)) } },
+    });
+    expectProblem(tooMany, 400, 'invalid_request');
+    expect(tooMany.body.errors.map((e: any) => [e.pointer, e.code])).toEqual([
+      ['/filter/or/3/value', 'too_many_letters'],
+    ]);
+  });
+});
+
 describe('the migration folds the keys already written', () => {
   it('folds each key; keeps the old key of a record whose value now clashes, without failing', async () => {
     const { editor, object } = await setup();
