@@ -10,7 +10,9 @@
 --
 -- D1 runs no user functions, triggers cannot use WITH, and D1 refuses an expression nested deeper
 -- than 100: so the fold is written out in full, as replace() calls spread over layers of
--- subqueries (`fold_t0` … `fold_t9`) that each add the value folded a little further.
+-- subqueries (`fold_t0` … `fold_t9`) that each add the value folded a little further. Only a
+-- unique text or email value beyond ASCII (more bytes than characters) goes through them
+-- (`fold_in`); any other's fold is lower() alone.
 
 -- 1. The triggers of the record index, as before, with the unique key of text and email folded.
 DROP TRIGGER record_index_on_insert;
@@ -18,7 +20,7 @@ CREATE TRIGGER record_index_on_insert AFTER INSERT ON records
 BEGIN
   INSERT INTO record_index (record_id, field, object_id, value, unique_key)
   SELECT NEW.id, name, NEW.object_id, value, CASE WHEN is_unique AND NOT NEW.deleted
-      THEN CASE WHEN type IN ('text', 'email') THEN folded ELSE value END END
+      THEN CASE WHEN type IN ('text', 'email') THEN coalesce(folded, lower(value)) ELSE value END END
   FROM (SELECT fold_t9.*, lower(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(fold_t9.fold_c9,'Ọ','ọ'),'Ỏ','ỏ'),'Ố','ố'),'Ồ','ồ'),'Ổ','ổ')
@@ -126,19 +128,22 @@ replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
-replace(replace(replace(fold_t0.value,'À','à'),'Á','á'),'Â','â'),'Ã','ã'),'Ä','ä'),'Å','å'),'Æ','æ')
-,'Ç','ç'),'È','è'),'É','é'),'Ê','ê'),'Ë','ë'),'Ì','ì'),'Í','í'),'Î','î'),'Ï','ï'),'Ð','ð'),'Ñ','ñ')
-,'Ò','ò'),'Ó','ó'),'Ô','ô'),'Õ','õ'),'Ö','ö'),'Ø','ø'),'Ù','ù'),'Ú','ú'),'Û','û'),'Ü','ü'),'Ý','ý')
-,'Þ','þ'),'Ā','ā'),'Ă','ă'),'Ą','ą'),'Ć','ć'),'Ĉ','ĉ'),'Ċ','ċ'),'Č','č'),'Ď','ď'),'Đ','đ'),'Ē','ē')
-,'Ĕ','ĕ'),'Ė','ė'),'Ę','ę'),'Ě','ě'),'Ĝ','ĝ'),'Ğ','ğ'),'Ġ','ġ'),'Ģ','ģ'),'Ĥ','ĥ'),'Ħ','ħ'),'Ĩ','ĩ')
-,'Ī','ī'),'Ĭ','ĭ'),'Į','į'),'Ĳ','ĳ'),'Ĵ','ĵ'),'Ķ','ķ'),'Ĺ','ĺ'),'Ļ','ļ'),'Ľ','ľ') AS fold_c1
-FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
+replace(replace(replace(fold_t0.fold_in,'À','à'),'Á','á'),'Â','â'),'Ã','ã'),'Ä','ä'),'Å','å')
+,'Æ','æ'),'Ç','ç'),'È','è'),'É','é'),'Ê','ê'),'Ë','ë'),'Ì','ì'),'Í','í'),'Î','î'),'Ï','ï'),'Ð','ð')
+,'Ñ','ñ'),'Ò','ò'),'Ó','ó'),'Ô','ô'),'Õ','õ'),'Ö','ö'),'Ø','ø'),'Ù','ù'),'Ú','ú'),'Û','û'),'Ü','ü')
+,'Ý','ý'),'Þ','þ'),'Ā','ā'),'Ă','ă'),'Ą','ą'),'Ć','ć'),'Ĉ','ĉ'),'Ċ','ċ'),'Č','č'),'Ď','ď'),'Đ','đ')
+,'Ē','ē'),'Ĕ','ĕ'),'Ė','ė'),'Ę','ę'),'Ě','ě'),'Ĝ','ĝ'),'Ğ','ğ'),'Ġ','ġ'),'Ģ','ģ'),'Ĥ','ĥ'),'Ħ','ħ')
+,'Ĩ','ĩ'),'Ī','ī'),'Ĭ','ĭ'),'Į','į'),'Ĳ','ĳ'),'Ĵ','ĵ'),'Ķ','ķ'),'Ĺ','ĺ'),'Ļ','ļ'),'Ľ','ľ')
+ AS fold_c1
+FROM (SELECT s.*, CASE WHEN s.is_unique AND s.type IN ('text', 'email')
+      AND length(CAST(s.value AS BLOB)) > length(s.value) THEN s.value END AS fold_in
+    FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
         unixepoch(upper(e.value ->> '$.value'), 'subsec'),
         unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)),
           'subsec') + 1
       )) AS INTEGER) ELSE e.value ->> '$.value' END AS value
     FROM index_fields f JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name
-    WHERE f.object_id = NEW.object_id)
+    WHERE f.object_id = NEW.object_id) s)
  fold_t0) fold_t1) fold_t2) fold_t3) fold_t4) fold_t5) fold_t6) fold_t7) fold_t8) fold_t9)
   WHERE true;
 END;
@@ -153,7 +158,7 @@ BEGIN
       WHERE n.value ->> '$.fieldName' = o.value ->> '$.fieldName'));
   INSERT INTO record_index (record_id, field, object_id, value, unique_key)
   SELECT NEW.id, name, NEW.object_id, value, CASE WHEN is_unique AND NOT NEW.deleted
-      THEN CASE WHEN type IN ('text', 'email') THEN folded ELSE value END END
+      THEN CASE WHEN type IN ('text', 'email') THEN coalesce(folded, lower(value)) ELSE value END END
   FROM (SELECT fold_t9.*, lower(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(fold_t9.fold_c9,'Ọ','ọ'),'Ỏ','ỏ'),'Ố','ố'),'Ồ','ồ'),'Ổ','ổ')
@@ -261,13 +266,16 @@ replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
-replace(replace(replace(fold_t0.value,'À','à'),'Á','á'),'Â','â'),'Ã','ã'),'Ä','ä'),'Å','å'),'Æ','æ')
-,'Ç','ç'),'È','è'),'É','é'),'Ê','ê'),'Ë','ë'),'Ì','ì'),'Í','í'),'Î','î'),'Ï','ï'),'Ð','ð'),'Ñ','ñ')
-,'Ò','ò'),'Ó','ó'),'Ô','ô'),'Õ','õ'),'Ö','ö'),'Ø','ø'),'Ù','ù'),'Ú','ú'),'Û','û'),'Ü','ü'),'Ý','ý')
-,'Þ','þ'),'Ā','ā'),'Ă','ă'),'Ą','ą'),'Ć','ć'),'Ĉ','ĉ'),'Ċ','ċ'),'Č','č'),'Ď','ď'),'Đ','đ'),'Ē','ē')
-,'Ĕ','ĕ'),'Ė','ė'),'Ę','ę'),'Ě','ě'),'Ĝ','ĝ'),'Ğ','ğ'),'Ġ','ġ'),'Ģ','ģ'),'Ĥ','ĥ'),'Ħ','ħ'),'Ĩ','ĩ')
-,'Ī','ī'),'Ĭ','ĭ'),'Į','į'),'Ĳ','ĳ'),'Ĵ','ĵ'),'Ķ','ķ'),'Ĺ','ĺ'),'Ļ','ļ'),'Ľ','ľ') AS fold_c1
-FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
+replace(replace(replace(fold_t0.fold_in,'À','à'),'Á','á'),'Â','â'),'Ã','ã'),'Ä','ä'),'Å','å')
+,'Æ','æ'),'Ç','ç'),'È','è'),'É','é'),'Ê','ê'),'Ë','ë'),'Ì','ì'),'Í','í'),'Î','î'),'Ï','ï'),'Ð','ð')
+,'Ñ','ñ'),'Ò','ò'),'Ó','ó'),'Ô','ô'),'Õ','õ'),'Ö','ö'),'Ø','ø'),'Ù','ù'),'Ú','ú'),'Û','û'),'Ü','ü')
+,'Ý','ý'),'Þ','þ'),'Ā','ā'),'Ă','ă'),'Ą','ą'),'Ć','ć'),'Ĉ','ĉ'),'Ċ','ċ'),'Č','č'),'Ď','ď'),'Đ','đ')
+,'Ē','ē'),'Ĕ','ĕ'),'Ė','ė'),'Ę','ę'),'Ě','ě'),'Ĝ','ĝ'),'Ğ','ğ'),'Ġ','ġ'),'Ģ','ģ'),'Ĥ','ĥ'),'Ħ','ħ')
+,'Ĩ','ĩ'),'Ī','ī'),'Ĭ','ĭ'),'Į','į'),'Ĳ','ĳ'),'Ĵ','ĵ'),'Ķ','ķ'),'Ĺ','ĺ'),'Ļ','ļ'),'Ľ','ľ')
+ AS fold_c1
+FROM (SELECT s.*, CASE WHEN s.is_unique AND s.type IN ('text', 'email')
+      AND length(CAST(s.value AS BLOB)) > length(s.value) THEN s.value END AS fold_in
+    FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
         unixepoch(upper(e.value ->> '$.value'), 'subsec'),
         unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)),
           'subsec') + 1
@@ -275,7 +283,7 @@ FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(
     FROM index_fields f JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name
     WHERE f.object_id = NEW.object_id AND (NEW.deleted IS NOT OLD.deleted OR NOT EXISTS (
       SELECT 1 FROM json_each(OLD.field_values) o
-      WHERE o.value ->> '$.fieldName' = f.name AND o.value -> '$.value' IS e.value -> '$.value')))
+      WHERE o.value ->> '$.fieldName' = f.name AND o.value -> '$.value' IS e.value -> '$.value'))) s)
  fold_t0) fold_t1) fold_t2) fold_t3) fold_t4) fold_t5) fold_t6) fold_t7) fold_t8) fold_t9)
   WHERE true
   ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key;
@@ -393,15 +401,16 @@ replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
 replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(
-replace(replace(replace(fold_t0.value,'À','à'),'Á','á'),'Â','â'),'Ã','ã'),'Ä','ä'),'Å','å'),'Æ','æ')
-,'Ç','ç'),'È','è'),'É','é'),'Ê','ê'),'Ë','ë'),'Ì','ì'),'Í','í'),'Î','î'),'Ï','ï'),'Ð','ð'),'Ñ','ñ')
-,'Ò','ò'),'Ó','ó'),'Ô','ô'),'Õ','õ'),'Ö','ö'),'Ø','ø'),'Ù','ù'),'Ú','ú'),'Û','û'),'Ü','ü'),'Ý','ý')
-,'Þ','þ'),'Ā','ā'),'Ă','ă'),'Ą','ą'),'Ć','ć'),'Ĉ','ĉ'),'Ċ','ċ'),'Č','č'),'Ď','ď'),'Đ','đ'),'Ē','ē')
-,'Ĕ','ĕ'),'Ė','ė'),'Ę','ę'),'Ě','ě'),'Ĝ','ĝ'),'Ğ','ğ'),'Ġ','ġ'),'Ģ','ģ'),'Ĥ','ĥ'),'Ħ','ħ'),'Ĩ','ĩ')
-,'Ī','ī'),'Ĭ','ĭ'),'Į','į'),'Ĳ','ĳ'),'Ĵ','ĵ'),'Ķ','ķ'),'Ĺ','ĺ'),'Ļ','ļ'),'Ľ','ľ') AS fold_c1
-FROM (SELECT ri.record_id, ri.field, ri.value FROM record_index ri JOIN index_fields f
+replace(replace(replace(fold_t0.fold_in,'À','à'),'Á','á'),'Â','â'),'Ã','ã'),'Ä','ä'),'Å','å')
+,'Æ','æ'),'Ç','ç'),'È','è'),'É','é'),'Ê','ê'),'Ë','ë'),'Ì','ì'),'Í','í'),'Î','î'),'Ï','ï'),'Ð','ð')
+,'Ñ','ñ'),'Ò','ò'),'Ó','ó'),'Ô','ô'),'Õ','õ'),'Ö','ö'),'Ø','ø'),'Ù','ù'),'Ú','ú'),'Û','û'),'Ü','ü')
+,'Ý','ý'),'Þ','þ'),'Ā','ā'),'Ă','ă'),'Ą','ą'),'Ć','ć'),'Ĉ','ĉ'),'Ċ','ċ'),'Č','č'),'Ď','ď'),'Đ','đ')
+,'Ē','ē'),'Ĕ','ĕ'),'Ė','ė'),'Ę','ę'),'Ě','ě'),'Ĝ','ĝ'),'Ğ','ğ'),'Ġ','ġ'),'Ģ','ģ'),'Ĥ','ĥ'),'Ħ','ħ')
+,'Ĩ','ĩ'),'Ī','ī'),'Ĭ','ĭ'),'Į','į'),'Ĳ','ĳ'),'Ĵ','ĵ'),'Ķ','ķ'),'Ĺ','ĺ'),'Ļ','ļ'),'Ľ','ľ')
+ AS fold_c1
+FROM (SELECT ri.record_id, ri.field, ri.value AS fold_in FROM record_index ri JOIN index_fields f
     ON f.object_id = ri.object_id AND f.name = ri.field AND f.type IN ('text', 'email')
-  WHERE ri.unique_key IS NOT NULL)
+  WHERE ri.unique_key IS NOT NULL AND length(CAST(ri.value AS BLOB)) > length(ri.value))
  fold_t0) fold_t1) fold_t2) fold_t3) fold_t4) fold_t5) fold_t6) fold_t7) fold_t8) fold_t9) k
 WHERE record_index.record_id = k.record_id AND record_index.field = k.field
   AND record_index.unique_key IS NOT k.folded;
