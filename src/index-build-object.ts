@@ -38,8 +38,3 @@ export class IndexBuildObject extends DurableObject<Env> {
     return true;
   }
 }
-
-/** Tells the object's builder that builds may be due (after a definition's write committed). */
-export async function startIndexBuild(env: Env, objectId: number): Promise<void> {
-  await env.INDEX_BUILDS.getByName(String(objectId)).start(objectId);
-}

@@ -1,5 +1,5 @@
 import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
-import { startIndexBuild } from '../index-build-object.ts';
+import { startIndexBuild } from '../writing/index-builds.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems, type ObjectDef } from '../domain/definition.ts';
