@@ -11,7 +11,7 @@
  * replace() calls written out in full (`foldFrom`): the unique keys of text and email values are
  * computed by it in the triggers of the migrations, whose text must hold exactly what `foldFrom`
  * generates. Changing the table below therefore needs a new migration that writes the new chain
- * and recomputes the keys.
+ * and recomputes the keys. A query's `contains` folds by the letters it needs (`pairsInto`).
  */
 
 // Each pair is an upper-case letter followed by its lower case (String.prototype.toLowerCase of
