@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { Context } from '../context.ts';
+import { foldCase } from '../core/case-fold.ts';
 import { failureOf, newWriteId, type LedgerOutcome, type UpsertResult } from '../core/ledger.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { Settled } from '../core/settle.ts';
@@ -12,14 +13,7 @@ import { busy, invalidBody, notFound, rejected, unauthorized, type HttpError } f
 import { FieldName, MAX_BATCH } from '../schemas/common.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
-import {
-  asciiLower,
-  claimsOf,
-  isUniqueViolation,
-  uniqueClashes,
-  uniqueHolders,
-  uniqueViolation,
-} from '../storage/record-index.ts';
+import { claimsOf, isUniqueViolation, uniqueClashes, uniqueHolders, uniqueViolation } from '../storage/record-index.ts';
 import { sleep } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
@@ -70,7 +64,7 @@ function matchProblems(def: ObjectDef, body: UpsertIn): InputProblem[] {
       return [
         { pointer: pointer('', 'items', i, 'fieldValues'), code: 'required', message: `${body.matchOn} is required` },
       ];
-    const key = JSON.stringify(field.type === 'text' || field.type === 'email' ? asciiLower(String(value)) : value);
+    const key = JSON.stringify(field.type === 'text' || field.type === 'email' ? foldCase(String(value)) : value);
     const twice = seen.has(key);
     seen.add(key);
     return twice

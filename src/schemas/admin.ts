@@ -56,8 +56,10 @@ export const FieldDefinition = v.strictObject({
     v.pipe(
       v.boolean(),
       v.description(
-        'No two live records of the object hold the same value (text and email compare case-insensitively); text, ' +
-          'email, url, integer and date only. Implies indexed.',
+        'No two live records of the object hold the same value; text, email, url, integer and date only. Implies ' +
+          'indexed. Text and email compare case-insensitively, letter for letter by Unicode simple lower case for ' +
+          'Latin, Greek, Cyrillic and Armenian letters (Émile = ÉMILE, Σοφία = ΣΟΦΊΑ), never expanding (ß is not ss, ' +
+          'İ is not i). A url compares as sent.',
       ),
     ),
   ),

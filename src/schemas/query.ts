@@ -24,8 +24,9 @@ const Condition = v.pipe(
       v.pipe(
         v.unknown(),
         v.description(
-          "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a string for " +
-            'contains/startsWith.',
+          "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a non-empty string " +
+            'for startsWith (case-sensitive) and for contains: on text and name a case-insensitive substring, ' +
+            'letter for letter as unique text values compare (émi finds ÉMILE), on multiSelect an option.',
         ),
       ),
     ),

@@ -1,3 +1,4 @@
+import { FOLD_LAYER, foldCase, pairsInto, replaceSql } from '../core/case-fold.ts';
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import {
@@ -87,6 +88,19 @@ export interface QueryPage {
 
 class Sql {
   readonly params: unknown[] = [];
+  private readonly steps: string[] = [];
+  /**
+   * `expr` (of the record `r`) as a value of its own, computed once per record: a join with a
+   * one-row table (`json_each` of a one-element array), listed by `joins` after `records r`.
+   */
+  let(expr: string): string {
+    this.steps.push(`CROSS JOIN json_each(json_array(${expr})) fold_${this.steps.length + 1}`);
+    return `fold_${this.steps.length}.value`;
+  }
+  /** The joins that `let` asked for, to follow `records r` (empty without a folding contains). */
+  joins(): string {
+    return this.steps.join('\n');
+  }
   /** The JSON parameter `k`, as an SQL value. */
   param(value: unknown): string {
     this.params.push(value);
@@ -157,8 +171,18 @@ function compile(sql: Sql, expr: Expr): string {
         field.type === 'datetime' ? `SELECT ${datetimeKey('value')} FROM ${items}` : `SELECT value FROM ${items}`;
       return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
     }
-    case 'contains':
-      return `coalesce(instr(lower(${v}), lower(${sql.param(value)})) > 0, 0)`;
+    case 'contains': {
+      // Case-insensitive beyond ASCII: the value sent is folded here; the field's value in SQL by
+      // the letters the folded value holds (any other folds to a letter it lacks), FOLD_LAYER
+      // replace() calls a step, each step a value of its own (D1 refuses an expression deeper
+      // than 100). The letters are the fold table's constants, never the text sent.
+      const folded = foldCase(String(value));
+      const pairs = pairsInto(folded);
+      let text = v;
+      for (let i = 0; i < pairs.length; i += FOLD_LAYER)
+        text = sql.let(replaceSql(text, pairs.slice(i, i + FOLD_LAYER)));
+      return `coalesce(instr(lower(${text}), ${sql.param(folded)}) > 0, 0)`;
+    }
     case 'startsWith': {
       const p = sql.param(value);
       return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
@@ -302,7 +326,7 @@ export class Queries {
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
     // reading at its limit (an ORDER BY here would read the whole bounded walk to sort it).
     const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${source} c CROSS JOIN records r ON r.id = c.id
-      WHERE ${holds} AND ${where} LIMIT ?3`;
+      ${sql.joins()} WHERE ${holds} AND ${where} LIMIT ?3`;
     const args = walk === 'missing' ? [JSON.stringify(sql.params), workspaceId] : [JSON.stringify(sql.params)];
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
     if (query.count)
@@ -345,8 +369,9 @@ export class Queries {
   private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
     const sql = new Sql();
     const from = source(sql);
-    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id
-      WHERE ${this.where(sql, query)} LIMIT ${COUNT_BOUND + 1})`;
+    const where = this.where(sql, query);
+    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id ${sql.joins()}
+      WHERE ${where} LIMIT ${COUNT_BOUND + 1})`;
     return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
   }
 
@@ -357,9 +382,10 @@ export class Queries {
     const from = after?.at(-1) as number | undefined;
     const sql = new Sql();
     const candidates = source(sql, from, true);
+    const where = this.where(sql, query);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
-    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id
-      WHERE ${this.where(sql, query)} LIMIT ?3`;
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+      WHERE ${where} LIMIT ?3`;
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
     if (query.count) statements.push(this.countStatement(workspaceId, query, (s) => source(s, undefined, false)));
     const [rows, counted] = await this.read(statements);
@@ -412,8 +438,9 @@ export class Queries {
     for (;;) {
       const sql = new Sql();
       const candidates = idWalk(sql, query, false, from, budget);
-      const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id
-        WHERE ${this.where(sql, query)} AND ${relevanceSql(sql, words)} = ${tier} LIMIT ?3`;
+      const where = this.where(sql, query);
+      const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+        WHERE ${where} AND ${relevanceSql(sql, words)} = ${tier} LIMIT ?3`;
       const walked = new Sql();
       const scanned = `SELECT count(*) AS n, max(c.id) AS last FROM ${idWalk(walked, query, false, from, budget)}`;
       const statements = [
@@ -471,9 +498,10 @@ export class Queries {
     }
     // The records' columns are read for the page's rows only, after the matches are ordered; when
     // the walk does not fit, the (constant) count makes SQLite read no candidate at all.
+    const where = this.where(sql, query);
     const text = `SELECT ${RECORD_COLUMNS}, m.tier FROM (SELECT r.id, ${relevanceSql(sql, words)} AS tier
-        FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)} CROSS JOIN records r ON r.id = c.id
-        WHERE ${this.where(sql, query)}
+        FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+        WHERE ${where}
           AND (SELECT count(*) FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)}) < ${SCAN_BOUND}) m
       CROSS JOIN records r ON r.id = m.id
       WHERE ${keyset} ORDER BY m.tier, m.id LIMIT ?3`;
@@ -520,7 +548,7 @@ export class Queries {
     }
     const where = this.where(sql, query);
     const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
-      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id ${sql.joins()}
       WHERE rw.workspace_id = ?2 AND ${where} AND (${keyset})
       ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
       LIMIT ?3`;

@@ -91,6 +91,19 @@ describe('search by name: relevance, sorts, counts', () => {
     const counted = await queryRecords(viewer.key, workspaceId, { search: 'a', count: true, limit: 1 });
     expect(counted.body.count).toEqual({ value: 3, exact: true });
     expect(counted.body.items).toHaveLength(1);
+    // With a contains that folds letters beyond ASCII, by relevance and by a sort, in one read or by tiers.
+    const aerzte = await createOne(editor.key, object.id, [fv('title', 'ÄRZTE Air'), fv('size', 1)]);
+    for (const sort of [undefined, [{ field: 'name' }]]) {
+      const folded = await queryRecords(viewer.key, workspaceId, {
+        search: 'air',
+        filter: { field: 'title', op: 'contains', value: 'ärz' },
+        ...(sort === undefined ? {} : { sort }),
+        count: true,
+      });
+      expect(folded.status).toBe(200);
+      expect(folded.body.items.map((r: { id: number }) => r.id)).toEqual([aerzte.id]);
+      expect(folded.body.count).toEqual({ value: 1, exact: true });
+    }
     expectProblem(await queryRecords(viewer.key, workspaceId, { search: 5 }), 400, 'invalid_request');
   });
 

@@ -1,0 +1,347 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { CASE_PAIRS, foldCase, foldFrom } from '../../src/core/case-fold.ts';
+import { admin, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
+
+/**
+ * Unique text and email values, and `contains`, compare by Unicode lower case beyond ASCII: the
+ * fold D1 computes in the index's triggers and queries is the one the Worker computes.
+ */
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+
+const FIELDS = [
+  { name: 'code', type: 'text', unique: true },
+  { name: 'mail', type: 'email', unique: true },
+  { name: 'site', type: 'url', unique: true },
+  { name: 'note', type: 'text' },
+];
+
+async function setup() {
+  const editor = await newUser('editor');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+  const definition = { name: 'Item', nameTemplate: '{note}', workspaceIds: [workspaceId], fields: FIELDS };
+  const object = (await admin('POST', '/admin/objects', definition)).body;
+  return { editor, workspaceId, object, definition };
+}
+
+async function stored(objectId: number) {
+  const rows = await env.DB.prepare(
+    'SELECT id, version, deleted, field_values FROM records WHERE object_id = ? ORDER BY id',
+  )
+    .bind(objectId)
+    .all<{ id: number; version: number; deleted: number; field_values: string }>();
+  return rows.results;
+}
+
+const create = (key: string, objectId: number, fieldValues: unknown[]): Promise<Answer> =>
+  call('POST', '/records/batch', { key, body: [{ objectId, fieldValues }] });
+
+/** Each pair: a value held, and one that differs from it only by case beyond ASCII. */
+const CLASHES: [string, string][] = [
+  ['Émile', 'émile'],
+  ['ÖL-1', 'öl-1'],
+  ['ΣΟΦΊΑ', 'Σοφία'],
+  ['Москва', 'МОСКВА'],
+  ['ԵՐԵՎԱՆ', 'երեվան'],
+  ['ĐẶNG', 'đặng'],
+  // U+0000 is stored as sent, and folded around.
+  ['Ä\u0000X', 'ä\u0000x'],
+  ['a\u0000B', 'A\u0000b'],
+];
+
+describe('the fold in D1 is the fold in the Worker', () => {
+  it('folds every pair of the table, and mixed text, exactly as foldCase does', async () => {
+    const texts = [
+      ...CASE_PAIRS.flat(),
+      CASE_PAIRS.map(([upper]) => upper).join(''),
+      CASE_PAIRS.map(([upper, lower]) => `${upper}x${lower}Y`).join(' '),
+      'Émile ÖL ΣΟΦΊΑ МОСКВА ԵՐԵՎԱՆ ĐẶNG',
+      'ẞ ß İ ＡＢＣ 日本 ASCII',
+    ];
+    const folding = foldFrom('(SELECT j.key AS i, j.value AS value FROM json_each(?1) j)', 'value');
+    const rows = await env.DB.prepare(`SELECT i, folded FROM ${folding} ORDER BY i`)
+      .bind(JSON.stringify(texts))
+      .all<{ i: number; folded: string }>();
+    expect(rows.results.map((row) => row.folded)).toEqual(texts.map(foldCase));
+    // Not vacuous: the table folds something in each.
+    expect(texts.filter((text) => foldCase(text) === text)).toEqual(CASE_PAIRS.map(([, lower]) => lower));
+  });
+
+  it('the index keys of text and email values are folded; a url keeps its case', async () => {
+    const { editor, object } = await setup();
+    const r = await createOne(editor.key, object.id, [
+      fv('code', 'ÉMILE Σ'),
+      fv('mail', 'ÉLODIE@Exemple.fr'),
+      fv('site', 'https://example.com/ÉTÉ'),
+    ]);
+    const rows = await env.DB.prepare('SELECT field, unique_key FROM record_index WHERE record_id = ? ORDER BY field')
+      .bind(r.id)
+      .all();
+    expect(rows.results).toEqual([
+      { field: 'code', unique_key: 'émile σ' },
+      { field: 'mail', unique_key: 'élodie@exemple.fr' },
+      { field: 'site', unique_key: 'https://example.com/ÉTÉ' },
+    ]);
+  });
+});
+
+describe('unique text and email values clash across case beyond ASCII', () => {
+  it('on create: 409 unique_violation at its pointer, nothing written', async () => {
+    const { editor, object } = await setup();
+    for (const [held, sent] of CLASHES) {
+      const holder = await createOne(editor.key, object.id, [fv('note', 'n'), fv('code', held)]);
+      const before = await stored(object.id);
+      const clash = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [
+          { objectId: object.id, fieldValues: [fv('code', `${held}-free`)] },
+          { objectId: object.id, fieldValues: [fv('note', 'n'), fv('code', sent)] },
+        ],
+      });
+      expectProblem(clash, 409, 'conflict');
+      expect(clash.body.errors).toEqual([
+        { pointer: '/1/fieldValues/1', code: 'unique_violation', message: `record ${holder.id} holds this value` },
+      ]);
+      expect(await stored(object.id)).toEqual(before);
+    }
+    // Two of one request clash with each other.
+    const twice = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [
+        { objectId: object.id, fieldValues: [fv('code', 'Ärger')] },
+        { objectId: object.id, fieldValues: [fv('code', 'äRGER')] },
+      ],
+    });
+    expectProblem(twice, 409, 'conflict');
+    expect(twice.body.errors[0]).toMatchObject({ pointer: '/1/fieldValues/0', code: 'unique_violation' });
+    // Values that differ by more than case stay distinct: the fold maps letters one to one.
+    for (const value of ['Emile', 'STRASSE', 'straße', 'οδος', 'οδοσ', 'ＡＢＣ', 'ａｂｃ'])
+      await createOne(editor.key, object.id, [fv('code', value)]);
+  });
+
+  it('an email, its local part beyond ASCII, is unique whatever its case', async () => {
+    const { editor, object } = await setup();
+    const holder = await createOne(editor.key, object.id, [fv('mail', 'élodie.çavaş@exemple.fr')]);
+    const before = await stored(object.id);
+    const clash = await create(editor.key, object.id, [fv('mail', 'ÉLODIE.ÇAVAŞ@EXEMPLE.FR')]);
+    expectProblem(clash, 409, 'conflict');
+    expect(clash.body.errors).toEqual([
+      { pointer: '/0/fieldValues/0', code: 'unique_violation', message: `record ${holder.id} holds this value` },
+    ]);
+    expect(await stored(object.id)).toEqual(before);
+    // A url is compared as sent.
+    await createOne(editor.key, object.id, [fv('site', 'https://example.com/été')]);
+    await createOne(editor.key, object.id, [fv('site', 'https://example.com/ÉTÉ')]);
+  });
+
+  it('on patch, patch batch and restore: 409 unique_violation, the record unchanged', async () => {
+    const { editor, workspaceId, object } = await setup();
+    for (const [held, sent] of CLASHES) {
+      const holder = await createOne(editor.key, object.id, [fv('code', held)]);
+      const other = await createOne(editor.key, object.id, [fv('code', `${held}-other`)]);
+      const patch = await call('PATCH', `/workspaces/${workspaceId}/records/${other.id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('note', 'changed'), fv('code', sent)] },
+      });
+      expectProblem(patch, 409, 'conflict');
+      // A single patch learns of the clash from D1's refusal: it names the field values, not which.
+      expect(patch.body.errors).toEqual([
+        {
+          pointer: '/fieldValues',
+          code: 'unique_violation',
+          message: 'another live record holds a value of a unique field',
+        },
+      ]);
+      const batch = await call('PATCH', '/records/batch', {
+        key: editor.key,
+        body: [{ id: other.id, fieldValues: [fv('code', sent)] }],
+      });
+      expectProblem(batch, 409, 'conflict');
+      expect(batch.body.errors[0]).toMatchObject({ pointer: '/0/fieldValues/0', code: 'unique_violation' });
+      const read = await call('GET', `/records/${other.id}`, { key: editor.key });
+      expect([read.body.version, read.body.fieldValues]).toEqual([1, [fv('code', `${held}-other`)]]);
+      // The holder deleted, the value is free; restoring the holder while another holds it is refused.
+      await call('DELETE', `/workspaces/${workspaceId}/records/${holder.id}`, { key: editor.key });
+      const taken = await createOne(editor.key, object.id, [fv('code', sent)]);
+      const restore = await call('POST', `/workspaces/${workspaceId}/records/${holder.id}/restore`, {
+        key: editor.key,
+      });
+      expectProblem(restore, 409, 'conflict');
+      expect(restore.body.errors[0]).toMatchObject({ code: 'unique_violation' });
+      const after = await call('GET', `/records/${holder.id}`, { key: editor.key });
+      expect([after.body.deleted, after.body.version]).toEqual([true, 2]);
+      expect(taken.fieldValues).toEqual([fv('code', sent)]);
+    }
+  });
+
+  it('upsert matches the holder across case; a create of a held value is 409; nothing else written', async () => {
+    const { editor, object } = await setup();
+    const holders = [];
+    for (const [held] of CLASHES) holders.push(await createOne(editor.key, object.id, [fv('code', held)]));
+    const answer = await call('POST', `/objects/${object.id}/records/upsert`, {
+      key: editor.key,
+      body: { matchOn: 'code', items: CLASHES.map(([, sent]) => ({ fieldValues: [fv('code', sent)] })) },
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.map((item: any) => [item.result, item.record.id])).toEqual(
+      holders.map((holder) => ['updated', holder.id]),
+    );
+    for (const [i, [, sent]] of CLASHES.entries()) {
+      const read = await call('GET', `/records/${holders[i].id}`, { key: editor.key });
+      expect(read.body.fieldValues).toEqual([fv('code', sent)]);
+    }
+    // The same value twice in one request, by case: 400.
+    const twice = await call('POST', `/objects/${object.id}/records/upsert`, {
+      key: editor.key,
+      body: {
+        matchOn: 'code',
+        items: [{ fieldValues: [fv('code', 'Ωmega')] }, { fieldValues: [fv('code', 'ωMEGA')] }],
+      },
+    });
+    expectProblem(twice, 400, 'invalid_request');
+    expect(twice.body.errors[0]).toMatchObject({ pointer: '/items/1/fieldValues/0/value', code: 'duplicate' });
+    // Matched on mail, a create whose code another record holds by case: 409, nothing written.
+    const before = await stored(object.id);
+    const heldCyrillic = await call('POST', `/objects/${object.id}/records/upsert`, {
+      key: editor.key,
+      body: { matchOn: 'mail', items: [{ fieldValues: [fv('mail', 'new2@x.org'), fv('code', 'москва')] }] },
+    });
+    expectProblem(heldCyrillic, 409, 'conflict');
+    expect(heldCyrillic.body.errors).toEqual([
+      {
+        pointer: '/items/0/fieldValues/1',
+        code: 'unique_violation',
+        message: `record ${holders[3].id} holds this value`,
+      },
+    ]);
+    expect(await stored(object.id)).toEqual(before);
+  });
+
+  it('20 concurrent creates of one value in different cases: exactly one record holds it', async () => {
+    const { editor, object } = await setup();
+    const spellings = ['ÉMILE', 'émile', 'Émile', 'éMILE', 'ÉmIlE'];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => create(editor.key, object.id, [fv('code', spellings[i % 5])])),
+    );
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+    for (const a of answers.filter((a) => a.status !== 201)) {
+      expectProblem(a, 409, 'conflict');
+      expect(a.body.errors[0]).toMatchObject({ pointer: '/0/fieldValues/0', code: 'unique_violation' });
+    }
+    const held = (await stored(object.id)).filter((r) => foldCase(JSON.parse(r.field_values)[0].value) === 'émile');
+    expect(held).toHaveLength(1);
+  });
+
+  it('marking a field unique while Ä-1 and ä-1 live is 409 listing them; the definition unchanged', async () => {
+    const { editor, object, definition } = await setup();
+    const a = await createOne(editor.key, object.id, [fv('note', 'Ä-1')]);
+    const b = await createOne(editor.key, object.id, [fv('note', 'ä-1')]);
+    await createOne(editor.key, object.id, [fv('note', 'A-1')]);
+    const unique = { ...definition, fields: FIELDS.map((f) => (f.name === 'note' ? { ...f, unique: true } : f)) };
+    const refused = await admin('PUT', `/admin/objects/${object.id}`, unique);
+    expectProblem(refused, 409, 'conflict');
+    expect(refused.body.errors).toEqual([
+      { pointer: '/fields/3/unique', code: 'duplicates', message: `live records ${a.id}, ${b.id} hold the same value` },
+    ]);
+    expect((await admin('GET', `/admin/objects/${object.id}`)).body.version).toBe(1);
+    // Once one of them is deleted, the field can be made unique.
+    await call('DELETE', `/workspaces/${definition.workspaceIds[0]}/records/${b.id}`, { key: editor.key });
+    expect((await admin('PUT', `/admin/objects/${object.id}`, unique)).status).toBe(200);
+    expectProblem(await create(editor.key, object.id, [fv('note', 'Ä-1'.toLowerCase())]), 409, 'conflict');
+  });
+});
+
+describe('contains is case-insensitive beyond ASCII', () => {
+  it('finds ÉMILE by émi and Москва by СКВ, in text fields and names; and nothing else', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const emile = await createOne(editor.key, object.id, [fv('note', 'ÉMILE ZOLA'), fv('code', 'c1')]);
+    const moscow = await createOne(editor.key, object.id, [fv('note', 'Москва'), fv('code', 'c2')]);
+    const greek = await createOne(editor.key, object.id, [fv('note', 'Σοφία'), fv('code', 'c3')]);
+    await createOne(editor.key, object.id, [fv('note', 'Emile sans accent'), fv('code', 'c4')]);
+    const found = async (field: string, value: string) => {
+      const answer = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+        key: editor.key,
+        body: { filter: { field, op: 'contains', value } },
+      });
+      expect(answer.status).toBe(200);
+      return answer.body.items.map((r: any) => r.id);
+    };
+    for (const field of ['note', 'name']) {
+      expect(await found(field, 'émi')).toEqual([emile.id]);
+      expect(await found(field, 'ÉMI')).toEqual([emile.id]);
+      expect(await found(field, 'СКВ')).toEqual([moscow.id]);
+      expect(await found(field, 'ΣΟΦΊ')).toEqual([greek.id]);
+      expect(await found(field, 'mile')).toEqual([emile.id, (await stored(object.id))[3]?.id]);
+      expect(await found(field, 'ß')).toEqual([]);
+    }
+    // The code field (unique, so read from the index) too.
+    expect(await found('code', 'C2')).toEqual([moscow.id]);
+  });
+});
+
+describe('contains: any value, folded in steps D1 accepts', () => {
+  it('U+0000, long values, values holding every letter of the table; past the bound, 400 at its pointer', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const lowers = CASE_PAIRS.map(([, lower]) => lower).join('');
+    const uppers = CASE_PAIRS.map(([upper]) => upper).join('');
+    const nul = await createOne(editor.key, object.id, [fv('note', 'before\u0000AFTER Ä *[?]')]);
+    const long = await createOne(editor.key, object.id, [fv('note', `${'x'.repeat(5000)}ÉMILE`)]);
+    const every = await createOne(editor.key, object.id, [fv('note', `<${uppers}>`)]);
+    const found = async (filter: unknown) => {
+      const answer = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+        key: editor.key,
+        body: { filter, count: true },
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.count.value).toBe(answer.body.items.length);
+      return answer.body.items.map((r: any) => r.id);
+    };
+    const contains = (value: string, field = 'note') => ({ field, op: 'contains', value });
+    expect(await found(contains('\u0000after ä *[?]'))).toEqual([nul.id]);
+    expect(await found(contains('e\u0000a'))).toEqual([nul.id]);
+    expect(await found(contains(`${'X'.repeat(4000)}émile`))).toEqual([long.id]);
+    // 566 letters to fold in one condition, three such conditions in one query (and in the names).
+    expect(await found(contains(`<${lowers}>`))).toEqual([every.id]);
+    expect(await found({ and: [contains(lowers), contains(uppers, 'name'), contains(`${lowers}>`)] })).toEqual([
+      every.id,
+    ]);
+    expect(await found({ or: [contains(lowers.slice(1, 300)), contains('émile')] })).toEqual([long.id, every.id]);
+    const tooMany = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: editor.key,
+      body: { filter: { or: [1, 2, 3, 4].map(() => contains(lowers)) } },
+    });
+    expectProblem(tooMany, 400, 'invalid_request');
+    expect(tooMany.body.errors.map((e: any) => [e.pointer, e.code])).toEqual([
+      ['/filter/or/3/value', 'too_many_letters'],
+    ]);
+  });
+});
+
+describe('the migration folds the keys already written', () => {
+  it('folds each key; keeps the old key of a record whose value now clashes, without failing', async () => {
+    const { editor, object } = await setup();
+    const a = await createOne(editor.key, object.id, [fv('code', 'Émile')]);
+    const c = await createOne(editor.key, object.id, [fv('code', 'ÖL')]);
+    // As the keys were before: lower-cased in ASCII only. Then a value that clashes only under the new fold.
+    await env.DB.prepare(`UPDATE record_index SET unique_key = value WHERE record_id IN (?, ?) AND field = 'code'`)
+      .bind(a.id, c.id)
+      .run();
+    const b = await createOne(editor.key, object.id, [fv('code', 'émile')]);
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name === '0012_unicode_case_fold.sql');
+    const recompute = migration?.queries.find((query) => query.includes('UPDATE OR IGNORE record_index')) ?? '';
+    expect(migration?.queries.at(-1)).toBe(recompute);
+    await env.DB.prepare(recompute).run();
+    const keys = await env.DB.prepare(
+      `SELECT record_id, unique_key FROM record_index
+       WHERE field = 'code' AND record_id IN (?, ?, ?) ORDER BY record_id`,
+    )
+      .bind(a.id, c.id, b.id)
+      .all();
+    expect(keys.results).toEqual([
+      { record_id: a.id, unique_key: 'Émile' },
+      { record_id: c.id, unique_key: 'öl' },
+      { record_id: b.id, unique_key: 'émile' },
+    ]);
+  });
+});
