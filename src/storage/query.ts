@@ -88,18 +88,24 @@ export interface QueryPage {
 
 class Sql {
   readonly params: unknown[] = [];
-  private readonly steps: string[] = [];
+  private readonly steps: string[][] = [];
   /**
-   * `expr` (of the record `r`) as a value of its own, computed once per record: a join with a
-   * one-row table (`json_each` of a one-element array), listed by `joins` after `records r`.
+   * `expr` (of the record `r`) as a value of its own, computed once per record. The values of one
+   * `step` (of every condition) share one join with a one-row table (`json_each` of a one-element
+   * array holding them all), listed by `joins` after `records r`: a join per value would pass
+   * SQLite's 64 tables in a join with a query of many folding conditions. A value of step `n` may
+   * read values of earlier steps only.
    */
-  let(expr: string): string {
-    this.steps.push(`CROSS JOIN json_each(json_array(${expr})) fold_${this.steps.length + 1}`);
-    return `fold_${this.steps.length}.value`;
+  let(expr: string, step: number): string {
+    const values = (this.steps[step] ??= []);
+    values.push(expr);
+    return `(fold_${step + 1}.value ->> '$[${values.length - 1}]')`;
   }
   /** The joins that `let` asked for, to follow `records r` (empty without a folding contains). */
   joins(): string {
-    return this.steps.join('\n');
+    return this.steps
+      .map((values, i) => `CROSS JOIN json_each(json_array(json_array(${values.join(',\n')}))) fold_${i + 1}`)
+      .join('\n');
   }
   /** The JSON parameter `k`, as an SQL value. */
   param(value: unknown): string {
@@ -180,7 +186,7 @@ function compile(sql: Sql, expr: Expr): string {
       const pairs = pairsInto(folded);
       let text = v;
       for (let i = 0; i < pairs.length; i += FOLD_LAYER)
-        text = sql.let(replaceSql(text, pairs.slice(i, i + FOLD_LAYER)));
+        text = sql.let(replaceSql(text, pairs.slice(i, i + FOLD_LAYER)), i / FOLD_LAYER);
       return `coalesce(instr(lower(${text}), ${sql.param(folded)}) > 0, 0)`;
     }
     case 'startsWith': {
