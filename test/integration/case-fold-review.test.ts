@@ -1,7 +1,8 @@
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { CASE_PAIRS, FOLD_LAYER } from '../../src/core/case-fold.ts';
+import { CASE_PAIRS, FOLD_LAYER, foldCase } from '../../src/core/case-fold.ts';
 import { MAX_CONDITIONS, MAX_FOLDED_LETTERS } from '../../src/domain/query.ts';
-import { admin, createOne, newUser, newWorkspace, queryRecords } from './helpers.ts';
+import { admin, call, createOne, expectProblem, newUser, newWorkspace, queryRecords } from './helpers.ts';
 
 /**
  * Review of the Unicode case fold: the largest queries the bounds allow, in every plan.
@@ -70,5 +71,89 @@ describe('contains: many conditions that each fold in more than one step', () =>
     const negated = await queryRecords(editor.key, workspaceId, { filter: { not: filter } });
     expect(negated.status).toBe(200);
     expect(negated.body.items.map((r: { id: number }) => r.id)).toEqual([miss.id]);
+  });
+});
+
+const FIELDS = [
+  { name: 'code', type: 'text', unique: true },
+  { name: 'note', type: 'text' },
+];
+
+async function uniqueSetup() {
+  const editor = await newUser('editor');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+  const definition = { name: 'Item', nameTemplate: '{note}', workspaceIds: [workspaceId], fields: FIELDS };
+  const object = (await admin('POST', '/admin/objects', definition)).body;
+  return { editor, workspaceId, object, definition };
+}
+
+async function codes(objectId: number): Promise<{ id: number; code: string }[]> {
+  const rows = await env.DB.prepare(
+    `SELECT r.id, e.value ->> '$.value' AS code FROM records r, json_each(r.field_values) e
+     WHERE r.object_id = ? AND r.deleted = 0 AND e.value ->> '$.fieldName' = 'code' ORDER BY r.id`,
+  )
+    .bind(objectId)
+    .all<{ id: number; code: string }>();
+  return rows.results;
+}
+
+describe('unique values beyond ASCII under concurrency and definitions', () => {
+  it('20 concurrent upserts of one new value in different cases create exactly one record', async () => {
+    const { editor, object } = await uniqueSetup();
+    const spellings = ['ŁÓDŹ-Ω', 'łódź-ω', 'Łódź-Ω', 'łÓdŹ-ω', 'ŁóDź-Ω'];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        call('POST', `/objects/${object.id}/records/upsert`, {
+          key: editor.key,
+          body: { matchOn: 'code', items: [{ fieldValues: [fv('code', spellings[i % 5]), fv('note', `n${i}`)] }] },
+        }),
+      ),
+    );
+    expect(answers.filter((a) => a.status !== 200 && a.status !== 409)).toEqual([]);
+    for (const a of answers.filter((a) => a.status === 409)) expectProblem(a, 409, 'conflict');
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok.filter((a) => a.body[0].result === 'created')).toHaveLength(1);
+    const held = await codes(object.id);
+    expect(held).toHaveLength(1);
+    expect(new Set(ok.map((a) => a.body[0].record.id))).toEqual(new Set([held[0]?.id]));
+    expect(foldCase(held[0]?.code ?? '')).toBe('łódź-ω');
+  });
+
+  it('20 concurrent patches of different records to case variants of one value: exactly one holds it', async () => {
+    const { editor, workspaceId, object } = await uniqueSetup();
+    const records = [];
+    for (let i = 0; i < 20; i++) records.push(await createOne(editor.key, object.id, [fv('code', `c${i}`)]));
+    const spellings = ['ΑΘΉΝΑ', 'αθήνα', 'Αθήνα', 'αΘΉνα'];
+    const answers = await Promise.all(
+      records.map((r, i) =>
+        call('PATCH', `/workspaces/${workspaceId}/records/${r.id}`, {
+          key: editor.key,
+          body: { fieldValues: [fv('code', spellings[i % 4])] },
+        }),
+      ),
+    );
+    expect(answers.filter((a) => a.status !== 200 && a.status !== 409).map((a) => a.status)).toEqual([]);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    const held = (await codes(object.id)).filter((r) => foldCase(r.code) === 'αθήνα');
+    expect(held).toHaveLength(1);
+  });
+
+  it('marking a field unique: values that differ only after U+0000 are distinct; by case beyond ASCII, 409', async () => {
+    const { editor, object, definition } = await uniqueSetup();
+    const plain = { ...definition, fields: [{ name: 'code', type: 'text' }, FIELDS[1]] };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, plain)).status).toBe(200);
+    const a = await createOne(editor.key, object.id, [fv('code', 'x\u0000Ä')]);
+    const b = await createOne(editor.key, object.id, [fv('code', 'x\u0000B')]);
+    expect((await admin('PUT', `/admin/objects/${object.id}`, definition)).status).toBe(200);
+    // Now unique: the index holds both, distinct; a case variant of one clashes.
+    expectProblem(
+      await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('code', 'X\u0000ä')] }],
+      }),
+      409,
+      'conflict',
+    );
+    expect((await codes(object.id)).map((r) => r.id)).toEqual([a.id, b.id]);
   });
 });
