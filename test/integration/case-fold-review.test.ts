@@ -2,7 +2,17 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { CASE_PAIRS, FOLD_LAYER, foldCase } from '../../src/core/case-fold.ts';
 import { MAX_CONDITIONS, MAX_FOLDED_LETTERS } from '../../src/domain/query.ts';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace, queryRecords } from './helpers.ts';
+import {
+  admin,
+  bulkRecords,
+  call,
+  createOne,
+  expectProblem,
+  newUser,
+  newWorkspace,
+  queryRecords,
+  walkQuery,
+} from './helpers.ts';
 
 /**
  * Review of the Unicode case fold: the largest queries the bounds allow, in every plan.
@@ -155,5 +165,68 @@ describe('unique values beyond ASCII under concurrency and definitions', () => {
       'conflict',
     );
     expect((await codes(object.id)).map((r) => r.id)).toEqual([a.id, b.id]);
+  });
+});
+
+describe('a folding contains in every plan over more than 5,000 records, page by page', () => {
+  it('each plan walks to exactly the records whose value holds the text in any case', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const n = 5100;
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      n,
+      `json_array(json_object('fieldName', 'note', 'value', CASE WHEN i % 500 = 0 THEN 'x ÉMİLE Ǆ ' || i
+          WHEN i % 500 = 1 THEN 'x émile ǅ ' || i WHEN i % 500 = 2 THEN 'x emile dz ' || i ELSE 'plain ' || i END),
+        json_object('fieldName', 'rank', 'value', i % 3))`,
+    );
+    const ids = (
+      await env.DB.prepare(
+        `SELECT r.id, e.value ->> '$.value' AS note, r.id IN (SELECT record_id FROM record_index
+           WHERE field = 'rank' AND value = 0) AS zero
+         FROM records r, json_each(r.field_values) e
+         WHERE r.object_id = ? AND e.value ->> '$.fieldName' = 'note' ORDER BY r.id`,
+      )
+        .bind(object.id)
+        .all<{ id: number; note: string; zero: number }>()
+    ).results;
+    // `İ` folds to itself (its lower case is two code points), so `ÉMİLE` holds no `émile`.
+    const match = (text: string) => ids.filter((r) => foldCase(r.note).includes(foldCase(text)));
+    const cases: [Record<string, unknown>, { id: number }[]][] = [
+      [{ filter: { field: 'note', op: 'contains', value: 'ÉMILE Ǆ' } }, match('émile ǆ')],
+      [{ filter: { field: 'note', op: 'contains', value: 'ǆ' }, search: 'bulk' }, match('ǆ')],
+      [
+        { filter: { field: 'note', op: 'contains', value: 'Ǆ' }, sort: [{ field: 'id', direction: 'desc' }] },
+        match('ǆ').reverse(),
+      ],
+      [
+        {
+          filter: {
+            and: [
+              { field: 'rank', op: 'eq', value: 0 },
+              { field: 'note', op: 'contains', value: 'ǅ' },
+            ],
+          },
+        },
+        match('ǆ').filter((r) => ids.find((x) => x.id === r.id)?.zero === 1),
+      ],
+      [
+        {
+          filter: {
+            or: [
+              { field: 'note', op: 'contains', value: 'mİl' },
+              { field: 'name', op: 'contains', value: 'BULK 5099' },
+            ],
+          },
+          sort: [{ field: 'createdAt', direction: 'asc' }],
+        },
+        [...match('mİl'), ...ids.slice(-2, -1)],
+      ],
+    ];
+    for (const [body, expected] of cases) {
+      const walked = await walkQuery(editor.key, workspaceId, { ...body, limit: 3 });
+      expect([body, walked.ids]).toEqual([body, expected.map((r) => r.id)]);
+    }
+    expect(match('ǆ').length).toBe(21);
   });
 });
