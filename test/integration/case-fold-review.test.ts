@@ -148,6 +148,28 @@ describe('unique values beyond ASCII under concurrency and definitions', () => {
     expect(held).toHaveLength(1);
   });
 
+  it('a restore racing 19 creates of its value in other cases: exactly one live record holds it', async () => {
+    const { editor, workspaceId, object } = await uniqueSetup();
+    const deleted = await createOne(editor.key, object.id, [fv('code', 'ŒUVRE-Ж')]);
+    const gone = await call('DELETE', `/workspaces/${workspaceId}/records/${deleted.id}`, { key: editor.key });
+    expect(gone.status).toBeLessThan(300);
+    const spellings = ['œuvre-ж', 'Œuvre-Ж', 'œUVRE-ж'];
+    const answers = await Promise.all([
+      call('POST', `/workspaces/${workspaceId}/records/${deleted.id}/restore`, { key: editor.key, body: {} }),
+      ...Array.from({ length: 19 }, (_, i) =>
+        call('POST', '/records/batch', {
+          key: editor.key,
+          body: [{ objectId: object.id, fieldValues: [fv('code', spellings[i % 3])] }],
+        }),
+      ),
+    ]);
+    expect(answers.filter((a) => a.status >= 500).map((a) => a.status)).toEqual([]);
+    for (const a of answers.filter((a) => a.status === 409)) expectProblem(a, 409, 'conflict');
+    expect(answers.filter((a) => a.status < 300)).toHaveLength(1);
+    const held = (await codes(object.id)).filter((r) => foldCase(r.code) === 'œuvre-ж');
+    expect(held).toHaveLength(1);
+  });
+
   it('marking a field unique: values that differ only after U+0000 are distinct; by case beyond ASCII, 409', async () => {
     const { editor, object, definition } = await uniqueSetup();
     const plain = { ...definition, fields: [{ name: 'code', type: 'text' }, FIELDS[1]] };
