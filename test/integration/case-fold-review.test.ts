@@ -11,6 +11,7 @@ import {
   newUser,
   newWorkspace,
   queryRecords,
+  untilIndexBuilt,
   walkQuery,
 } from './helpers.ts';
 
@@ -245,6 +246,18 @@ describe('a folding contains in every plan over more than 5,000 records, page by
         [...match('mİl'), ...ids.slice(-2, -1)],
       ],
     ];
+    // Record i (from 1) has rank i % 3.
+    const rank = (r: { id: number }) => (ids.findIndex((x) => x.id === r.id) + 1) % 3;
+    cases.push([
+      {
+        filter: { field: 'note', op: 'contains', value: 'ǅ' },
+        sort: [
+          { field: 'rank', direction: 'desc' },
+          { field: 'id', direction: 'asc' },
+        ],
+      },
+      match('ǆ').sort((a, b) => rank(b) - rank(a) || a.id - b.id),
+    ]);
     for (const [body, expected] of cases) {
       const walked = await walkQuery(editor.key, workspaceId, { ...body, limit: 3 });
       expect([body, walked.ids]).toEqual([body, expected.map((r) => r.id)]);
@@ -337,4 +350,58 @@ describe('the fold within D1 limits and budgets', () => {
       expect(figures.recased).toBeLessThanOrEqual(4);
     },
   );
+});
+
+describe('definitions over many records with values beyond ASCII', () => {
+  it('a field made indexed is built in chunks; made unique over 3,000 values at once; duplicates by case listed', async () => {
+    const { editor, workspaceId, object, definition } = await uniqueSetup();
+    const plain = { ...definition, fields: [{ name: 'code', type: 'text' }, FIELDS[1]] };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, plain)).status).toBe(200);
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      3000,
+      `json_array(json_object('fieldName', 'code', 'value', 'ÉLAN-Ж-' || i),
+        json_object('fieldName', 'note', 'value', CASE WHEN i % 1000 = 7 THEN 'ŒUVRE ' || i ELSE 'x' END))`,
+    );
+    const all = await codes(object.id);
+    const query = async () =>
+      (await walkQuery(editor.key, workspaceId, { filter: { field: 'note', op: 'contains', value: 'œuvre' } })).ids;
+    const expected = all.filter((_, i) => (i + 1) % 1000 === 7).map((r) => r.id);
+    expect(await query()).toEqual(expected);
+    // The note indexed: built in chunks after the answer; contains reads the index once it is built.
+    const indexed = { ...plain, fields: [plain.fields[0], { name: 'note', type: 'text', indexed: true }] };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed)).status).toBe(200);
+    expect(await query()).toEqual(expected);
+    await untilIndexBuilt(object.id);
+    expect(await query()).toEqual(expected);
+    // The code made unique over 3,000 distinct values beyond ASCII: built in the definition's write.
+    const unique = { ...indexed, fields: [FIELDS[0], indexed.fields[1]] };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, unique)).status).toBe(200);
+    const keys = await env.DB.prepare(
+      `SELECT count(*) AS n, sum(unique_key = lower(replace(replace(value, 'É', 'é'), 'Ж', 'ж'))) AS folded
+       FROM record_index WHERE object_id = ? AND field = 'code'`,
+    )
+      .bind(object.id)
+      .first<{ n: number; folded: number }>();
+    expect(keys).toEqual({ n: 3000, folded: 3000 });
+    const clash = await call('POST', '/records/batch', {
+      key: editor.key,
+      body: [{ objectId: object.id, fieldValues: [fv('code', 'élan-ж-2999')] }],
+    });
+    expectProblem(clash, 409, 'conflict');
+    // Not unique again, two case variants written, unique once more: 409 naming both.
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed)).status).toBe(200);
+    const variant = await createOne(editor.key, object.id, [fv('code', 'élan-ж-1500')]);
+    const refused = await admin('PUT', `/admin/objects/${object.id}`, unique);
+    expectProblem(refused, 409, 'conflict');
+    const holder = all[1499]?.id;
+    expect(refused.body.errors).toEqual([
+      {
+        pointer: '/fields/0/unique',
+        code: 'duplicates',
+        message: `live records ${holder}, ${variant.id} hold the same value`,
+      },
+    ]);
+  });
 });
