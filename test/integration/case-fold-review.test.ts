@@ -405,3 +405,68 @@ describe('definitions over many records with values beyond ASCII', () => {
     ]);
   });
 });
+
+describe('letters the fold table holds, and letters it lacks', () => {
+  it('titlecase digraphs, ϴ, ẞ and decomposed accents clash by case; İ, ı, ς and other forms stay apart', async () => {
+    const { editor, object } = await uniqueSetup();
+    const create = (code: string) =>
+      call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('code', code)] }],
+      });
+    const held: [string, string[]][] = [
+      ['ǅ-1', ['Ǆ-1', 'ǆ-1']],
+      ['ϴ-2', ['Θ-2', 'θ-2']],
+      ['ẞ-3', ['ß-3']],
+      ['E\u0301MILE-4', ['e\u0301mile-4', 'E\u0301mIlE-4']],
+      ['𝐀-5', []],
+    ];
+    for (const [value, variants] of held) {
+      expect((await create(value)).status).toBe(201);
+      for (const variant of variants) expectProblem(await create(variant), 409, 'conflict');
+    }
+    // No simple one-letter lower case (İ), another letter (ı, ς, SS), another normal form (é as e
+    // and a combining accent is not é), a mathematical letter: distinct values.
+    for (const distinct of ['i̇-6', 'İ-6', 'I-6', 'ı-6', 'ΣΟΦΟΣ-7', 'σοφος-7', 'SS-3', 'ÉMILE-4', '𝐚-5'])
+      expect([distinct, (await create(distinct)).status]).toEqual([distinct, 201]);
+    const query = async (value: string) =>
+      (
+        await queryRecords(editor.key, object.workspaceIds[0], {
+          filter: { field: 'code', op: 'contains', value },
+        })
+      ).body.items.map((r: { fieldValues: { value: string }[] }) => r.fieldValues[0]?.value);
+    expect(await query('ǆ-1')).toEqual(['ǅ-1']);
+    expect(await query('e\u0301mi')).toEqual(['E\u0301MILE-4']);
+    expect(await query('ss-')).toEqual(['SS-3']);
+  });
+
+  // Known, needs a larger change: the fold table holds the Latin, Greek, Cyrillic and Armenian
+  // blocks only, so case variants of letters elsewhere (Georgian capitals, polytonic Greek,
+  // full-width Latin, Cherokee, Glagolitic, Coptic, Latin Extended-C/D, Deseret beyond U+FFFF, the
+  // Kelvin and Ohm signs: 895 letters with a simple lower case) are distinct unique values and
+  // contains misses them. Covering them means a bigger table and a migration writing the triggers'
+  // fold anew and recomputing the keys.
+  const outside: [string, string, string][] = [
+    ['Georgian capitals (Mtavruli)', 'ᲗᲑᲘᲚᲘᲡᲘ', 'თბილისი'],
+    ['polytonic Greek', 'ἈΘΗΝΑ', 'ἀθηνα'],
+    ['full-width Latin', 'ＡＢＣ', 'ａｂｃ'],
+    ['Cherokee', 'ᏣᎳᎩ', 'ꮳꮃꭹ'],
+    ['Deseret (surrogate pairs)', '𐐔𐐯𐑅', '𐐼𐐯𐑅'],
+    ['the Kelvin sign', '\u212A-9', 'k-9'],
+  ];
+  for (const [script, upper, lower] of outside) {
+    it.fails(`${script}: ${upper} and ${lower} are one unique value, and contains finds either`, async () => {
+      const { editor, workspaceId, object } = await uniqueSetup();
+      const holder = await createOne(editor.key, object.id, [fv('code', upper)]);
+      const found = await queryRecords(editor.key, workspaceId, {
+        filter: { field: 'code', op: 'contains', value: lower },
+      });
+      expect(found.body.items.map((r: { id: number }) => r.id)).toEqual([holder.id]);
+      const clash = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [{ objectId: object.id, fieldValues: [fv('code', lower)] }],
+      });
+      expectProblem(clash, 409, 'conflict');
+    });
+  }
+});
