@@ -171,7 +171,7 @@ describe('unique values beyond ASCII under concurrency and definitions', () => {
     expect(held).toHaveLength(1);
   });
 
-  it('marking a field unique: values that differ only after U+0000 are distinct; by case beyond ASCII, 409', async () => {
+  it('made unique: values that differ after U+0000 are distinct; by case beyond ASCII, 409', async () => {
     const { editor, object, definition } = await uniqueSetup();
     const plain = { ...definition, fields: [{ name: 'code', type: 'text' }, FIELDS[1]] };
     expect((await admin('PUT', `/admin/objects/${object.id}`, plain)).status).toBe(200);
@@ -353,7 +353,7 @@ describe('the fold within D1 limits and budgets', () => {
 });
 
 describe('definitions over many records with values beyond ASCII', () => {
-  it('a field made indexed is built in chunks; made unique over 3,000 values at once; duplicates by case listed', async () => {
+  it('made indexed: built in chunks; unique over 3,000 values at once; duplicates by case listed', async () => {
     const { editor, workspaceId, object, definition } = await uniqueSetup();
     const plain = { ...definition, fields: [{ name: 'code', type: 'text' }, FIELDS[1]] };
     expect((await admin('PUT', `/admin/objects/${object.id}`, plain)).status).toBe(200);
