@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { CASE_PAIRS, FOLD_LAYER, foldCase } from '../../src/core/case-fold.ts';
-import { MAX_CONDITIONS, MAX_FOLDED_LETTERS } from '../../src/domain/query.ts';
+import { MAX_CONDITIONS, MAX_FOLDED_LETTERS, searchWords } from '../../src/domain/query.ts';
 import {
   admin,
   bulkRecords,
@@ -70,18 +70,34 @@ describe('contains: many conditions that each fold in more than one step', () =>
           { field: 'name', direction: 'asc' },
         ],
       },
+      // By relevance: a word of the record's name (its note), and a word of the other's.
+      { search: searchWords(note)[0] },
       { search: 'plain' },
     ];
     for (const plan of plans) {
       const answer = await queryRecords(editor.key, workspaceId, { filter, count: true, ...plan });
       expect([JSON.stringify(plan), answer.status]).toEqual([JSON.stringify(plan), 200]);
-      expect(answer.body.items.map((r: { id: number }) => r.id)).toEqual('search' in plan ? [] : [hit.id]);
-      expect(answer.body.count.value).toBe('search' in plan ? 0 : 1);
+      const none = plan.search === 'plain';
+      expect(answer.body.items.map((r: { id: number }) => r.id)).toEqual(none ? [] : [hit.id]);
+      expect(answer.body.count.value).toBe(none ? 0 : 1);
     }
-    // Negated, the other record matches.
+    // The longest SQL: 2,000 letters of three bytes each (Latin Extended Additional), in 15 conditions.
+    const additional = lowers.filter((c) => c >= '\u1e00' && c <= '\u1eff').join('');
+    const widest = Array.from({ length: Math.floor(MAX_FOLDED_LETTERS / [...additional].length) }, (_, i) => ({
+      field: i % 2 === 0 ? 'note' : 'name',
+      op: 'contains',
+      value: additional,
+    }));
+    const big = await createOne(editor.key, object.id, [fv('note', [...additional].map((c) => upper.get(c)).join(''))]);
+    const longest = await queryRecords(editor.key, workspaceId, { filter: { and: widest }, count: true, search: 'x' });
+    expect(longest.status).toBe(200);
+    expect(longest.body.items).toEqual([]);
+    const longestById = await queryRecords(editor.key, workspaceId, { filter: { and: widest }, count: true });
+    expect(longestById.body.items.map((r: { id: number }) => r.id)).toEqual([big.id]);
+    // Negated, the other records match.
     const negated = await queryRecords(editor.key, workspaceId, { filter: { not: filter } });
     expect(negated.status).toBe(200);
-    expect(negated.body.items.map((r: { id: number }) => r.id)).toEqual([miss.id]);
+    expect(negated.body.items.map((r: { id: number }) => r.id)).toEqual([miss.id, big.id]);
   });
 });
 
