@@ -64,7 +64,10 @@ function matchProblems(def: ObjectDef, body: UpsertIn): InputProblem[] {
       return [
         { pointer: pointer('', 'items', i, 'fieldValues'), code: 'required', message: `${body.matchOn} is required` },
       ];
-    const key = JSON.stringify(field.type === 'text' || field.type === 'email' ? foldCase(String(value)) : value);
+    // Only a string is folded: a value of another type (refused later, at its pointer) is no
+    // duplicate of a text that reads the same (`["Ä"]` or 12 beside `ä` or "12").
+    const text = typeof value === 'string' && (field.type === 'text' || field.type === 'email');
+    const key = JSON.stringify(text ? foldCase(value) : value);
     const twice = seen.has(key);
     seen.add(key);
     return twice

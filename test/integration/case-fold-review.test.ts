@@ -187,6 +187,27 @@ describe('unique values beyond ASCII under concurrency and definitions', () => {
     expect(held).toHaveLength(1);
   });
 
+  it('upsert: a matchOn value of another type is 422 at its pointer, not a duplicate of its text by case', async () => {
+    const { editor, object } = await uniqueSetup();
+    const holder = await createOne(editor.key, object.id, [fv('code', 'Ä-12')]);
+    const before = await codes(object.id);
+    for (const [bad, other] of [
+      [['ä-12'], 'Ä-12'],
+      [12, '12'],
+    ]) {
+      const answer = await call('POST', `/objects/${object.id}/records/upsert`, {
+        key: editor.key,
+        body: { matchOn: 'code', items: [{ fieldValues: [fv('code', bad)] }, { fieldValues: [fv('code', other)] }] },
+      });
+      expectProblem(answer, 422, 'unprocessable');
+      expect(answer.body.errors).toEqual([
+        { pointer: '/items/0/fieldValues/0/value', code: 'invalid_type', message: 'expected string' },
+      ]);
+    }
+    expect(await codes(object.id)).toEqual(before);
+    expect(before.map((r) => r.id)).toEqual([holder.id]);
+  });
+
   it('made unique: values that differ after U+0000 are distinct; by case beyond ASCII, 409', async () => {
     const { editor, object, definition } = await uniqueSetup();
     const plain = { ...definition, fields: [{ name: 'code', type: 'text' }, FIELDS[1]] };
