@@ -6,7 +6,7 @@ import { buildStep, buildsOf } from './storage/record-index.ts';
 const RETRY_MS = 5_000;
 
 /**
- * One object per record object (named by its id) builds the index of the fields newly marked
+ * One object per object definition (named by its id) builds the index of the fields newly marked
  * `indexed`, for the records written before: one chunk of records per alarm, each chunk and the
  * build's new position in one D1 transaction. Alarms never overlap, and the position lives in
  * D1, so a restart or a deploy loses at most a chunk in flight, which the next alarm builds
