@@ -335,14 +335,7 @@ export class Queries {
       ${sql.joins()} WHERE ${holds} AND ${where} LIMIT ?3`;
     const args = walk === 'missing' ? [JSON.stringify(sql.params), workspaceId] : [JSON.stringify(sql.params)];
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
-    if (query.count)
-      statements.push(
-        this.countStatement(
-          workspaceId,
-          query,
-          () => '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c',
-        ),
-      );
+    if (query.count) statements.push(this.countStatement(workspaceId, query));
     const [rows, counted] = await this.read(statements);
     // In the walk's order (see CROSS JOIN above), which the cursors follow.
     const results = (rows?.results ?? []) as (RecordReadRow & { sort_value: string | number | null })[];
@@ -372,9 +365,14 @@ export class Queries {
     return balanced(conditions, 'AND');
   }
 
-  private countStatement(workspaceId: number, query: Query, source: (sql: Sql) => string): D1PreparedStatement {
+  /**
+   * The count of the query's matches, up to COUNT_BOUND + 1, whatever the page's plan: the
+   * candidates of an id walk without a bound (the index entries of an `eq` on an indexed field, or
+   * the workspace's records).
+   */
+  private countStatement(workspaceId: number, query: Query): D1PreparedStatement {
     const sql = new Sql();
-    const from = source(sql);
+    const from = idWalk(sql, query, false, undefined);
     const where = this.where(sql, query);
     const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id ${sql.joins()}
       WHERE ${where} LIMIT ${COUNT_BOUND + 1})`;
@@ -383,17 +381,16 @@ export class Queries {
 
   private async boundedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const desc = query.sort[0]?.direction === 'desc';
-    const source = (sql: Sql, from: number | undefined, bound: boolean): string =>
-      idWalk(sql, query, desc, from, bound ? SCAN_BOUND : undefined);
     const from = after?.at(-1) as number | undefined;
+    const walk = (sql: Sql): string => idWalk(sql, query, desc, from, SCAN_BOUND);
     const sql = new Sql();
-    const candidates = source(sql, from, true);
+    const candidates = walk(sql);
     const where = this.where(sql, query);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
     const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
       WHERE ${where} LIMIT ?3`;
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
-    if (query.count) statements.push(this.countStatement(workspaceId, query, (s) => source(s, undefined, false)));
+    if (query.count) statements.push(this.countStatement(workspaceId, query));
     const [rows, counted] = await this.read(statements);
     const records = recordsOf((rows?.results ?? []) as RecordReadRow[]);
     const count = countOf(counted);
@@ -410,7 +407,7 @@ export class Queries {
     const scan = new Sql();
     const [scanned] = await this.read([
       this.db
-        .prepare(`SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${source(scan, from, true)}`)
+        .prepare(`SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${walk(scan)}`)
         .bind(JSON.stringify(scan.params), workspaceId),
     ]);
     const { n, last } = (scanned?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
@@ -454,8 +451,7 @@ export class Queries {
         this.db.prepare(scanned).bind(JSON.stringify(walked.params), workspaceId),
       ];
       // The count, with the first read.
-      if (query.count && count === undefined)
-        statements.push(this.countStatement(workspaceId, query, (s) => idWalk(s, query, false, undefined)));
+      if (query.count && count === undefined) statements.push(this.countStatement(workspaceId, query));
       const [rows, bound, counted] = await this.read(statements);
       if (counted !== undefined) count = countOf(counted);
       for (const record of recordsOf((rows?.results ?? []) as RecordReadRow[])) {
@@ -518,8 +514,7 @@ export class Queries {
         .prepare(`SELECT count(*) AS n FROM ${idWalk(walked, query, false, undefined, SCAN_BOUND)}`)
         .bind(JSON.stringify(walked.params), workspaceId),
     ];
-    if (query.count)
-      statements.push(this.countStatement(workspaceId, query, (s) => idWalk(s, query, false, undefined)));
+    if (query.count) statements.push(this.countStatement(workspaceId, query));
     const [rows, bound, counted] = await this.read(statements);
     if (((bound?.results[0] as { n: number } | undefined)?.n ?? 0) >= SCAN_BOUND) return undefined;
     const results = (rows?.results ?? []) as (RecordReadRow & { tier: number })[];
@@ -559,14 +554,7 @@ export class Queries {
       ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
       LIMIT ?3`;
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
-    if (query.count)
-      statements.push(
-        this.countStatement(
-          workspaceId,
-          query,
-          () => '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c',
-        ),
-      );
+    if (query.count) statements.push(this.countStatement(workspaceId, query));
     const [rows, counted] = await this.read(statements);
     const results = (rows?.results ?? []) as (RecordReadRow & { position: string })[];
     const records = recordsOf(results);

@@ -93,9 +93,10 @@ const DUE = `INSERT INTO index_builds (object_id, field, after_record_id, starte
  * field made indexed is only noted as due, and `buildStep` builds it in chunks afterwards.
  */
 export function reindexObject(db: D1, objectId: number, now: number): D1PreparedStatement[] {
-  return [DROP, BUILD_UNIQUE, UNCLAIM, CANCEL, DUE].map((sql) =>
-    sql === DUE ? db.prepare(sql).bind(objectId, now) : db.prepare(sql).bind(objectId),
-  );
+  return [
+    ...[DROP, BUILD_UNIQUE, UNCLAIM, CANCEL].map((sql) => db.prepare(sql).bind(objectId)),
+    db.prepare(DUE).bind(objectId, now),
+  ];
 }
 
 /** Records a chunk of an index build reads and writes at most. */

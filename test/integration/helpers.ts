@@ -1,4 +1,6 @@
+import { createScheduledController } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
+import testBuild from './worker.ts';
 import { CACHE_TTL_MS, isolateCache } from '../../src/storage/isolate-cache.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -171,6 +173,32 @@ export async function walkQuery(
   } while (cursor !== null);
   return { ids, pages, rowsRead: read };
 }
+
+/** The Cron Trigger's run, as the test build runs it (on the D1 with production's limits), to its end. */
+export async function runScheduled(): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  testBuild.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
+    waitUntil: (p: Promise<unknown>) => pending.push(p),
+    passThroughOnException() {},
+    props: {},
+  } as unknown as ExecutionContext);
+  await Promise.all(pending);
+}
+
+/**
+ * The test build's index builder of an object definition (test/integration/worker.ts): held, its
+ * alarms do nothing and a test runs its steps one at a time.
+ */
+export interface IndexBuilder {
+  hold(): Promise<void>;
+  /** No longer held, but with no alarm set: as if its start had been lost. */
+  unhold(): Promise<void>;
+  stepOnce(objectId: number): Promise<boolean>;
+  release(objectId: number): Promise<void>;
+  restart(): Promise<void>;
+}
+export const indexBuilder = (objectId: number): IndexBuilder =>
+  env.INDEX_BUILDS.getByName(String(objectId)) as unknown as IndexBuilder;
 
 /** Waits until no index build of the object is due (its builder runs on alarms). */
 export async function untilIndexBuilt(objectId: number, timeoutMs = 20_000): Promise<void> {

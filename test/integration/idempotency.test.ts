@@ -1,9 +1,7 @@
-import { createScheduledController } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { KEY_TTL_MS } from '../../src/storage/idempotency.ts';
-import worker from '../../src/index.ts';
-import { admin, call, countRows, createOne, expectProblem, newUser, world } from './helpers.ts';
+import { admin, call, countRows, createOne, expectProblem, newUser, world, runScheduled } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const version = async (id: number) =>
@@ -203,15 +201,7 @@ describe('Idempotency-Key', () => {
     await env.DB.prepare(`UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'old'`)
       .bind(KEY_TTL_MS + 1000)
       .run();
-    const controller = createScheduledController({ scheduledTime: Date.now(), cron: '*/30 * * * *' });
-    const ctx = {
-      waitUntil: (p: Promise<unknown>) => pending.push(p),
-      passThroughOnException() {},
-      props: {},
-    } as unknown as ExecutionContext;
-    const pending: Promise<unknown>[] = [];
-    worker.scheduled(controller, env, ctx);
-    await Promise.all(pending);
+    await runScheduled();
     const keys = await env.DB.prepare("SELECT key FROM idempotency_keys WHERE key IN ('old', 'new') ORDER BY key").all<{
       key: string;
     }>();

@@ -1,19 +1,17 @@
-import { createScheduledController } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import worker from '../../src/index.ts';
 import { BUILD_CHUNK, BUILD_CHUNK_BYTES } from '../../src/storage/record-index.ts';
-import { admin, bulkRecords, call, newUser, newWorkspace, untilIndexBuilt, walkQuery } from './helpers.ts';
-
-/** The test build's index builder (test/integration/worker.ts): held, it runs only the steps a test asks for. */
-interface Builder {
-  hold(): Promise<void>;
-  unhold(): Promise<void>;
-  stepOnce(objectId: number): Promise<boolean>;
-  release(objectId: number): Promise<void>;
-  restart(): Promise<void>;
-}
-const builderOf = (objectId: number): Builder => env.INDEX_BUILDS.getByName(String(objectId)) as unknown as Builder;
+import {
+  admin,
+  bulkRecords,
+  call,
+  newUser,
+  newWorkspace,
+  untilIndexBuilt,
+  walkQuery,
+  runScheduled,
+  indexBuilder,
+} from './helpers.ts';
 
 const PLAIN = [
   { name: 'code', type: 'text' },
@@ -33,7 +31,7 @@ async function setup() {
   const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
   const definition = { name: 'Thing', workspaceIds: [workspaceId], fields: PLAIN };
   const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
-  const builder = builderOf(object.id);
+  const builder = indexBuilder(object.id);
   await builder.hold();
   await bulkRecords(object.id, workspaceId, RECORDS, VALUES);
   return { editor, workspaceId, object, definition, builder };
@@ -119,7 +117,7 @@ describe('a field newly marked indexed is built in bounded chunks, on alarms', (
       'and queries meanwhile answer from the stored values',
     async () => {
       const { editor, workspaceId, object, definition } = await setup();
-      let builder = builderOf(object.id);
+      let builder = indexBuilder(object.id);
       const ids = (await stored(object.id)).map((r) => r.id);
       const put = await admin('PUT', `/admin/objects/${object.id}`, { ...definition, fields: INDEXED });
       expect(put.status).toBe(200);
@@ -144,7 +142,7 @@ describe('a field newly marked indexed is built in bounded chunks, on alarms', (
 
       // A restart loses nothing: the position is in D1, and the next step takes the next chunk.
       await builder.restart().catch(() => {});
-      builder = builderOf(object.id);
+      builder = indexBuilder(object.id);
       expect(await builder.stepOnce(object.id)).toBe(true);
       expect(await builds(object.id)).toEqual([
         { field: 'code', after: ids[2 * BUILD_CHUNK - 1] },
@@ -212,7 +210,7 @@ describe('a field newly marked indexed is built in bounded chunks, on alarms', (
     const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
     const definition = { name: 'Big', workspaceIds: [workspaceId], fields: PLAIN };
     const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
-    const builder = builderOf(object.id);
+    const builder = indexBuilder(object.id);
     await builder.hold();
     // 200 records of about 100 KB: 20 MB in all.
     await bulkRecords(
@@ -240,13 +238,7 @@ describe('a field newly marked indexed is built in bounded chunks, on alarms', (
     // Held, the builder dropped the start's alarm as if the call had been lost.
     await builder.unhold();
     expect((await builds(object.id)).length).toBe(2);
-    const pending: Promise<unknown>[] = [];
-    worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
-      waitUntil: (p: Promise<unknown>) => pending.push(p),
-      passThroughOnException() {},
-      props: {},
-    } as unknown as ExecutionContext);
-    await Promise.all(pending);
+    await runScheduled();
     await untilIndexBuilt(object.id);
     expect((await indexOf(object.id, 'rank')).length).toBe(RECORDS);
   });

@@ -1,9 +1,18 @@
-import { createScheduledController } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import worker from '../../src/index.ts';
 import { FEED_RETENTION_MS } from '../../src/storage/lists.ts';
-import { admin, call, createOne, expectProblem, newObject, newWorkspace, world, byName, foldFeed } from './helpers.ts';
+import {
+  admin,
+  call,
+  createOne,
+  expectProblem,
+  newObject,
+  newWorkspace,
+  world,
+  byName,
+  foldFeed,
+  runScheduled,
+} from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -306,13 +315,7 @@ describe('GET /workspaces/{id}/changes', () => {
         key: editor.key,
         body: { fieldValues: [fv('age', 2)] },
       });
-      const pending: Promise<unknown>[] = [];
-      worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
-        waitUntil: (p: Promise<unknown>) => pending.push(p),
-        passThroughOnException() {},
-        props: {},
-      } as unknown as ExecutionContext);
-      await Promise.all(pending);
+      await runScheduled();
       const kept = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
       expect(kept.body.items.map((item: any) => [item.recordId, item.version, item.at, item.fieldValues])).toEqual([
         [old.id, fresh.body.version, fresh.body.updatedAt, [fv('age', 2)]],

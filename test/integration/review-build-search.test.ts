@@ -1,7 +1,5 @@
-import { createScheduledController } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import worker from './worker.ts';
 import { searchKey } from '../../src/domain/query.ts';
 import { canonicalJson } from '../../src/core/json.ts';
 import { cursorKey, signPosition } from '../../src/http/cursor.ts';
@@ -18,28 +16,11 @@ import {
   queryRecords,
   untilIndexBuilt,
   walkQuery,
+  runScheduled,
+  indexBuilder,
 } from './helpers.ts';
 
-/** The test build's index builder (test/integration/worker.ts), held until released. */
-interface Builder {
-  hold(): Promise<void>;
-  stepOnce(objectId: number): Promise<boolean>;
-  release(objectId: number): Promise<void>;
-}
-const builderOf = (objectId: number): Builder => env.INDEX_BUILDS.getByName(String(objectId)) as unknown as Builder;
-
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-
-/** The Cron Trigger, as the test build runs it (on the D1 with production's limits). */
-async function runScheduled(): Promise<void> {
-  const pending: Promise<unknown>[] = [];
-  worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
-    waitUntil: (p: Promise<unknown>) => pending.push(p),
-    passThroughOnException() {},
-    props: {},
-  } as unknown as ExecutionContext);
-  await Promise.all(pending);
-}
 
 describe('index builds: a field whose stored values its new type cannot index', () => {
   it('sorts a text field turned datetime the same while it is built and after, each record once', async () => {
@@ -59,7 +40,7 @@ describe('index builds: a field whose stored values its new type cannot index', 
     const odd = (await createOne(editor.key, object.id, [fv('when', 'not a date')])).id as number;
     const early = (await createOne(editor.key, object.id, [fv('when', '2026-01-01T00:00:00Z')])).id as number;
     const none = (await createOne(editor.key, object.id, [fv('tag', 'x')])).id as number;
-    const builder = builderOf(object.id);
+    const builder = indexBuilder(object.id);
     await builder.hold();
     const changed = await admin('PUT', `/admin/objects/${object.id}`, {
       ...definition,
@@ -188,7 +169,7 @@ describe('index builds restarted, raced and ended under a walk', () => {
     const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
     const definition = { name: 'Item', workspaceIds: [workspaceId], fields: [{ name: 'rank', type: 'integer' }] };
     const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
-    const builder = builderOf(object.id);
+    const builder = indexBuilder(object.id);
     await builder.hold();
     // One record in eight has no rank; ranks repeat.
     await bulkRecords(
@@ -329,7 +310,7 @@ describe('the largest query a body allows, while its fields are built', () => {
       ])
     ).id as number;
     await createOne(editor.key, object.id, [fv('title', 'a b')]);
-    const builder = builderOf(object.id);
+    const builder = indexBuilder(object.id);
     await builder.hold();
     const indexed = {
       ...definition,

@@ -1,7 +1,5 @@
-import { createScheduledController } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import worker from '../../src/index.ts';
 import { relevanceOf, searchKey, searchWords } from '../../src/domain/query.ts';
 import { SCAN_BOUND } from '../../src/storage/query.ts';
 import {
@@ -14,6 +12,7 @@ import {
   newWorkspace,
   queryRecords,
   walkQuery,
+  runScheduled,
 } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
@@ -34,16 +33,6 @@ async function setup() {
     })
   ).body;
   return { editor, viewer, workspaceId, object };
-}
-
-async function runScheduled(): Promise<void> {
-  const pending: Promise<unknown>[] = [];
-  worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
-    waitUntil: (p: Promise<unknown>) => pending.push(p),
-    passThroughOnException() {},
-    props: {},
-  } as unknown as ExecutionContext);
-  await Promise.all(pending);
 }
 
 describe('search by name: relevance, sorts, counts', () => {

@@ -1,10 +1,8 @@
-import { createScheduledController } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import worker from '../../src/index.ts';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { accepted, type Received } from '../webhook-log.ts';
-import { byName, call, createOne, expectProblem, foldFeed, newObject, world } from './helpers.ts';
+import { byName, call, createOne, expectProblem, foldFeed, newObject, world, runScheduled } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const RECEIVER = env.WEBHOOK_RECEIVER;
@@ -342,13 +340,7 @@ describe('webhook subscriptions', () => {
       .run();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await receiverLog(name)).toEqual([]);
-    const pending: Promise<unknown>[] = [];
-    worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
-      waitUntil: (p: Promise<unknown>) => pending.push(p),
-      passThroughOnException() {},
-      props: {},
-    } as unknown as ExecutionContext);
-    await Promise.all(pending);
+    await runScheduled();
     const expected = await feed(editor.key, workspaceId);
     const log = await until(name, (l) => accepted(l).length >= expected.length);
     expect(accepted(log).map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
