@@ -1,7 +1,7 @@
 import type { Env } from './env.ts';
 import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
 import { Lists } from './storage/lists.ts';
-import { searchKey } from './domain/query.ts';
+import { recordKeys } from './domain/record-keys.ts';
 import { Meter } from './storage/meter.ts';
 import { Webhooks } from './storage/webhooks.ts';
 import { objectsBuilding } from './storage/record-index.ts';
@@ -23,7 +23,7 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
     ['changes older than 7 days', () => new Lists(env.DB, meter).pruneChanges(now)],
     // A subscription whose every wake-up was lost (its first one included) has no alarm yet.
     ['webhook subscriptions woken', () => wakeAllWebhooks(env, meter)],
-    ['search keys of names given', () => new Lists(env.DB, meter).fillNameKeys(searchKey)],
+    ['keys of records written before', () => new Lists(env.DB, meter).fillKeys(recordKeys)],
     // An index build whose start was lost (or whose object lost its alarm) is taken up again.
     ['index builds started', () => startIndexBuilds(env)],
   ];

@@ -1,4 +1,4 @@
-import { foldCase, pairsInto } from '../core/case-fold.ts';
+import { searchKey, searchWords } from '../core/fold.ts';
 import { characters } from '../core/characters.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import { FIELD_NAME } from '../schemas/common.ts';
@@ -21,13 +21,6 @@ export const MAX_IN = 100;
 export const MAX_SEARCH = 200;
 export const MAX_SORT = 3;
 export const MAX_LIMIT = 100;
-/**
- * Letters with case beyond ASCII that the `contains` values of one query may hold, counted once
- * per condition: each costs its statements a replace() (about 20 bytes; D1 takes 100 KB of SQL).
- * One value alone never reaches it: the fold table has 566 such letters.
- */
-export const MAX_FOLDED_LETTERS = 2000;
-
 /**
  * A field as a condition or sort reads it: a column of the record, or a field value. `indexed`:
  * every object in view marks it indexed (it may be sorted by); `ready`: its index is also built
@@ -159,7 +152,6 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
   };
 
   let conditions = 0;
-  let folds = 0;
   let namesDeleted = false;
   const expr = (node: unknown, at: string, depth: number): Expr | undefined => {
     if (depth > MAX_DEPTH) return void add(at, 'too_deep', `expected at most ${MAX_DEPTH} levels`);
@@ -202,16 +194,6 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
         problem.code,
         problem.message,
       );
-    if (op === 'contains' && field.type !== 'multiSelect') {
-      folds += pairsInto(foldCase(node.value as string)).length;
-      if (folds > MAX_FOLDED_LETTERS)
-        return void add(
-          pointer(at, 'value'),
-          'too_many_letters',
-          `expected the contains values of a query to hold at most ${MAX_FOLDED_LETTERS} letters with case ` +
-            'beyond ASCII (each letter counted once a condition)',
-        );
-    }
     return { field, op: op as Op, ...('value' in node ? { value: node.value } : {}) };
   };
 
@@ -250,8 +232,10 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
   }
   // A search without a sort is answered by relevance, then id.
   const relevance = search !== undefined && searchWords(search).length > 0 && input.sort === undefined;
+  // Ties are broken by id, in the direction of the first key (so a walk of a key reads it in
+  // the order it is kept).
   if (!sort.some((key) => key.field.name === 'id'))
-    sort.push({ field: { kind: 'system', name: 'id', type: 'integer' }, direction: 'asc' });
+    sort.push({ field: { kind: 'system', name: 'id', type: 'integer' }, direction: sort[0]?.direction ?? 'asc' });
 
   let fields: string[] | undefined;
   if (input.fields !== undefined) {
@@ -352,32 +336,14 @@ export function project<T extends { fieldValues: { fieldName: string }[] }>(reco
   return { ...record, fieldValues: record.fieldValues.filter((value) => fields.includes(value.fieldName)) };
 }
 
-/**
- * Words of a text as search compares them: Unicode letters and digits, lower case, accents removed.
- * Lower case is not yet case-blind where a letter's lower case depends on its place or a capital
- * stands for two letters: a final sigma is a sigma (`ΣΟΦΟΣ` starts `ΣΟΦΟΣΤΗΣ`), and `ß` is `ss`
- * (`STRASSE` is `Straße`).
- */
-export function searchWords(text: string): string[] {
-  return text
-    .normalize('NFKD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .replaceAll('ς', 'σ')
-    .replaceAll('ß', 'ss')
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((word) => word !== '');
-}
-
-/** A record's name as search compares it: its search words joined by single spaces. */
-export const searchKey = (name: string): string => searchWords(name).join(' ');
+export { searchKey, searchWords };
 
 /**
  * How well a name matches a search, best first: 0 the name's words are the search's words; 1 each
- * search word is a whole word of the name; 2 the name starts with the search's first word; 3 each
- * search word starts a word of the name (every match is at least that); undefined: no match.
+ * search word is a whole word of the name; 2 each search word starts a word of the name (every
+ * match is at least that); undefined: no match.
  */
-export const RELEVANCE_TIERS = 4;
+export const RELEVANCE_TIERS = 3;
 
 export function relevanceOf(name: string, words: readonly string[]): number | undefined {
   const key = searchKey(name);
@@ -386,6 +352,5 @@ export function relevanceOf(name: string, words: readonly string[]): number | un
   if (!words.every((word) => own.some((candidate) => candidate.startsWith(word)))) return undefined;
   if (key === words.join(' ')) return 0;
   if (words.every((word) => own.includes(word))) return 1;
-  if (key.startsWith(words[0] ?? '')) return 2;
-  return 3;
+  return 2;
 }

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { Context } from '../context.ts';
-import { foldCase } from '../core/case-fold.ts';
+import { foldCase } from '../core/fold.ts';
 import { failureOf, newWriteId, type LedgerOutcome, type UpsertResult } from '../core/ledger.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { Settled } from '../core/settle.ts';

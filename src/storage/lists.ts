@@ -6,6 +6,7 @@ import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import { MAX_TUPLE_CHARS, packTuples } from './writes.ts';
 import type { Caller } from '../domain/access.ts';
+import type { RecordKeys } from '../domain/record-keys.ts';
 import { callerOf, callerStatement, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 import type { D1 } from './sessions.ts';
 
@@ -45,6 +46,8 @@ export type Change = ChangeRow;
  */
 /** Names read a round trip when filling search keys. */
 const FILL_ROWS = 200;
+/** Bytes of values a round of fillKeys reads at most, besides its first record. */
+const FILL_BYTES = 8_000_000;
 
 export class Lists {
   constructor(
@@ -146,35 +149,45 @@ export class Lists {
   }
 
   /**
-   * Gives records written before names had search keys their key (`key` of the name), FILL_ROWS
-   * a round trip (a name may be 10,000 characters; in statements of at most MAX_TUPLE_CHARS
-   * characters of keys), at most `rounds` round trips a run. A record renamed meanwhile already
-   * has its own key and is left alone.
+   * Gives records written before their keys were kept (`folds` NULL) the keys `keysOf` computes
+   * from their name and values: FILL_ROWS records a round trip, fewer when their values pass
+   * FILL_BYTES (a record may hold 1 MiB), at most `rounds` round trips a run. The update's
+   * triggers move their search terms. A record written meanwhile has its own keys and is left alone.
    */
-  async fillNameKeys(key: (name: string) => string, rounds = 100): Promise<number> {
+  async fillKeys(
+    keysOf: (name: string, fieldValues: { fieldName: string; value: unknown }[]) => RecordKeys,
+    rounds = 100,
+  ): Promise<number> {
     let filled = 0;
     for (let round = 0; round < rounds; round++) {
       const rows = await retrying(() =>
         this.meter.d1(() =>
           this.db
-            .prepare(`SELECT id, name FROM records WHERE name_key IS NULL ORDER BY id LIMIT ${FILL_ROWS}`)
-            .all<{ id: number; name: string }>(),
+            .prepare(
+              `SELECT id, name, field_values FROM (SELECT id, name, field_values, coalesce(sum(octet_length(field_values))
+                 OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+               FROM records WHERE folds IS NULL ORDER BY id LIMIT ${FILL_ROWS})
+               WHERE before <= ${FILL_BYTES}`,
+            )
+            .all<{ id: number; name: string; field_values: string }>(),
         ),
       );
-      const tuples = rows.results.map((row) => JSON.stringify([row.id, key(row.name)]));
-      // Packed by size: a key may be far longer than its name (a character whose compatibility
-      // form is many letters), and D1 refuses a value over 2,000,000 bytes.
+      const tuples = rows.results.map((row) => {
+        const keys = keysOf(row.name, JSON.parse(row.field_values) as { fieldName: string; value: unknown }[]);
+        return JSON.stringify([row.id, keys.nameKey, keys.terms, keys.folds]);
+      });
+      // Packed by size: D1 refuses a value over 2,000,000 bytes.
       const statements = packTuples(tuples, MAX_TUPLE_CHARS).map((packed) =>
         this.db
           .prepare(
-            `UPDATE records SET name_key = j.value ->> 1 FROM json_each(?1) j
-             WHERE records.id = j.value ->> 0 AND records.name_key IS NULL`,
+            `UPDATE records SET name_key = j.value ->> 1, terms = j.value ->> 2, folds = j.value ->> 3
+             FROM json_each(?1) j WHERE records.id = j.value ->> 0 AND records.folds IS NULL`,
           )
           .bind(typeof packed === 'string' ? packed : `[${tuples[packed] ?? ''}]`),
       );
       if (statements.length > 0) await retrying(() => this.meter.d1(() => this.db.batch(statements)));
       filled += tuples.length;
-      if (tuples.length < FILL_ROWS) break;
+      if (tuples.length === 0) break;
     }
     return filled;
   }

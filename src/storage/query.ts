@@ -1,18 +1,13 @@
-import { FOLD_LAYER, foldCase, pairsInto, replaceSql } from '../core/case-fold.ts';
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
-import {
-  RELEVANCE_TIERS,
-  searchWords,
-  type Expr,
-  type FieldRef,
-  type Query,
-  type SystemField,
-} from '../domain/query.ts';
+import { type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
+import { foldCase, searchWords } from '../core/fold.ts';
+import { NAME_FOLD } from '../domain/record-keys.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
+import { searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
 import type { D1 } from './sessions.ts';
 import {
   callerOf,
@@ -29,16 +24,21 @@ import {
  * array bound to `?1` and are read with `?1 ->> '$[k]'`, so no statement nears D1's bound
  * parameter limit and a field name is only ever a value.
  *
- * Plans. Sorted by `id` alone, a page walks candidates in id order, at most SCAN_BOUND of them:
- * the workspace's records, or, when the filter requires an indexed field to equal a value, the
- * index's entries for that value (rows read grow with the page). Sorted by one indexed field, it
- * walks that field's index entries, then the records without a value, as bounded. A page that
- * reaches the bound ends there with a cursor, so a query never runs long and always progresses.
- * Sorted by other keys, the matching records of the workspace are ordered by SQL (keyset on the
- * sort values and id); such a page reads every record the filter lets through.
+ * Every plan walks candidates in the page's order and stops at the page's end, so its rows read
+ * grow with the page, not with the workspace:
+ * - a search by relevance walks, for each tier of relevance, the records holding one search term
+ *   (`name_terms`, per workspace) in id order (`search-plan.ts` chooses the term);
+ * - a sort by creation time, update time, name or an indexed field walks that key of the
+ *   workspace (`record_sort`) in order, then (an indexed field) the records without a value;
+ * - a sort by id walks the records holding a search term, or the entries of an `eq` on an indexed
+ *   field, or the workspace's records;
+ * - other sorts (objectId, createdBy, updatedBy, several keys) let SQL order the candidates.
+ * A walk reads at most SCAN_BOUND candidates a page: a page that reaches the bound before it is
+ * full ends there with a cursor (only a filter that few candidates meet gets there), so a query
+ * never runs long and always progresses.
  */
 
-/** Candidates a page of an id-ordered query reads at most. */
+/** Candidates a page reads at most. */
 export const SCAN_BOUND = 5000;
 /** A count is exact up to this many records; beyond, a lower bound. */
 export const COUNT_BOUND = 10_000;
@@ -55,6 +55,9 @@ const COLUMNS: Record<SystemField, string> = {
   deleted: 'r.deleted',
   isTemplate: 'r.is_template',
 };
+
+/** The system fields each workspace keeps a sort key of (`record_sort.key`). */
+const SORT_KEYS: Partial<Record<SystemField, string>> = { createdAt: 'c', updatedAt: 'u', name: 'n' };
 
 /**
  * Where a missing value sorts: last either way. Ascending, after every value (SQLite orders any
@@ -74,7 +77,7 @@ export interface View {
   building: Map<number, string[]>;
 }
 
-/** A position in a walk: the sort keys' values, then the id. */
+/** A position in a walk: the sort keys' values, then the id (a relevance walk: the tier, then the id). */
 export type Position = (string | number | null)[];
 
 export interface QueryPage {
@@ -88,25 +91,6 @@ export interface QueryPage {
 
 class Sql {
   readonly params: unknown[] = [];
-  private readonly steps: string[][] = [];
-  /**
-   * `expr` (of the record `r`) as a value of its own, computed once per record. The values of one
-   * `step` (of every condition) share one join with a one-row table (`json_each` of a one-element
-   * array holding them all), listed by `joins` after `records r`: a join per value would pass
-   * SQLite's 64 tables in a join with a query of many folding conditions. A value of step `n` may
-   * read values of earlier steps only.
-   */
-  let(expr: string, step: number): string {
-    const values = (this.steps[step] ??= []);
-    values.push(expr);
-    return `(fold_${step + 1}.value ->> '$[${values.length - 1}]')`;
-  }
-  /** The joins that `let` asked for, to follow `records r` (empty without a folding contains). */
-  joins(): string {
-    return this.steps
-      .map((values, i) => `CROSS JOIN json_each(json_array(json_array(${values.join(',\n')}))) fold_${i + 1}`)
-      .join('\n');
-  }
   /** The JSON parameter `k`, as an SQL value. */
   param(value: unknown): string {
     this.params.push(value);
@@ -141,6 +125,7 @@ const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
  * deep, and `a AND b AND …` is as deep as it is long (100 search words, 50 conditions).
  */
 function balanced(terms: readonly string[], op: 'AND' | 'OR'): string {
+  if (terms.length === 0) return op === 'AND' ? '1' : '0';
   if (terms.length <= 2) return `(${terms.join(` ${op} `)})`;
   const half = Math.ceil(terms.length / 2);
   return `(${balanced(terms.slice(0, half), op)} ${op} ${balanced(terms.slice(half), op)})`;
@@ -178,16 +163,10 @@ function compile(sql: Sql, expr: Expr): string {
       return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
     }
     case 'contains': {
-      // Case-insensitive beyond ASCII: the value sent is folded here; the field's value in SQL by
-      // the letters the folded value holds (any other folds to a letter it lacks), FOLD_LAYER
-      // replace() calls a step, each step a value of its own (D1 refuses an expression deeper
-      // than 100). The letters are the fold table's constants, never the text sent.
-      const folded = foldCase(String(value));
-      const pairs = pairsInto(folded);
-      let text = v;
-      for (let i = 0; i < pairs.length; i += FOLD_LAYER)
-        text = sql.let(replaceSql(text, pairs.slice(i, i + FOLD_LAYER)), i / FOLD_LAYER);
-      return `coalesce(instr(lower(${text}), ${sql.param(folded)}) > 0, 0)`;
+      // Case-insensitive: the value sent is folded here, and the record's value is the fold the
+      // Worker stored with it, or lower() where that folds alike (ASCII).
+      const path = sql.param(field.kind === 'system' ? `$."${NAME_FOLD}"` : `$.${field.name}`);
+      return `coalesce(instr(coalesce(r.folds ->> ${path}, lower(${v})), ${sql.param(foldCase(String(value)))}) > 0, 0)`;
     }
     case 'startsWith': {
       const p = sql.param(value);
@@ -198,7 +177,7 @@ function compile(sql: Sql, expr: Expr): string {
   }
 }
 
-/** An `eq` on an indexed field that every match must meet: the walk can read the index for it. */
+/** An `eq` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
 function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown } | undefined {
   const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
   for (const e of top) {
@@ -208,33 +187,81 @@ function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown }
   return undefined;
 }
 
-/**
- * The candidates of a query in id order after `from`, at most `bound` of them: the workspace's
- * records (`?2`), or the index entries of an `eq` on an indexed field every match must meet.
- */
-function idWalk(sql: Sql, query: Query, desc: boolean, from: number | undefined, bound?: number): string {
-  const driver = driverOf(query.filter);
-  const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
-  const order = `ORDER BY rw.record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
-  if (driver === undefined)
-    return `(SELECT rw.record_id AS id FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past} ${order}) c`;
-  return `(SELECT rw.record_id AS id FROM record_index ri JOIN record_workspaces rw
-      ON rw.workspace_id = ?2 AND rw.record_id = ri.record_id
-    WHERE ri.field = ${sql.param(driver.field.name)}
-      AND ri.value = ${operand(sql, driver.field, driver.value)} ${past.replaceAll('rw.record_id', 'ri.record_id')}
-    ${order.replaceAll('rw.record_id', 'ri.record_id')}) c`;
-}
-
 /** A record's name as search compares it (a record written before keys were kept: its name in lower case). */
 const NAME_KEY = 'coalesce(r.name_key, lower(r.name))';
 
-/** How well the name matches the search's `words` (0 best), as relevanceOf() says. */
-function relevanceSql(sql: Sql, words: readonly string[]): string {
-  const all = sql.param(words.join(' '));
-  const whole = words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`);
-  const first = sql.param(words[0] ?? '');
-  return `CASE WHEN ${NAME_KEY} = ${all} THEN 0 WHEN ${balanced(whole, 'AND')} THEN 1
-    WHEN substr(${NAME_KEY}, 1, length(${first})) = ${first} THEN 2 ELSE 3 END`;
+/** Each search word starts a word of the name. */
+function startsWords(sql: Sql, words: readonly string[]): string {
+  return balanced(
+    words.map((word) => `instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`),
+    'AND',
+  );
+}
+
+/** Each search word is a whole word of the name. */
+function wholeWords(sql: Sql, words: readonly string[]): string {
+  return balanced(
+    words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`),
+    'AND',
+  );
+}
+
+/** The relevance tiers of a search, best first: the whole name, then whole words, then prefixes. */
+export const TIERS = 3;
+
+/** The records of a tier: how the name meets the search's words, beyond starting with each. */
+function tierSql(sql: Sql, tier: number, words: readonly string[]): string {
+  const name = sql.param(words.join(' '));
+  if (tier === 0) return `(${NAME_KEY} = ${name})`;
+  if (tier === 1) return `(${wholeWords(sql, words)} AND ${NAME_KEY} <> ${name})`;
+  return `(NOT ${wholeWords(sql, words)})`;
+}
+
+/**
+ * The ids of the workspace's (`?2`) records that hold a search term, in id order (`desc`: reversed)
+ * after `from`, at most `bound` of them.
+ */
+function termWalk(sql: Sql, driver: Driver, desc: boolean, from: number | undefined, bound: number): string {
+  const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+  const order = `ORDER BY record_id ${desc ? 'DESC' : ''} LIMIT ${bound}`;
+  if (driver.kind === 'term')
+    return `(SELECT record_id AS id FROM name_terms WHERE workspace_id = ?2 AND term = ${sql.param(driver.term)}
+      ${past} ${order})`;
+  // Whole words that start with the search word: few (the plan says so), read whole and ordered.
+  return `(SELECT DISTINCT record_id AS id FROM name_terms WHERE workspace_id = ?2
+      AND term >= ${sql.param(driver.from)} AND term < ${sql.param(driver.to)} ${past} ${order})`;
+}
+
+/**
+ * The candidates of a query in id order after `from`, at most `bound` of them: the records that
+ * hold the search's term, or the workspace's keys of an `eq` on an indexed field every match must
+ * meet, or the workspace's records.
+ */
+function idWalk(
+  sql: Sql,
+  query: Query,
+  plan: SearchPlan | undefined,
+  desc: boolean,
+  from: number | undefined,
+  bound?: number,
+): string {
+  if (plan !== undefined) return `${termWalk(sql, plan.all, desc, from, bound ?? -1)} c`;
+  const driver = driverOf(query.filter);
+  const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+  const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
+  if (driver === undefined)
+    return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order}) c`;
+  return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2
+      AND key = ${sql.param(`f:${driver.field.name}`)} AND value = ${operand(sql, driver.field, driver.value)}
+      ${past} ${order}) c`;
+}
+
+/** The tier and id of a relevance position (a cursor of an earlier release may hold a third value). */
+function relevanceAt(after: Position | undefined): { tier: number; id: number | undefined } {
+  if (after === undefined) return { tier: 0, id: undefined };
+  const tier = Math.min(Math.max(Number(after[0]) || 0, 0), TIERS - 1);
+  const id = Number(after[1]);
+  return { tier, id: Number.isSafeInteger(id) && id > 0 ? id : undefined };
 }
 
 export class Queries {
@@ -262,272 +289,242 @@ export class Queries {
 
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const words = searchWords(query.search ?? '');
+    const plan = words.length === 0 ? undefined : await this.plan(workspaceId, words);
+    if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, after);
     const [first, second] = query.sort;
-    // A relevance walk's positions are `[tier, id]` or `[tier, id, 0]`; a position of one is a search
-    // walk's begun in id order (as searches were answered before relevance): it goes on in id order.
-    if (query.relevance && after?.length !== 1) return this.relevancePage(workspaceId, query, after);
-    if (query.relevance) return this.boundedPage(workspaceId, query, after);
-    if (query.sort.length === 1 && first?.field.name === 'id') return this.boundedPage(workspaceId, query, after);
-    const byIndexedField = query.sort.length === 2 && first?.field.kind === 'value' && second?.field.name === 'id';
-    if (byIndexedField && first.field.kind === 'value' && first.field.ready && second?.direction === 'asc')
-      return this.indexedSortPage(workspaceId, query, first.field.name, first.direction === 'desc', after);
-    // A walk begun on the index goes on here while the index is rebuilt (the field's type
-    // changed): its start of the records without a value is the same place in this order.
-    const phase = after?.length === 1 && byIndexedField ? after[0] : undefined;
-    if (phase === 'values') return this.sortedPage(workspaceId, query, undefined);
-    if (phase === 'missing') return this.sortedPage(workspaceId, query, [null, -1]);
-    return this.sortedPage(workspaceId, query, after);
+    if (query.sort.length === 1 && first?.field.name === 'id') return this.idPage(workspaceId, query, plan, after);
+    const keyed =
+      query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction
+        ? keyOf(first.field)
+        : undefined;
+    // A search that few records match: SQL orders them (fewer than the plan's bound).
+    if (keyed !== undefined && (plan === undefined || !plan.few))
+      return this.keyedPage(workspaceId, query, plan, keyed, first?.direction === 'desc', after);
+    return this.sortedPage(workspaceId, query, plan, after);
+  }
+
+  /** How a search walks the workspace's terms (one round trip, when its words need counting). */
+  private async plan(workspaceId: number, words: readonly string[]): Promise<SearchPlan> {
+    return searchPlan(words, async (statements) => {
+      const results = await this.read(
+        statements.map(({ sql, params }) => this.db.prepare(sql).bind(JSON.stringify(params), workspaceId)),
+      );
+      return results.map((result) => (result.results[0] as { n: number } | undefined)?.n ?? 0);
+    });
+  }
+
+  private where(sql: Sql, query: Query, plan: SearchPlan | undefined): string {
+    const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
+    if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
+    if (plan !== undefined) conditions.push(startsWords(sql, plan.words));
+    return balanced(conditions, 'AND');
   }
 
   /**
-   * A page sorted by one indexed field (ties by id), read from the index: the records with a value
-   * walk the index in value order, then those without one (last, either way) walk the workspace in
-   * id order; either walk reads at most SCAN_BOUND entries a page and ends there
-   * with a cursor. A page ends where its walk does (the next page starts the other walk).
-   * Positions are `[value, id]` (`value` null: among the records without one) or `[phase]` at the
-   * start of a walk.
+   * The count of the query's matches, up to COUNT_BOUND + 1, whatever the page's plan: the
+   * candidates of an id walk without a bound.
    */
-  private async indexedSortPage(
+  private countStatement(workspaceId: number, query: Query, plan: SearchPlan | undefined): D1PreparedStatement {
+    const sql = new Sql();
+    const from = idWalk(sql, query, plan, false, undefined);
+    const where = this.where(sql, query, plan);
+    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id
+      WHERE ${where} LIMIT ${COUNT_BOUND + 1})`;
+    return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
+  }
+
+  /**
+   * A walk's page: `text` selects the page's rows (at most limit + 1) from the walk `walk`;
+   * `scanned`, asked only when the page is not full, says whether the walk stopped at its bound,
+   * and where. Positions come from `positionOf`.
+   */
+  private async walkPage<Row extends RecordReadRow>(
     workspaceId: number,
     query: Query,
-    field: string,
+    plan: SearchPlan | undefined,
+    page: { sql: Sql; text: string; limit: number },
+    scanned: () => { sql: Sql; text: string },
+    positionOf: (row: Row) => Position,
+  ): Promise<{ records: RecordOut[]; positions: Position[]; full: boolean; stopped?: Position; count?: Count }> {
+    const statements = [this.db.prepare(page.text).bind(JSON.stringify(page.sql.params), workspaceId, page.limit)];
+    if (query.count) statements.push(this.countStatement(workspaceId, query, plan));
+    const [rows, counted] = await this.read(statements);
+    const results = (rows?.results ?? []) as Row[];
+    const records = recordsOf(results);
+    const positions = results.map(positionOf);
+    const count = countOf(counted);
+    if (results.length >= page.limit) return { records, positions, full: true, ...count };
+    const walk = scanned();
+    const [bound] = await this.read([this.db.prepare(walk.text).bind(JSON.stringify(walk.sql.params), workspaceId)]);
+    const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: string | null };
+    const stopped = n >= SCAN_BOUND && last !== null ? (JSON.parse(last) as Position) : undefined;
+    return { records, positions, full: false, ...(stopped === undefined ? {} : { stopped }), ...count };
+  }
+
+  /** A page in id order: the candidates of an id walk, at most SCAN_BOUND of them. */
+  private async idPage(
+    workspaceId: number,
+    query: Query,
+    plan: SearchPlan | undefined,
+    after: Position | undefined,
+  ): Promise<QueryPage> {
+    const desc = query.sort[0]?.direction === 'desc';
+    const from = after?.at(-1) as number | undefined;
+    const sql = new Sql();
+    const candidates = idWalk(sql, query, plan, desc, from, SCAN_BOUND);
+    const where = this.where(sql, query, plan);
+    // The walk stays the outer loop, in its order, and the page stops reading at its limit.
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id WHERE ${where}
+      LIMIT ?3`;
+    const walked = walkOf(query, plan, desc, from);
+    const page = await this.walkPage<RecordReadRow>(
+      workspaceId,
+      query,
+      plan,
+      { sql, text, limit: query.limit + 1 },
+      walked,
+      (row) => [row.id],
+    );
+    return finish(page, query.limit);
+  }
+
+  /**
+   * A search without a sort: by relevance, then id. Each tier of relevance (best first) walks the
+   * records holding its term in id order; a page goes on to the next tier when one ends. Positions
+   * are `[tier, id]` (`[tier, 0]`: the tier's start).
+   */
+  private async relevancePage(
+    workspaceId: number,
+    query: Query,
+    plan: SearchPlan,
+    after: Position | undefined,
+  ): Promise<QueryPage> {
+    let { tier, id: from } = relevanceAt(after);
+    const records: RecordOut[] = [];
+    const positions: Position[] = [];
+    let count: Count | undefined;
+    for (;;) {
+      const driver = plan.tiers[tier];
+      if (driver !== undefined) {
+        const sql = new Sql();
+        const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
+        const where = this.where(sql, query, plan);
+        const text = `SELECT ${RECORD_COLUMNS} FROM ${walk} c CROSS JOIN records r ON r.id = c.id
+          WHERE ${where} AND ${tierSql(sql, tier, plan.words)} LIMIT ?3`;
+        const need = query.limit + 1 - records.length;
+        const at = tier;
+        const page = await this.walkPage<RecordReadRow>(
+          workspaceId,
+          count === undefined ? query : { ...query, count: false },
+          plan,
+          { sql, text, limit: need },
+          () => {
+            const scan = new Sql();
+            const bounded = termWalk(scan, driver, false, from, SCAN_BOUND);
+            return { sql: scan, text: `SELECT count(*) AS n, json_array(${at}, max(id)) AS last FROM ${bounded}` };
+          },
+          (row) => [at, row.id],
+        );
+        count ??= page.count;
+        records.push(...page.records);
+        positions.push(...page.positions);
+        if (page.full)
+          return {
+            records: records.slice(0, query.limit),
+            positions: positions.slice(0, query.limit),
+            next: positions[query.limit - 1],
+            ...(count === undefined ? {} : { count }),
+          };
+        // The walk stopped at its bound: the next page goes on from where it stopped.
+        if (page.stopped !== undefined)
+          return { records, positions, next: page.stopped, ...(count === undefined ? {} : { count }) };
+      }
+      if (tier === TIERS - 1) return { records, positions, next: undefined, ...(count === undefined ? {} : { count }) };
+      tier += 1;
+      from = undefined;
+    }
+  }
+
+  /**
+   * A page sorted by one key the workspace keeps (creation or update time, name, an indexed
+   * field), ties by id in the same direction: the key's entries in order, then (an indexed field)
+   * the records without a value in id order. Positions are `[value, id]` (`value` null: among the
+   * records without one) or `[walk]` at the start of a walk.
+   */
+  private async keyedPage(
+    workspaceId: number,
+    query: Query,
+    plan: SearchPlan | undefined,
+    key: { name: string; field: boolean },
     desc: boolean,
     after: Position | undefined,
   ): Promise<QueryPage> {
-    const order = ['values', 'missing'];
     const walk: 'values' | 'missing' =
       after === undefined
-        ? (order[0] as 'values' | 'missing')
+        ? 'values'
         : after.length === 1
           ? (after[0] as 'values' | 'missing')
           : after[0] === null
             ? 'missing'
             : 'values';
     const from = after !== undefined && after.length === 2 ? after : undefined;
-    const sql = new Sql();
-    const name = sql.param(field);
-    let source: string;
-    if (walk === 'missing') {
-      const past = from === undefined ? '' : `AND rw.record_id > ${sql.param(from[1])}`;
-      source = `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
-        ORDER BY rw.record_id LIMIT ${SCAN_BOUND})`;
-    } else {
-      let past = '';
-      if (from !== undefined) {
-        const [v, id] = [sql.param(from[0]), sql.param(from[1])];
-        past = `AND (ri.value ${desc ? '<' : '>'} ${v} OR (ri.value = ${v} AND ri.record_id > ${id}))`;
+    const source = (sql: Sql): string => {
+      if (walk === 'missing') {
+        const past = from === undefined ? '' : `AND rw.record_id > ${sql.param(from[1])}`;
+        return `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
+          AND NOT EXISTS (SELECT 1 FROM record_sort s WHERE s.workspace_id = ?2 AND s.key = ${sql.param(key.name)}
+            AND s.record_id = rw.record_id)
+          ORDER BY rw.record_id LIMIT ${SCAN_BOUND})`;
       }
-      // A value its field's type cannot order (a text that is no date-time, kept from before the
-      // field's type changed) is indexed as NULL: it counts as no value, as read from the records.
-      source = `(SELECT ri.record_id AS id, ri.value AS v FROM record_index ri
-        WHERE ri.field = ${name} AND ri.value IS NOT NULL ${past}
-        ORDER BY ri.value ${desc ? 'DESC' : ''}, ri.record_id LIMIT ${SCAN_BOUND})`;
-    }
-    const holds =
-      walk === 'missing'
-        ? `NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = r.id AND x.field = ${name}
-            AND x.value IS NOT NULL)`
-        : `EXISTS (SELECT 1 FROM record_workspaces w WHERE w.workspace_id = ?2 AND w.record_id = r.id)`;
-    const where = this.where(sql, query);
-    // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
-    // reading at its limit (an ORDER BY here would read the whole bounded walk to sort it).
-    const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${source} c CROSS JOIN records r ON r.id = c.id
-      ${sql.joins()} WHERE ${holds} AND ${where} LIMIT ?3`;
-    const args = walk === 'missing' ? [JSON.stringify(sql.params), workspaceId] : [JSON.stringify(sql.params)];
-    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
-    if (query.count) statements.push(this.countStatement(workspaceId, query));
-    const [rows, counted] = await this.read(statements);
-    // In the walk's order (see CROSS JOIN above), which the cursors follow.
-    const results = (rows?.results ?? []) as (RecordReadRow & { sort_value: string | number | null })[];
-    const positions = results.map((row): Position => [row.sort_value, row.id]);
-    const records = recordsOf(results).slice(0, query.limit);
-    let next: Position | undefined;
-    if (results.length > query.limit) next = positions[query.limit - 1];
-    else {
-      // Fewer than a page: the walk ended, or stopped at its bound (then the next page goes on).
-      const scanned = `SELECT (SELECT count(*) FROM ${source} c) AS n,
-        (SELECT json_array(c.v, c.id) FROM ${source} c ORDER BY c.v ${desc ? '' : 'DESC'}, c.id DESC LIMIT 1) AS last`;
-      // Only the walk of records without a value names the workspace (`?2`).
-      const [bound] = await this.read([this.db.prepare(scanned).bind(...args)]);
-      const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: string | null };
-      if (n >= SCAN_BOUND && last !== null) next = JSON.parse(last) as Position;
-      else if (walk === order[0]) next = [order[1] as string];
-    }
-    return { records, positions: positions.slice(0, query.limit), next, ...countOf(counted) };
-  }
-
-  private where(sql: Sql, query: Query): string {
-    const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
-    if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
-    const words = searchWords(query.search ?? '');
-    // Each word starts a word of the name's search key (words joined by single spaces).
-    for (const word of words) conditions.push(`instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`);
-    return balanced(conditions, 'AND');
-  }
-
-  /**
-   * The count of the query's matches, up to COUNT_BOUND + 1, whatever the page's plan: the
-   * candidates of an id walk without a bound (the index entries of an `eq` on an indexed field, or
-   * the workspace's records).
-   */
-  private countStatement(workspaceId: number, query: Query): D1PreparedStatement {
-    const sql = new Sql();
-    const from = idWalk(sql, query, false, undefined);
-    const where = this.where(sql, query);
-    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id ${sql.joins()}
-      WHERE ${where} LIMIT ${COUNT_BOUND + 1})`;
-    return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
-  }
-
-  private async boundedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
-    const desc = query.sort[0]?.direction === 'desc';
-    const from = after?.at(-1) as number | undefined;
-    const walk = (sql: Sql): string => idWalk(sql, query, desc, from, SCAN_BOUND);
-    const sql = new Sql();
-    const candidates = walk(sql);
-    const where = this.where(sql, query);
-    // The walk stays the outer loop, in its order, and the page stops reading at its limit.
-    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-      WHERE ${where} LIMIT ?3`;
-    const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
-    if (query.count) statements.push(this.countStatement(workspaceId, query));
-    const [rows, counted] = await this.read(statements);
-    const records = recordsOf((rows?.results ?? []) as RecordReadRow[]);
-    const count = countOf(counted);
-    if (records.length > query.limit) {
-      const kept = records.slice(0, query.limit);
-      return {
-        records: kept,
-        positions: kept.map((r) => [r.id]),
-        next: [(records[query.limit - 1] as RecordOut).id],
-        ...count,
-      };
-    }
-    // Fewer than a page: the walk is done unless the scan stopped at its bound.
-    const scan = new Sql();
-    const [scanned] = await this.read([
-      this.db
-        .prepare(`SELECT count(*) AS n, ${desc ? 'min' : 'max'}(c.id) AS last FROM ${walk(scan)}`)
-        .bind(JSON.stringify(scan.params), workspaceId),
-    ]);
-    const { n, last } = (scanned?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
-    return {
-      records,
-      positions: records.map((r) => [r.id]),
-      next: n >= SCAN_BOUND && last !== null ? [last] : undefined,
-      ...count,
+      const past =
+        from === undefined
+          ? ''
+          : `AND (value, record_id) ${desc ? '<' : '>'} (${sql.param(from[0])}, ${sql.param(from[1])})`;
+      const dir = desc ? 'DESC' : '';
+      return `(SELECT record_id AS id, value AS v FROM record_sort WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
+        ${past} ORDER BY value ${dir}, record_id ${dir} LIMIT ${SCAN_BOUND})`;
     };
-  }
-
-  /**
-   * A search without a sort: by relevance, then id. Each tier of relevance (RELEVANCE_TIERS, best
-   * first) is an id-ordered walk of the candidates, as a page sorted by id walks them; a page goes on
-   * to the next tier when one ends, and all its walks together read at most SCAN_BOUND candidates
-   * (then it ends early with a cursor). Positions are `[tier, id, 0]` (`[tier, 0, 0]` at a tier's
-   * start): three values, as a walk in one read has two.
-   */
-  private async relevancePage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
-    const words = searchWords(query.search ?? '');
-    // A walk that began by tiers goes on by tiers.
-    const byTiers = after?.length === 3;
-    const whole = byTiers ? undefined : await this.relevanceInOneWalk(workspaceId, query, words, after);
-    if (whole !== undefined) return whole;
-    let tier = (after?.[0] as number | undefined) ?? 0;
-    let from = after === undefined || after[1] === 0 ? undefined : (after[1] as number);
-    let budget = SCAN_BOUND;
-    const records: RecordOut[] = [];
-    const positions: Position[] = [];
-    let count: ReturnType<typeof countOf> | undefined;
-    for (;;) {
-      const sql = new Sql();
-      const candidates = idWalk(sql, query, false, from, budget);
-      const where = this.where(sql, query);
-      const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-        WHERE ${where} AND ${relevanceSql(sql, words)} = ${tier} LIMIT ?3`;
-      const walked = new Sql();
-      const scanned = `SELECT count(*) AS n, max(c.id) AS last FROM ${idWalk(walked, query, false, from, budget)}`;
-      const statements = [
-        this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1 - records.length),
-        this.db.prepare(scanned).bind(JSON.stringify(walked.params), workspaceId),
-      ];
-      // The count, with the first read.
-      if (query.count && count === undefined) statements.push(this.countStatement(workspaceId, query));
-      const [rows, bound, counted] = await this.read(statements);
-      if (counted !== undefined) count = countOf(counted);
-      for (const record of recordsOf((rows?.results ?? []) as RecordReadRow[])) {
-        records.push(record);
-        positions.push([tier, record.id, 0]);
-      }
-      if (records.length > query.limit) {
+    const sql = new Sql();
+    const walked = source(sql);
+    const where = this.where(sql, query, plan);
+    // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
+    // reading at its limit.
+    const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${walked} c CROSS JOIN records r ON r.id = c.id
+      WHERE ${where} LIMIT ?3`;
+    const page = await this.walkPage<RecordReadRow & { sort_value: string | number | null }>(
+      workspaceId,
+      query,
+      plan,
+      { sql, text, limit: query.limit + 1 },
+      () => {
+        const scan = new Sql();
+        const order = desc && walk === 'values' ? '' : 'DESC';
         return {
-          records: records.slice(0, query.limit),
-          positions: positions.slice(0, query.limit),
-          next: positions[query.limit - 1],
-          ...count,
+          sql: scan,
+          text: `SELECT (SELECT count(*) FROM ${source(scan)}) AS n,
+            (SELECT json_array(c.v, c.id) FROM ${source(scan)} c ORDER BY c.v ${order}, c.id ${order} LIMIT 1) AS last`,
         };
-      }
-      const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: number | null };
-      // The walk stopped at the page's bound: the next page goes on from where it stopped.
-      if (n >= budget && last !== null) return { records, positions, next: [tier, last, 0], ...count };
-      if (tier === RELEVANCE_TIERS - 1) return { records, positions, next: undefined, ...count };
-      tier += 1;
-      from = undefined;
-      budget -= n;
-      // The next tier from its start (ids are positive).
-      if (budget <= 0) return { records, positions, next: [tier, 0, 0], ...count };
-    }
+      },
+      (row) => [row.sort_value, row.id],
+    );
+    const result = finish(page, query.limit);
+    // The values walk ended: the records without a value follow (a field's only).
+    if (!page.full && page.stopped === undefined && walk === 'values' && key.field)
+      return { ...result, next: ['missing'] };
+    return result;
   }
 
   /**
-   * A relevance page when the workspace's candidates all fit in one walk's bound (the usual case):
-   * one read takes every match among them, orders them by tier and id and keeps the page after
-   * `after`. Undefined when they do not fit: then each tier is a walk of its own.
+   * Other sorts (or a search few records match): SQL orders the candidates (the workspace's
+   * records, or the search's) by the sort keys, keyset on their values and id.
    */
-  private async relevanceInOneWalk(
+  private async sortedPage(
     workspaceId: number,
     query: Query,
-    words: readonly string[],
+    plan: SearchPlan | undefined,
     after: Position | undefined,
-  ): Promise<QueryPage | undefined> {
-    const sql = new Sql();
-    let keyset = '1';
-    if (after !== undefined) {
-      const tier = sql.param(after[0]);
-      keyset =
-        after.length === 2
-          ? `(m.tier > ${tier} OR (m.tier = ${tier} AND m.id > ${sql.param(after[1])}))`
-          : `m.tier >= ${tier}`;
-    }
-    // The records' columns are read for the page's rows only, after the matches are ordered; when
-    // the walk does not fit, the (constant) count makes SQLite read no candidate at all.
-    const where = this.where(sql, query);
-    const text = `SELECT ${RECORD_COLUMNS}, m.tier FROM (SELECT r.id, ${relevanceSql(sql, words)} AS tier
-        FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-        WHERE ${where}
-          AND (SELECT count(*) FROM ${idWalk(sql, query, false, undefined, SCAN_BOUND)}) < ${SCAN_BOUND}) m
-      CROSS JOIN records r ON r.id = m.id
-      WHERE ${keyset} ORDER BY m.tier, m.id LIMIT ?3`;
-    const walked = new Sql();
-    const statements = [
-      this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1),
-      this.db
-        .prepare(`SELECT count(*) AS n FROM ${idWalk(walked, query, false, undefined, SCAN_BOUND)}`)
-        .bind(JSON.stringify(walked.params), workspaceId),
-    ];
-    if (query.count) statements.push(this.countStatement(workspaceId, query));
-    const [rows, bound, counted] = await this.read(statements);
-    if (((bound?.results[0] as { n: number } | undefined)?.n ?? 0) >= SCAN_BOUND) return undefined;
-    const results = (rows?.results ?? []) as (RecordReadRow & { tier: number })[];
-    const positions = results.map((row): Position => [row.tier, row.id]);
-    return {
-      records: recordsOf(results).slice(0, query.limit),
-      positions: positions.slice(0, query.limit),
-      next: results.length > query.limit ? positions[query.limit - 1] : undefined,
-      ...countOf(counted),
-    };
-  }
-
-  private async sortedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+  ): Promise<QueryPage> {
     const sql = new Sql();
     const keys = query.sort.map((key) => {
       const value = valueOf(sql, key.field);
@@ -547,14 +544,18 @@ export class Queries {
         })
         .join(' OR ');
     }
-    const where = this.where(sql, query);
+    const candidates =
+      plan === undefined
+        ? '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c'
+        : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
+    const where = this.where(sql, query, plan);
     const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
-      FROM record_workspaces rw JOIN records r ON r.id = rw.record_id ${sql.joins()}
-      WHERE rw.workspace_id = ?2 AND ${where} AND (${keyset})
+      FROM ${candidates} JOIN records r ON r.id = c.id
+      WHERE ${where} AND (${keyset})
       ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
       LIMIT ?3`;
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
-    if (query.count) statements.push(this.countStatement(workspaceId, query));
+    if (query.count) statements.push(this.countStatement(workspaceId, query, plan));
     const [rows, counted] = await this.read(statements);
     const results = (rows?.results ?? []) as (RecordReadRow & { position: string })[];
     const records = recordsOf(results);
@@ -572,7 +573,49 @@ export class Queries {
   }
 }
 
-function countOf(result: D1Result<unknown> | undefined): { count?: { value: number; exact: boolean } } {
+type Count = { value: number; exact: boolean };
+
+/** The key of `record_sort` a sort by `field` walks, if the workspace keeps one. */
+function keyOf(field: FieldRef | undefined): { name: string; field: boolean } | undefined {
+  if (field === undefined) return undefined;
+  if (field.kind === 'system') {
+    const name = SORT_KEYS[field.name];
+    return name === undefined ? undefined : { name, field: false };
+  }
+  return field.ready ? { name: `f:${field.name}`, field: true } : undefined;
+}
+
+/** The statement that says how far an id walk reads, bounded: its count and its last id. */
+function walkOf(
+  query: Query,
+  plan: SearchPlan | undefined,
+  desc: boolean,
+  from: number | undefined,
+): () => { sql: Sql; text: string } {
+  return () => {
+    const sql = new Sql();
+    const walk = idWalk(sql, query, plan, desc, from, SCAN_BOUND);
+    return { sql, text: `SELECT count(*) AS n, json_array(${desc ? 'min' : 'max'}(c.id)) AS last FROM ${walk}` };
+  };
+}
+
+/** A page of at most `limit` records from a walk's page of up to limit + 1. */
+function finish(
+  page: { records: RecordOut[]; positions: Position[]; full: boolean; stopped?: Position; count?: Count },
+  limit: number,
+): QueryPage {
+  const count = page.count === undefined ? {} : { count: page.count };
+  if (page.full)
+    return {
+      records: page.records.slice(0, limit),
+      positions: page.positions.slice(0, limit),
+      next: page.positions[limit - 1],
+      ...count,
+    };
+  return { records: page.records, positions: page.positions, next: page.stopped, ...count };
+}
+
+function countOf(result: D1Result<unknown> | undefined): { count?: Count } {
   if (result === undefined) return {};
   const n = (result.results[0] as { n: number } | undefined)?.n ?? 0;
   return { count: n > COUNT_BOUND ? { value: COUNT_BOUND, exact: false } : { value: n, exact: true } };

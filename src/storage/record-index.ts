@@ -1,4 +1,4 @@
-import { foldCase, foldFrom } from '../core/case-fold.ts';
+import { foldCase } from '../core/fold.ts';
 import type { FieldDefinitionIn } from '../schemas/admin.ts';
 import type { D1 } from './sessions.ts';
 
@@ -40,28 +40,19 @@ const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED}
 const NEW_IN = (compared: string): string => `NOT EXISTS (SELECT 1 FROM json_each(${indexedOf(-1)}) p
   WHERE ${compared})`;
 /**
- * What a unique key folds beyond lower() (`foldFrom`), from a row `s` of a field's value: a unique
- * text or email value with more bytes than characters (not ASCII alone); NULL for any other, whose
- * key is lower() of the value (text, email) or the value itself. The triggers do the same.
- */
-const FOLD_IN = `CASE WHEN s.is_unique AND s.type IN ('text', 'email')
-      AND length(CAST(s.value AS BLOB)) > length(s.value) THEN s.value END`;
-/**
  * Index rows of field `f` for the records `c` of the object, from their values: the value and,
- * for a unique field of a live record, its unique key (a text or email value folded to lower
- * case). Only rows that differ are written, so building a record twice changes nothing.
+ * for a unique field of a live record, its unique key (a text or email value folded: the fold the
+ * Worker stored with the record, else lower(), which folds ASCII alike). The triggers do the
+ * same. Only rows that differ are written, so building a record twice changes nothing.
  */
 const BUILD_FROM = (records: string, fields: string, guard: string): string => `INSERT INTO record_index
     (record_id, field, object_id, value, unique_key)
   SELECT id, name, object_id, value, CASE WHEN is_unique AND NOT deleted
       THEN CASE WHEN type IN ('text', 'email') THEN coalesce(folded, lower(value)) ELSE value END END
-  FROM ${foldFrom(
-    `(SELECT s.*, ${FOLD_IN} AS fold_in FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique,
-      ${INDEX_VALUE} AS value
+  FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique, ${INDEX_VALUE} AS value,
+      r.folds ->> ('$.' || f.name) AS folded
     FROM ${records} c JOIN records r ON r.id = c.id JOIN index_fields f ON f.object_id = r.object_id AND ${fields}
-      JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name) s)`,
-    'fold_in',
-  )}
+      JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name)
   WHERE ${guard}
   ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key
     WHERE value IS NOT excluded.value OR unique_key IS NOT excluded.unique_key`;

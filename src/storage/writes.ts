@@ -5,7 +5,7 @@ import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
-import { searchKey } from '../domain/query.ts';
+import { fallbackKeys, PREFIX_TERM, recordKeys, type RecordKeys } from '../domain/record-keys.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
@@ -58,7 +58,8 @@ const OUTCOMES = 'SELECT id, outcome FROM writes WHERE id IN (SELECT value FROM 
 // See migrations 0002 and 0003: a stale expected version yields NULL, which the trigger refuses;
 // a guard keeps the version and changes nothing else, which the trigger allows.
 const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
-    name = ?4, field_values = ?5, deleted = ?6, updated_at = ?7, updated_by = ?8, name_key = ?9
+    name = ?4, field_values = ?5, deleted = ?6, updated_at = ?7, updated_by = ?8, name_key = ?9, terms = ?10,
+    folds = ?11
   WHERE id = ?1`;
 const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version END WHERE id = ?1';
 
@@ -69,7 +70,7 @@ const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data) VAL
 const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data)
   SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
   FROM json_each(?1) ORDER BY key`;
-// A tuple of two is a guard (as GUARD: every column kept), of nine a new state (as UPDATE).
+// A tuple of two is a guard (as GUARD: every column kept), of eleven a new state (as UPDATE).
 const UPDATES = `UPDATE records SET
     version = CASE records.version WHEN u.expected THEN coalesce(u.version, records.version) END,
     name = iif(u.version IS NULL, records.name, u.name),
@@ -77,10 +78,12 @@ const UPDATES = `UPDATE records SET
     deleted = iif(u.version IS NULL, records.deleted, u.deleted),
     updated_at = iif(u.version IS NULL, records.updated_at, u.updated_at),
     updated_by = iif(u.version IS NULL, records.updated_by, u.updated_by),
-    name_key = iif(u.version IS NULL, records.name_key, u.name_key)
+    name_key = iif(u.version IS NULL, records.name_key, u.name_key),
+    terms = iif(u.version IS NULL, records.terms, u.terms),
+    folds = iif(u.version IS NULL, records.folds, u.folds)
   FROM (SELECT value ->> 0 AS id, value ->> 1 AS expected, value ->> 2 AS version, value ->> 3 AS name,
       value ->> 4 AS field_values, value ->> 5 AS deleted, value ->> 6 AS updated_at, value ->> 7 AS updated_by,
-      value ->> 8 AS name_key
+      value ->> 8 AS name_key, value ->> 9 AS terms, value ->> 10 AS folds
     FROM json_each(?1)) AS u
   WHERE records.id = u.id`;
 /**
@@ -91,11 +94,19 @@ const UPDATES = `UPDATE records SET
 export const MAX_TUPLE_CHARS = 600_000;
 
 // The id is max + 1 (rows are never deleted, so it is never reused); the fallback name needs
-// the id, so it is built here: keep it in step with fallbackName() in domain/name.ts.
+// the id, so it is built here with its keys: keep it in step with fallbackName() in
+// domain/name.ts and fallbackKeys() in domain/record-keys.ts. The id is one word of digits:
+// its terms are `=<id>`, its first letters and the whole name's.
 const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type,
-    version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template, name_key)
+    version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template, name_key, terms, folds)
   SELECT n.id, ?1, ?2, coalesce(?3, ?4 || ' #' || n.id), ?5, ?6, 1, 0, ?7, ?8, ?7, ?8, ?7, ?9,
-    coalesce(?10, ltrim(?11 || ' ' || n.id))
+    coalesce(?10, ltrim(?11 || ' ' || n.id)),
+    iif(?3 IS NOT NULL, ?12, (SELECT json_group_array(value) FROM (SELECT value FROM json_each(?12)
+      UNION SELECT '=' || n.id UNION SELECT substr(n.id, 1, s.value) FROM json_each('${JSON.stringify(
+        Array.from({ length: PREFIX_TERM }, (_, i) => i + 1),
+      )}') s
+      UNION SELECT '~' || ltrim(?11 || ' ' || n.id) WHERE length(ltrim(?11 || ' ' || n.id)) <= 200))),
+    iif(?3 IS NULL AND ?14 IS NOT NULL, json_set(?13, '$."#"', ?14 || ' #' || n.id), ?13)
   FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
   RETURNING id`;
 const SHARE_LAST = `INSERT INTO record_workspaces (record_id, workspace_id)
@@ -177,6 +188,24 @@ export interface ChangeOf {
   next: RecordOut;
 }
 
+/** A record's new state as UPDATE binds it (and UPDATES reads a tuple): its columns, then its keys. */
+function stateOf(record: RecordOut, expectedVersion: number): unknown[] {
+  const keys = recordKeys(record.name, record.fieldValues);
+  return [
+    record.id,
+    expectedVersion,
+    record.version,
+    record.name,
+    JSON.stringify(record.fieldValues),
+    record.deleted ? 1 : 0,
+    record.updatedAt,
+    record.updatedBy,
+    keys.nameKey,
+    keys.terms,
+    keys.folds,
+  ];
+}
+
 const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => [
   next.id,
   next.version,
@@ -221,19 +250,7 @@ export class RecordWrites {
 
   /** The new state of a record, guarded by the version it was computed from. */
   update(record: RecordOut, expectedVersion: number): D1PreparedStatement {
-    return this.db
-      .prepare(UPDATE)
-      .bind(
-        record.id,
-        expectedVersion,
-        record.version,
-        record.name,
-        JSON.stringify(record.fieldValues),
-        record.deleted ? 1 : 0,
-        record.updatedAt,
-        record.updatedBy,
-        searchKey(record.name),
-      );
+    return this.db.prepare(UPDATE).bind(...stateOf(record, expectedVersion));
   }
 
   /** Fails the write unless the record is still at `version` (an element answered unchanged). */
@@ -250,21 +267,7 @@ export class RecordWrites {
     changes: readonly ChangeOf[],
   ): D1PreparedStatement[] {
     const stateTuples = states.map(({ base, record: r }) =>
-      JSON.stringify(
-        r === undefined
-          ? [base.id, base.version]
-          : [
-              r.id,
-              base.version,
-              r.version,
-              r.name,
-              JSON.stringify(r.fieldValues),
-              r.deleted ? 1 : 0,
-              r.updatedAt,
-              r.updatedBy,
-              searchKey(r.name),
-            ],
-      ),
+      JSON.stringify(r === undefined ? [base.id, base.version] : stateOf(r, base.version)),
     );
     const state = ({ base, record }: { base: RecordOut; record?: RecordOut }): D1PreparedStatement =>
       record === undefined ? this.guard(base.id, base.version) : this.update(record, base.version);
@@ -283,6 +286,8 @@ export class RecordWrites {
   inserts(records: readonly NewRecord[]): D1PreparedStatement[] {
     return records.flatMap((r) => {
       const t = createdRecordTemplate(r);
+      const keys = r.name === undefined ? fallbackKeys(r.objectName, r.fieldValues) : undefined;
+      const named: RecordKeys | undefined = r.name === undefined ? undefined : recordKeys(r.name, r.fieldValues);
       return [
         this.db
           .prepare(INSERT)
@@ -296,8 +301,11 @@ export class RecordWrites {
             r.userId,
             r.now,
             r.isTemplate ? 1 : 0,
-            r.name === undefined ? null : searchKey(r.name),
-            searchKey(r.objectName),
+            named?.nameKey ?? null,
+            keys?.nameKey ?? '',
+            named?.terms ?? keys?.terms ?? '[]',
+            named?.folds ?? keys?.folds ?? '{}',
+            keys?.nameFold ?? null,
           ),
         this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
         this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName),

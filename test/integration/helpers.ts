@@ -2,6 +2,9 @@ import { createScheduledController } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import testBuild from './worker.ts';
 import { CACHE_TTL_MS, isolateCache } from '../../src/storage/isolate-cache.ts';
+import { Lists } from '../../src/storage/lists.ts';
+import { Meter } from '../../src/storage/meter.ts';
+import { recordKeys } from '../../src/domain/record-keys.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -122,15 +125,22 @@ export function expectProblem(answer: Answer, status: number, code: string): voi
 
 /**
  * Adds `n` records of `objectId` shared with `workspaceId` in one statement (the triggers index
- * them as any write does): `values` is an SQL expression of `i` giving the field values' JSON.
+ * them as any write does): `values` is an SQL expression of `i` giving the field values' JSON,
+ * `name` one giving the name. Then their keys are computed, as the scheduled run does.
  */
-export async function bulkRecords(objectId: number, workspaceId: number, n: number, values: string): Promise<void> {
+export async function bulkRecords(
+  objectId: number,
+  workspaceId: number,
+  n: number,
+  values: string,
+  name = `'Bulk ' || i`,
+): Promise<void> {
   await env.DB.batch([
     env.DB.prepare(
       `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type, version, deleted,
          owned_by, created_at, created_by, updated_at, updated_by, is_template)
        WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?3)
-       SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, 'Bulk ' || i, ${values},
+       SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, ${name}, ${values},
          'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
     ).bind(objectId, workspaceId, n),
     env.DB.prepare(
@@ -139,6 +149,13 @@ export async function bulkRecords(objectId: number, workspaceId: number, n: numb
        WHERE r.object_id = ?1 AND NOT EXISTS (SELECT 1 FROM record_workspaces w WHERE w.record_id = r.id)`,
     ).bind(objectId, workspaceId),
   ]);
+  await fillKeys();
+}
+
+/** Gives every record written by SQL here its keys, as the scheduled run does for records written before them. */
+export async function fillKeys(): Promise<void> {
+  const lists = new Lists(env.DB, new Meter());
+  while ((await lists.fillKeys(recordKeys)) > 0);
 }
 
 export const queryRecords = (key: string, workspaceId: number, body: unknown): Promise<Answer> =>

@@ -44,8 +44,8 @@ describe('search by name: relevance, sorts, counts', () => {
     for (const [i, title] of titles.entries())
       made.set(title, (await createOne(editor.key, object.id, [fv('title', title), fv('size', i)])).id);
     const named = (ids: number[]) => ids.map((id) => [...made].find(([, m]) => m === id)?.[0]);
-    // The exact name; names holding the word whole (by id); the name starting with it; any other match.
-    const expected = ['Ácme', 'Zed ACME', 'Acme Corp', 'Acmeville Store', 'Big Acmeco'];
+    // The exact name; names holding the word whole (by id); names with a word it starts (by id).
+    const expected = ['Ácme', 'Zed ACME', 'Acme Corp', 'Big Acmeco', 'Acmeville Store'];
     for (const limit of [1, 2, 50]) {
       const { ids } = await walkQuery(viewer.key, workspaceId, { search: 'acme', limit });
       expect(named(ids)).toEqual(expected);
@@ -142,30 +142,39 @@ describe('search by name: relevance, sorts, counts', () => {
     },
   );
 
-  it('records written before names had search keys are found, and the scheduled run gives them their key', async () => {
+  it('records written before their keys were kept are found meanwhile, and the scheduled run keys them', async () => {
     const { viewer, workspaceId, object } = await setup();
     await bulkRecords(object.id, workspaceId, 3, `json_array(json_object('fieldName', 'title', 'value', 'x'))`);
-    // As a record written before the key was kept: a name with accents, and no key.
+    // As a record written before: a name with accents, the key of that time, no terms, no folds.
     const legacy = await env.DB.prepare(
-      `UPDATE records SET name = 'Émile Zola #' || id, version = version + 1
+      `UPDATE records SET name = 'Émile Zola #' || id, name_key = 'emile zola ' || id, terms = NULL, folds = NULL,
+         version = version + 1
        WHERE object_id = ? AND id = (SELECT max(id) FROM records)
        RETURNING id`,
     )
       .bind(object.id)
       .first<{ id: number }>();
-    const keys = () =>
-      env.DB.prepare('SELECT name, name_key FROM records WHERE object_id = ? ORDER BY id')
-        .bind(object.id)
-        .all<{ name: string; name_key: string | null }>();
-    expect((await keys()).results.map((r) => r.name_key)).toEqual([null, null, null]);
     const ids = async (search: string) =>
       (await queryRecords(viewer.key, workspaceId, { search })).body.items.map((r: { id: number }) => r.id);
-    expect((await ids('bulk')).length).toBe(2);
     expect(await ids('emile')).toEqual([]);
+    // The migration gives such records the terms of the key they have.
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name === '0014_keys_per_workspace.sql');
+    const terms = migration?.queries.find((query) => query.startsWith('UPDATE records SET terms')) ?? '';
+    expect(terms).not.toBe('');
+    await env.DB.prepare(terms).run();
+    expect(await ids('emile zo')).toEqual([legacy?.id]);
+    expect((await ids('bulk')).length).toBe(2);
     await runScheduled();
-    const after = (await keys()).results;
-    expect(after.map((r) => r.name_key)).toEqual(after.map((r) => searchKey(r.name)));
-    expect(await ids('emile')).toEqual([legacy?.id]);
+    const keys = await env.DB.prepare('SELECT name, name_key, folds FROM records WHERE object_id = ? ORDER BY id')
+      .bind(object.id)
+      .all<{ name: string; name_key: string; folds: string | null }>();
+    expect(keys.results.map((r) => r.name_key)).toEqual(keys.results.map((r) => searchKey(r.name)));
+    expect(keys.results.map((r) => r.folds)).toEqual([
+      '{}',
+      '{}',
+      JSON.stringify({ '#': `émile zola #${legacy?.id}` }),
+    ]);
+    expect(await ids('ÉMILE')).toEqual([legacy?.id]);
     expect((await ids('bulk')).length).toBe(2);
   });
 });
