@@ -16,8 +16,13 @@ export interface RecordKeys {
 
 /** A search term's first letters kept as terms of their own (a search word this short is looked up whole). */
 export const PREFIX_TERM = 3;
-/** The longest whole name kept as a term: a search is at most 200 characters. */
+/**
+ * The longest whole name kept as a term, and the letters of a whole word kept in its term: a
+ * search is at most 200 characters, so a longer word is never a search word, and its first 201
+ * letters still sort it among the words that start with any search word.
+ */
 const WHOLE_NAME_TERM = 200;
+const WHOLE_WORD_TERM = 201;
 /**
  * Characters of folds a record keeps at most: a row holds at most 2 MB, and a record's values
  * 1 MiB. Values past it (rare: text near the record's bound in a script with case) compare by
@@ -40,8 +45,8 @@ export function searchTerms(words: readonly string[]): string[] {
   const key = words.join(' ');
   if (key !== '' && codePoints(key).length <= WHOLE_NAME_TERM) terms.add(`~${key}`);
   for (const word of words) {
-    terms.add(`=${word}`);
     const letters = codePoints(word);
+    terms.add(`=${letters.slice(0, WHOLE_WORD_TERM).join('')}`);
     for (let n = 1; n <= Math.min(PREFIX_TERM, letters.length); n++) terms.add(letters.slice(0, n).join(''));
   }
   return [...terms];

@@ -291,16 +291,25 @@ export class Queries {
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
     const plan = words.length === 0 ? undefined : await this.plan(workspaceId, words);
-    if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, after);
+    // A position of one id in a relevance walk: a search walk begun in id order (as searches were
+    // answered before relevance) goes on in id order.
+    if (plan !== undefined && query.relevance && after?.length !== 1)
+      return this.relevancePage(workspaceId, query, plan, after);
     const [first, second] = query.sort;
-    if (query.sort.length === 1 && first?.field.name === 'id') return this.idPage(workspaceId, query, plan, after);
-    const keyed =
-      query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction
-        ? keyOf(first.field)
-        : undefined;
+    if ((query.sort.length === 1 && first?.field.name === 'id') || query.relevance)
+      return this.idPage(workspaceId, query, plan, after);
+    const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
+    const desc = first?.direction === 'desc';
+    const keyed = oneKey ? keyOf(first?.field) : undefined;
     // A search that few records match: SQL orders them (fewer than the plan's bound).
     if (keyed !== undefined && (plan === undefined || !plan.few))
-      return this.keyedPage(workspaceId, query, plan, keyed, first?.direction === 'desc', after);
+      return this.keyedPage(workspaceId, query, plan, keyed, desc, after);
+    // A walk begun on a field's keys goes on here while its index is built again (its type
+    // changed): the start of its records without a value is the same place in this order.
+    const phase = oneKey && after?.length === 1 ? after[0] : undefined;
+    if (phase === 'values') return this.sortedPage(workspaceId, query, plan, undefined);
+    if (phase === 'missing')
+      return this.sortedPage(workspaceId, query, plan, [null, desc ? Number.MAX_SAFE_INTEGER : -1]);
     return this.sortedPage(workspaceId, query, plan, after);
   }
 
@@ -471,11 +480,11 @@ export class Queries {
     const from = after !== undefined && after.length === 2 ? after : undefined;
     const source = (sql: Sql): string => {
       if (walk === 'missing') {
-        const past = from === undefined ? '' : `AND rw.record_id > ${sql.param(from[1])}`;
+        const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from[1])}`;
         return `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
           AND NOT EXISTS (SELECT 1 FROM record_sort s WHERE s.workspace_id = ?2 AND s.key = ${sql.param(key.name)}
             AND s.record_id = rw.record_id)
-          ORDER BY rw.record_id LIMIT ${SCAN_BOUND})`;
+          ORDER BY rw.record_id ${desc ? 'DESC' : ''} LIMIT ${SCAN_BOUND})`;
       }
       const past =
         from === undefined
@@ -499,7 +508,8 @@ export class Queries {
       { sql, text, limit: query.limit + 1 },
       () => {
         const scan = new Sql();
-        const order = desc && walk === 'values' ? '' : 'DESC';
+        // The walk's last entry: its greatest ascending, its least descending.
+        const order = desc ? '' : 'DESC';
         return {
           sql: scan,
           text: `SELECT (SELECT count(*) FROM ${source(scan)}) AS n,

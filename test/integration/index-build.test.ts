@@ -60,9 +60,9 @@ async function stored(objectId: number): Promise<Row[]> {
   });
 }
 
-/** By code (ascending or descending, records without one last either way), then id. */
+/** By code (ascending or descending, records without one last either way), then id the same way. */
 const byCode = (desc: boolean) => (a: Row, b: Row) => {
-  if (a.code === b.code) return a.id - b.id;
+  if (a.code === b.code) return (a.id - b.id) * (desc ? -1 : 1);
   if (a.code === undefined) return 1;
   if (b.code === undefined) return -1;
   return (a.code < b.code ? -1 : 1) * (desc ? -1 : 1);
@@ -91,7 +91,7 @@ async function expectQueriesRight(key: string, workspaceId: number, objectId: nu
     limit: 100,
   });
   const high = rows.filter((r) => r.rank !== undefined && r.rank >= 94);
-  expect(byRank).toEqual(ids(high.sort((a, b) => (b.rank ?? 0) - (a.rank ?? 0) || a.id - b.id)));
+  expect(byRank).toEqual(ids(high.sort((a, b) => (b.rank ?? 0) - (a.rank ?? 0) || b.id - a.id)));
 }
 
 /** The index rows of the object's field, as `[record id, value]`. */

@@ -132,7 +132,11 @@ describe(`${BIG} records beside ${SMALL}: full pages whose cost grows with the p
   it('an eq on an indexed field: full pages in id order within the sort bound, a count', async () => {
     for (const workspaceId of [big, small]) {
       await pages(workspaceId, { filter: { field: 'code', op: 'eq', value: 'c7' } }, SORT_ROWS);
-      await pages(workspaceId, { filter: { field: 'code', op: 'eq', value: 'c7' }, sort: [{ field: 'id' }] }, SORT_ROWS);
+      await pages(
+        workspaceId,
+        { filter: { field: 'code', op: 'eq', value: 'c7' }, sort: [{ field: 'id' }] },
+        SORT_ROWS,
+      );
     }
     const counted = await first(small, { filter: { field: 'code', op: 'eq', value: 'c7' }, count: true });
     expect(counted.body.count).toEqual({ value: SMALL / 50, exact: true });
@@ -179,7 +183,7 @@ describe('walks over a workspace that is being written to', () => {
         }
         const made = await call('POST', '/records/batch', {
           key: editor.key,
-          body: [{ objectId, fieldValues: [fv('rank', page), fv('code', 'c3')], sharedWorkspaceIds: [small] }],
+          body: [{ objectId, fieldValues: [fv('rank', page), fv('code', 'c3')] }],
         });
         expect(made.status).toBe(201);
         created += 1;

@@ -47,8 +47,9 @@ describe('index builds: a field whose stored values its new type cannot index', 
       fields: [{ name: 'when', type: 'datetime', indexed: true }, definition.fields[1]],
     });
     expect(changed.status).toBe(200);
-    // A value the type cannot order counts as no value: last either way, by id (as the stored values say).
-    const expected = { asc: [early, late, odd, none], desc: [late, early, odd, none] };
+    // A value the type cannot order counts as no value: last either way, by id in the sort's direction
+    // (as the stored values say).
+    const expected = { asc: [early, late, odd, none], desc: [late, early, none, odd] };
     const expectSorted = async () => {
       for (const direction of ['asc', 'desc'] as const) {
         for (const limit of [1, 2, 100]) {
@@ -95,7 +96,7 @@ describe('search keys filled by the Cron Trigger', () => {
     const unkeyed = async () => (await keys()).filter((r) => r.name_key !== searchKey(r.name)).map((r) => r.id);
     expect(await unkeyed()).toEqual([]);
     // As if written before names had keys.
-    await env.DB.prepare('UPDATE records SET name_key = NULL WHERE object_id = ?').bind(object.id).run();
+    await env.DB.prepare('UPDATE records SET name_key = NULL, folds = NULL WHERE object_id = ?').bind(object.id).run();
     await runScheduled();
     expect(await unkeyed()).toEqual([]);
     const found = await walkQuery(editor.key, workspaceId, { search: 'scroll' });
@@ -196,7 +197,7 @@ describe('index builds restarted, raced and ended under a walk', () => {
     const rows = await stored(object.id);
     const expected = [...rows]
       .sort((a, b) => {
-        if (a.rank === b.rank) return a.id - b.id;
+        if (a.rank === b.rank) return b.id - a.id;
         if (a.rank === null) return 1;
         if (b.rank === null) return -1;
         return b.rank - a.rank;
@@ -361,7 +362,7 @@ describe('rows written by a patch of a record written before names had keys', ()
     ).body as { id: number };
     const keyed = (await createOne(editor.key, object.id, [fv('title', 'Kept'), fv('n', 1)])).id as number;
     const older = (await createOne(editor.key, object.id, [fv('title', 'Older'), fv('n', 1)])).id as number;
-    await env.DB.prepare('UPDATE records SET name_key = NULL WHERE id = ?').bind(older).run();
+    await env.DB.prepare('UPDATE records SET name_key = NULL, folds = NULL WHERE id = ?').bind(older).run();
     const patch = (id: number) =>
       call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
         key: editor.key,
@@ -370,8 +371,8 @@ describe('rows written by a patch of a record written before names had keys', ()
     const a = await patch(keyed);
     const b = await patch(older);
     expect([a.status, b.status]).toEqual([200, 200]);
-    expect(written(a)).toBeLessThanOrEqual(4);
-    expect(written(b)).toBeLessThanOrEqual(4);
+    expect(written(a)).toBeLessThanOrEqual(6);
+    expect(written(b)).toBeLessThanOrEqual(6);
     const row = await env.DB.prepare('SELECT name_key FROM records WHERE id = ?')
       .bind(older)
       .first<{ name_key: string }>();
