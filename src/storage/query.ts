@@ -291,26 +291,44 @@ export class Queries {
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
     const plan = words.length === 0 ? undefined : await this.plan(workspaceId, words);
+    const [first, second] = query.sort;
     // A position of one id in a relevance walk: a search walk begun in id order (as searches were
     // answered before relevance) goes on in id order.
-    if (plan !== undefined && query.relevance && after?.length !== 1)
-      return this.relevancePage(workspaceId, query, plan, after);
-    const [first, second] = query.sort;
-    if ((query.sort.length === 1 && first?.field.name === 'id') || query.relevance)
-      return this.idPage(workspaceId, query, plan, after);
-    const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
-    const desc = first?.direction === 'desc';
-    const keyed = oneKey ? keyOf(first?.field) : undefined;
-    // A search that few records match: SQL orders them (fewer than the plan's bound).
-    if (keyed !== undefined && (plan === undefined || !plan.few))
-      return this.keyedPage(workspaceId, query, plan, keyed, desc, after);
-    // A walk begun on a field's keys goes on here while its index is built again (its type
-    // changed): the start of its records without a value is the same place in this order.
-    const phase = oneKey && after?.length === 1 ? after[0] : undefined;
-    if (phase === 'values') return this.sortedPage(workspaceId, query, plan, undefined);
-    if (phase === 'missing')
-      return this.sortedPage(workspaceId, query, plan, [null, desc ? Number.MAX_SAFE_INTEGER : -1]);
-    return this.sortedPage(workspaceId, query, plan, after);
+    const byId =
+      (query.sort.length === 1 && first?.field.name === 'id') ||
+      (query.relevance && (plan === undefined || after?.length === 1));
+    if (byId) return this.idPage(workspaceId, query, plan, after);
+    // Any other walk is by a key a write may move: it passes over records changed since it began.
+    const { at, since } = splitSince(after);
+    const start = since ?? (await this.feedPosition());
+    const walked = await (async (): Promise<QueryPage> => {
+      if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, at, since);
+      const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
+      const desc = first?.direction === 'desc';
+      const keyed = oneKey ? keyOf(first?.field) : undefined;
+      // A search that few records match: SQL orders them (fewer than the plan's bound).
+      if (keyed !== undefined && (plan === undefined || !plan.few))
+        return this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
+      // A walk begun on a field's keys goes on here while its index is built again (its type
+      // changed): the start of its records without a value is the same place in this order.
+      const phase = oneKey && at?.length === 1 ? at[0] : undefined;
+      if (phase === 'values') return this.sortedPage(workspaceId, query, plan, undefined, since);
+      if (phase === 'missing')
+        return this.sortedPage(workspaceId, query, plan, [null, desc ? Number.MAX_SAFE_INTEGER : -1], since);
+      return this.sortedPage(workspaceId, query, plan, at, since);
+    })();
+    const tag = (position: Position): Position => [...position, `${SINCE}${start}`];
+    return {
+      ...walked,
+      positions: walked.positions.map(tag),
+      next: walked.next === undefined ? undefined : tag(walked.next),
+    };
+  }
+
+  /** The newest change's number: a walk's start. */
+  private async feedPosition(): Promise<number> {
+    const [row] = await this.read([this.db.prepare('SELECT coalesce(max(seq), 0) AS n FROM changes')]);
+    return (row?.results[0] as { n: number } | undefined)?.n ?? 0;
   }
 
   /** How a search walks the workspace's terms (one round trip, when its words need counting). */
@@ -323,10 +341,17 @@ export class Queries {
     });
   }
 
-  private where(sql: Sql, query: Query, plan: SearchPlan | undefined): string {
+  /**
+   * The query's conditions on a candidate `r`; with `since`, also that its last change is not newer
+   * than the walk's start (see SINCE).
+   */
+  private where(sql: Sql, query: Query, plan: SearchPlan | undefined, since?: number): string {
     const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
     if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
     if (plan !== undefined) conditions.push(startsWords(sql, plan.words));
+    if (since !== undefined)
+      conditions.push(`coalesce((SELECT ch.seq FROM changes ch WHERE ch.record_id = r.id
+        ORDER BY ch.version DESC LIMIT 1), 0) <= ${sql.param(since)}`);
     return balanced(conditions, 'AND');
   }
 
@@ -408,6 +433,7 @@ export class Queries {
     query: Query,
     plan: SearchPlan,
     after: Position | undefined,
+    since: number | undefined,
   ): Promise<QueryPage> {
     let { tier, id: from } = relevanceAt(after);
     const records: RecordOut[] = [];
@@ -418,7 +444,7 @@ export class Queries {
       if (driver !== undefined) {
         const sql = new Sql();
         const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
-        const where = this.where(sql, query, plan);
+        const where = this.where(sql, query, plan, since);
         const text = `SELECT ${RECORD_COLUMNS} FROM ${walk} c CROSS JOIN records r ON r.id = c.id
           WHERE ${where} AND ${tierSql(sql, tier, plan.words)} LIMIT ?3`;
         const need = query.limit + 1 - records.length;
@@ -468,6 +494,7 @@ export class Queries {
     key: { name: string; field: boolean },
     desc: boolean,
     after: Position | undefined,
+    since: number | undefined,
   ): Promise<QueryPage> {
     const walk: 'values' | 'missing' =
       after === undefined
@@ -496,7 +523,7 @@ export class Queries {
     };
     const sql = new Sql();
     const walked = source(sql);
-    const where = this.where(sql, query, plan);
+    const where = this.where(sql, query, plan, since);
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
     // reading at its limit.
     const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${walked} c CROSS JOIN records r ON r.id = c.id
@@ -534,6 +561,7 @@ export class Queries {
     query: Query,
     plan: SearchPlan | undefined,
     after: Position | undefined,
+    since: number | undefined,
   ): Promise<QueryPage> {
     const sql = new Sql();
     const keys = query.sort.map((key) => {
@@ -558,7 +586,7 @@ export class Queries {
       plan === undefined
         ? '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c'
         : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
-    const where = this.where(sql, query, plan);
+    const where = this.where(sql, query, plan, since);
     const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
       FROM ${candidates} JOIN records r ON r.id = c.id
       WHERE ${where} AND (${keyset})
@@ -584,6 +612,21 @@ export class Queries {
 }
 
 type Count = { value: number; exact: boolean };
+
+/**
+ * A walk by a key that writes move (a sort, relevance) keeps the feed's position when it began as
+ * its positions' last value, `s:<seq>`; later pages pass over records changed since (their last
+ * change is newer), so a record moved by a write is never seen twice, and every record left
+ * unchanged is seen once.
+ */
+const SINCE = 's:';
+
+function splitSince(after: Position | undefined): { at: Position | undefined; since: number | undefined } {
+  const last = after?.at(-1);
+  if (typeof last !== 'string' || !last.startsWith(SINCE)) return { at: after, since: undefined };
+  const since = Number(last.slice(SINCE.length));
+  return { at: after?.slice(0, -1), since: Number.isSafeInteger(since) ? since : undefined };
+}
 
 /** The key of `record_sort` a sort by `field` walks, if the workspace keeps one. */
 function keyOf(field: FieldRef | undefined): { name: string; field: boolean } | undefined {

@@ -67,18 +67,22 @@ beforeAll(async () => {
 const first = (workspaceId: number, body: Record<string, unknown>): Promise<Answer> =>
   queryRecords(viewer.key, workspaceId, { limit: 20, ...body });
 
-/** The first page and the fifth, each checked full and within `rows` rows read. */
+/**
+ * The first five pages (fewer when the walk ends sooner): each full but the last, whose cursor is
+ * null, and each within `rows` rows read.
+ */
 async function pages(workspaceId: number, body: Record<string, unknown>, rows: number): Promise<number[]> {
   const reads: number[] = [];
   let answer = await first(workspaceId, body);
   for (let page = 1; page <= 5; page++) {
-    expect([body, page, answer.status, answer.body.items.length]).toEqual([body, page, 200, 20]);
-    expect(answer.body.nextCursor).not.toBeNull();
+    expect([body, page, answer.status]).toEqual([body, page, 200]);
+    const last = answer.body.nextCursor === null;
+    if (!last) expect([body, page, answer.body.items.length]).toEqual([body, page, 20]);
     reads.push(rowsRead(answer));
+    if (last) break;
     if (page < 5) answer = await first(workspaceId, { ...body, cursor: answer.body.nextCursor });
   }
-  expect([body, Math.max(...reads)]).toEqual([body, expect.any(Number)]);
-  expect([body, Math.max(...reads) <= rows ? 'within' : reads]).toEqual([body, 'within']);
+  expect([body, reads.every((n) => n <= rows) ? 'within' : reads]).toEqual([body, 'within']);
   return reads;
 }
 
