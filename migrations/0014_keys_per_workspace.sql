@@ -164,7 +164,8 @@ INSERT INTO record_sort (workspace_id, key, value, record_id)
 
 UPDATE records SET terms = (SELECT json_group_array(term) FROM (
     SELECT '~' || k.key AS term FROM (SELECT 1) WHERE k.key <> '' AND length(k.key) <= 200
-    UNION SELECT '=' || substr(w.value, 1, 201) FROM json_each('["' || replace(k.key, ' ', '","') || '"]') w WHERE w.value <> ''
+    UNION SELECT '=' || substr(w.value, 1, 201) FROM json_each('["' || replace(k.key, ' ', '","') || '"]') w
+      WHERE w.value <> ''
     UNION SELECT substr(w.value, 1, n.value) FROM json_each('["' || replace(k.key, ' ', '","') || '"]') w,
       json_each('[1,2,3]') n WHERE w.value <> '' AND n.value <= length(w.value)))
   FROM (SELECT id, coalesce(name_key, lower(name)) AS key FROM records) k

@@ -64,6 +64,10 @@ export default defineConfig({
       ...(process.env.BENCH_QUERY === '1'
         ? [workersProject('bench-query', 'test/integration/wrangler.toml', 'test/bench/workers/query.bench.test.ts')]
         : []),
+      // `npm run bench:scale` only: pages and writes over 1,000,000 records.
+      ...(process.env.BENCH_SCALE === '1'
+        ? [workersProject('bench-scale', 'test/integration/wrangler.toml', 'test/bench/workers/scale.bench.test.ts')]
+        : []),
       {
         // Over real HTTP against a locally started Worker.
         test: {

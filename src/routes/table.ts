@@ -177,12 +177,15 @@ export const operations: Operation[] = [
     description:
       'Read-only; members (viewers too), else 404. A typed filter tree over system and object fields (every problem' +
       ' listed with its pointer, 400), sort by id, system or indexed fields with keyset cursors bound to the ' +
-      'filter, search and sort, a `fields` projection and an optional `count`. Sorted by id or by one indexed ' +
-      'field, a page reads at most 5,000 candidates and may end early with a `nextCursor` (fewer or no items): keep' +
-      ' following it until it is null. An `eq` on an indexed field and a sort by one are read from the index; other' +
-      ' sorts read the workspace. A search (every word starts a word of the name, case and accents ignored) ' +
-      'filters like a condition; without a `sort` it is answered by relevance (the exact name, then names holding ' +
-      'every word whole, then names starting with the first word, then any other match), then id.',
+      'filter, search and sort, a `fields` projection and an optional `count`. A search, a sort by `createdAt`, ' +
+      "`updatedAt`, `name` or an indexed field, and an `eq` on an indexed field read the workspace's keys in the " +
+      "page's order: every page but the last holds `limit` items, and its cost grows with the page, not the " +
+      'workspace. Other sorts are ordered over the workspace. A filter on unindexed fields alone reads at most ' +
+      '5,000 candidates a page and may end early with a `nextCursor` (fewer or no items): keep following it until ' +
+      'it is null. A walk by a key that writes move (a sort, relevance) passes over records changed after its ' +
+      'first page: it shows each record at most once and every unchanged one exactly once. A search (every word ' +
+      'starts a word of the name, case folded, accents ignored) filters like a condition; without a `sort` it is ' +
+      'answered by relevance (the whole name, then names holding every word whole, then any other match), then id.',
     auth: 'key',
     body: QueryBody,
     ok: { status: 200, schema: QueryPage },

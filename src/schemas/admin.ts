@@ -57,9 +57,9 @@ export const FieldDefinition = v.strictObject({
       v.boolean(),
       v.description(
         'No two live records of the object hold the same value; text, email, url, integer and date only. Implies ' +
-          'indexed. Text and email compare case-insensitively, letter for letter by Unicode simple lower case for ' +
-          'Latin, Greek, Cyrillic and Armenian letters (Émile = ÉMILE, Σοφία = ΣΟΦΊΑ), never expanding (ß is not ss, ' +
-          'İ is not i). A url compares as sent.',
+          'indexed. Text and email compare by full Unicode case folding, every script (Émile = ÉMILE, Σοφία = ' +
+          'ΣΟΦΊΑ, straße = STRASSE, ᲗᲑᲘᲚᲘᲡᲘ = თბილისი); accents and other forms stay distinct (Emile is not Émile). ' +
+          'A url compares as sent.',
       ),
     ),
   ),

@@ -62,8 +62,9 @@ export const QueryBody = v.strictObject({
       v.string(),
       maxChars(200),
       v.description(
-        'Words matched against record names: each must start a word of the name (case and accents ignored). ' +
-          'Without `sort`, results come by relevance, then id.',
+        'Words matched against record names: each must start a word of the name (split at Unicode word ' +
+          'boundaries; case folded fully, accents ignored). Without `sort`, results come by relevance (the whole ' +
+          'name, then names holding every word whole, then the others), then id.',
       ),
     ),
   ),
@@ -72,8 +73,8 @@ export const QueryBody = v.strictObject({
       v.array(v.strictObject({ field: v.string(), direction: v.exactOptional(v.picklist(['asc', 'desc'])) })),
       v.maxLength(3),
       v.description(
-        'By id (the default), a system field or an indexed field; ties broken by id. Records without a value come ' +
-          'last, either way.',
+        "By id (the default), a system field or an indexed field; ties broken by id in the first key's " +
+          'direction. Records without a value come last, either way.',
       ),
     ),
   ),

@@ -164,8 +164,9 @@ export class Lists {
         this.meter.d1(() =>
           this.db
             .prepare(
-              `SELECT id, name, field_values FROM (SELECT id, name, field_values, coalesce(sum(octet_length(field_values))
-                 OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+              `SELECT id, name, field_values FROM (SELECT id, name, field_values,
+                 coalesce(sum(octet_length(field_values))
+                   OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
                FROM records WHERE folds IS NULL ORDER BY id LIMIT ${FILL_ROWS})
                WHERE before <= ${FILL_BYTES}`,
             )

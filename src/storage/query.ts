@@ -166,7 +166,8 @@ function compile(sql: Sql, expr: Expr): string {
       // Case-insensitive: the value sent is folded here, and the record's value is the fold the
       // Worker stored with it, or lower() where that folds alike (ASCII).
       const path = sql.param(field.kind === 'system' ? `$."${NAME_FOLD}"` : `$.${field.name}`);
-      return `coalesce(instr(coalesce(r.folds ->> ${path}, lower(${v})), ${sql.param(foldCase(String(value)))}) > 0, 0)`;
+      const folded = sql.param(foldCase(String(value)));
+      return `coalesce(instr(coalesce(r.folds ->> ${path}, lower(${v})), ${folded}) > 0, 0)`;
     }
     case 'startsWith': {
       const p = sql.param(value);
@@ -518,7 +519,8 @@ export class Queries {
           ? ''
           : `AND (value, record_id) ${desc ? '<' : '>'} (${sql.param(from[0])}, ${sql.param(from[1])})`;
       const dir = desc ? 'DESC' : '';
-      return `(SELECT record_id AS id, value AS v FROM record_sort WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
+      return `(SELECT record_id AS id, value AS v FROM record_sort
+        WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
         ${past} ORDER BY value ${dir}, record_id ${dir} LIMIT ${SCAN_BOUND})`;
     };
     const sql = new Sql();

@@ -238,7 +238,7 @@ describe('a folding contains in every plan over more than 5,000 records, page by
 });
 
 describe('the fold within D1 limits and budgets', () => {
-  it('contains on an indexed, a unique field and the name, 600 letters of many scripts each, 50 conditions', async () => {
+  it('contains on an indexed, a unique field and the name: 600 letters of many scripts, 50 conditions', async () => {
     const editor = await newUser('editor');
     const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
     const fields = [

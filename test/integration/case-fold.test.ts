@@ -301,7 +301,7 @@ describe('contains: any value, any letters', () => {
 });
 
 describe('records written before their folds were kept', () => {
-  it('compare by lower() until the scheduled run stores their folds; then contains finds them in any case', async () => {
+  it('compare by lower() until the scheduled run stores their folds; then contains finds any case', async () => {
     const { editor, workspaceId, object } = await setup();
     const r = await createOne(editor.key, object.id, [fv('note', 'ÉMILE Zola'), fv('code', 'old-1')]);
     await env.DB.prepare('UPDATE records SET folds = NULL WHERE id = ?').bind(r.id).run();

