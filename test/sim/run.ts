@@ -502,7 +502,11 @@ function checkKeys(d1: SqliteD1): string[] {
     if (JSON.stringify(JSON.parse(String(row.entries))) !== JSON.stringify(entries))
       violations.push(`${at}: its search terms per workspace differ from its terms`);
     const code = values.find((v) => v.fieldName === 'code')?.value;
-    const indexed = [['c', row.created_at], ['n', row.name], ['u', row.updated_at]] as [string, unknown][];
+    const indexed = [
+      ['c', row.created_at],
+      ['n', row.name],
+      ['u', row.updated_at],
+    ] as [string, unknown][];
     if (code !== undefined && code !== null) indexed.splice(1, 0, ['f:code', code]);
     const sorts = workspaces.flatMap((w) => indexed.map(([key, value]) => [w, key, value]));
     if (JSON.stringify(JSON.parse(String(row.sorts))) !== JSON.stringify(sorts))
