@@ -154,7 +154,8 @@ END;
 
 -- 5. The keys of the records already written. Sort keys from their columns and index; search
 -- terms from the name's words they have (`name_key`), the same terms the Worker computes from
--- those words, until the Cron Trigger computes each record's keys again from its name.
+-- those words, until the Cron Trigger computes each record's keys again from its name (setting
+-- `terms` gives each workspace the record's terms, by the trigger above).
 INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT w.workspace_id, 'c', r.created_at, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
   UNION ALL SELECT w.workspace_id, 'u', r.updated_at, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
@@ -170,12 +171,6 @@ UPDATE records SET terms = (SELECT json_group_array(term) FROM (
       json_each('[1,2,3]') n WHERE w.value <> '' AND n.value <= length(w.value)))
   FROM (SELECT id, coalesce(name_key, lower(name)) AS key FROM records) k
   WHERE k.id = records.id AND k.key NOT GLOB '*["\\]*';
-
-INSERT INTO name_terms (workspace_id, term, record_id)
-  SELECT w.workspace_id, t.value, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id,
-    json_each(coalesce(r.terms, '[]')) t
-  WHERE true
-  ON CONFLICT DO NOTHING;
 
 -- 6. Walks of indexed values read the workspace's keys now: the index by value served them only,
 -- and cost every write of an indexed value a row.

@@ -295,13 +295,16 @@ export class Queries {
     const [first, second] = query.sort;
     // A position of one id in a relevance walk: a search walk begun in id order (as searches were
     // answered before relevance) goes on in id order.
-    const byId =
-      (query.sort.length === 1 && first?.field.name === 'id') ||
-      (query.relevance && (plan === undefined || after?.length === 1));
+    const byId = query.relevance
+      ? plan === undefined || after?.length === 1
+      : query.sort.length === 1 && first?.field.name === 'id';
     if (byId) return this.idPage(workspaceId, query, plan, after);
-    // Any other walk is by a key a write may move: it passes over records changed since it began.
-    const { at, since } = splitSince(after);
-    const start = since ?? (await this.feedPosition());
+    // Any other walk is by a key a write may move: it passes over records whose place moved since
+    // it began.
+    const { at, since: seq } = splitSince(after);
+    const moves = movesOf(query);
+    const start = moves === undefined ? undefined : (seq ?? (await this.feedPosition()));
+    const since = moves !== undefined && seq !== undefined ? { seq, moves } : undefined;
     const walked = await (async (): Promise<QueryPage> => {
       if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, at, since);
       const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
@@ -318,6 +321,7 @@ export class Queries {
         return this.sortedPage(workspaceId, query, plan, [null, desc ? Number.MAX_SAFE_INTEGER : -1], since);
       return this.sortedPage(workspaceId, query, plan, at, since);
     })();
+    if (start === undefined) return walked;
     const tag = (position: Position): Position => [...position, `${SINCE}${start}`];
     return {
       ...walked,
@@ -343,16 +347,14 @@ export class Queries {
   }
 
   /**
-   * The query's conditions on a candidate `r`; with `since`, also that its last change is not newer
-   * than the walk's start (see SINCE).
+   * The query's conditions on a candidate `r`; with `since`, also that no change since the walk
+   * began moved its place in the walk (see SINCE).
    */
-  private where(sql: Sql, query: Query, plan: SearchPlan | undefined, since?: number): string {
+  private where(sql: Sql, query: Query, plan: SearchPlan | undefined, since?: Since): string {
     const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
     if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
     if (plan !== undefined) conditions.push(startsWords(sql, plan.words));
-    if (since !== undefined)
-      conditions.push(`coalesce((SELECT ch.seq FROM changes ch WHERE ch.record_id = r.id
-        ORDER BY ch.version DESC LIMIT 1), 0) <= ${sql.param(since)}`);
+    if (since !== undefined) conditions.push(unmoved(sql, since));
     return balanced(conditions, 'AND');
   }
 
@@ -434,7 +436,7 @@ export class Queries {
     query: Query,
     plan: SearchPlan,
     after: Position | undefined,
-    since: number | undefined,
+    since: Since | undefined,
   ): Promise<QueryPage> {
     let { tier, id: from } = relevanceAt(after);
     const records: RecordOut[] = [];
@@ -495,7 +497,7 @@ export class Queries {
     key: { name: string; field: boolean },
     desc: boolean,
     after: Position | undefined,
-    since: number | undefined,
+    since: Since | undefined,
   ): Promise<QueryPage> {
     const walk: 'values' | 'missing' =
       after === undefined
@@ -563,7 +565,7 @@ export class Queries {
     query: Query,
     plan: SearchPlan | undefined,
     after: Position | undefined,
-    since: number | undefined,
+    since: Since | undefined,
   ): Promise<QueryPage> {
     const sql = new Sql();
     const keys = query.sort.map((key) => {
@@ -616,12 +618,55 @@ export class Queries {
 type Count = { value: number; exact: boolean };
 
 /**
- * A walk by a key that writes move (a sort, relevance) keeps the feed's position when it began as
- * its positions' last value, `s:<seq>`; later pages pass over records changed since (their last
- * change is newer), so a record moved by a write is never seen twice, and every record left
- * unchanged is seen once.
+ * A walk by a key that writes move (a sort by update time, name or an indexed field; relevance)
+ * keeps the feed's newest change number when it began as its positions' last value, `s:<seq>`.
+ * Later pages pass over a record that a change since then moved (one that set its name, an indexed
+ * value it is sorted by, or any change for the update time), so it is never seen twice; a record
+ * whose place did not move is seen once.
  */
 const SINCE = 's:';
+
+/** A walk's start and what moves a record in it: an SQL condition on a change `m`. */
+interface Since {
+  seq: number;
+  moves: (sql: Sql) => string;
+}
+
+/** What moves a record in the query's walk, or undefined when nothing does (id, creation time). */
+function movesOf(query: Query): ((sql: Sql) => string) | undefined {
+  const keys = query.relevance ? ['name'] : query.sort.map((key) => key.field.name).filter((name) => name !== 'id');
+  const fields = query.relevance ? [] : query.sort.filter((key) => key.field.kind === 'value');
+  if (keys.some((name) => name === 'updatedAt' || name === 'updatedBy')) return () => '1';
+  const named = keys.includes('name');
+  if (!named && fields.length === 0) return undefined;
+  return (sql) =>
+    balanced(
+      [
+        ...(named ? [`m.data ->> '$.name' IS NOT NULL`] : []),
+        ...fields.map(
+          (key) => `EXISTS (SELECT 1 FROM json_each(m.data, '$.set') s
+            WHERE s.value ->> '$.fieldName' = ${sql.param(key.field.name)})`,
+        ),
+      ],
+      'OR',
+    );
+}
+
+/** Changes of a record read to tell whether it moved; with more since the walk began, it did. */
+const MOVES_READ = 10;
+
+/**
+ * The record `r` did not move since the walk began: its last change is older (one index read), or
+ * none of its changes since moved it.
+ */
+function unmoved(sql: Sql, since: Since): string {
+  const seq = sql.param(since.seq);
+  return `(coalesce((SELECT ch.seq FROM changes ch WHERE ch.record_id = r.id ORDER BY ch.version DESC LIMIT 1), 0)
+      <= ${seq}
+    OR NOT EXISTS (SELECT 1 FROM (SELECT ch.seq, ch.type, ch.data, row_number() OVER (ORDER BY ch.version DESC) AS n
+        FROM changes ch WHERE ch.record_id = r.id ORDER BY ch.version DESC LIMIT ${MOVES_READ}) m
+      WHERE m.seq > ${seq} AND (m.n = ${MOVES_READ} OR (m.type <> 'created' AND ${since.moves(sql)}))))`;
+}
 
 function splitSince(after: Position | undefined): { at: Position | undefined; since: number | undefined } {
   const last = after?.at(-1);
