@@ -178,12 +178,12 @@ function compile(sql: Sql, expr: Expr): string {
   }
 }
 
-/** An `eq` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
-function driverOf(filter: Expr | undefined): { field: FieldRef; value: unknown } | undefined {
+/** An `eq` or `in` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
+function driverOf(filter: Expr | undefined): { field: FieldRef; values: unknown[] } | undefined {
   const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
   for (const e of top) {
-    if ('field' in e && e.op === 'eq' && e.field.kind === 'value' && e.field.ready)
-      return { field: e.field, value: e.value };
+    if ('field' in e && (e.op === 'eq' || e.op === 'in') && e.field.kind === 'value' && e.field.ready)
+      return { field: e.field, values: e.op === 'eq' ? [e.value] : (e.value as unknown[]) };
   }
   return undefined;
 }
@@ -252,8 +252,16 @@ function idWalk(
   const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
   if (driver === undefined)
     return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order}) c`;
+  // One value: its entries, in id order as kept. Several (`in`): each value's entries, ordered together.
+  let matches: string;
+  if (driver.values.length === 1) matches = `= ${operand(sql, driver.field, driver.values[0])}`;
+  else {
+    const items = sql.list(driver.values);
+    const set = driver.field.type === 'datetime' ? datetimeKey('value') : 'value';
+    matches = `IN (SELECT ${set} FROM ${items})`;
+  }
   return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2
-      AND key = ${sql.param(`f:${driver.field.name}`)} AND value = ${operand(sql, driver.field, driver.value)}
+      AND key = ${sql.param(`f:${driver.field.name}`)} AND value ${matches}
       ${past} ${order}) c`;
 }
 

@@ -133,7 +133,7 @@ describe(`${BIG} records beside ${SMALL}: full pages whose cost grows with the p
       }
     });
 
-  it('an eq on an indexed field: full pages in id order within the sort bound, a count', async () => {
+  it('an eq or in on an indexed field: full pages in id order, an eq within the sort bound, a count', async () => {
     for (const workspaceId of [big, small]) {
       await pages(workspaceId, { filter: { field: 'code', op: 'eq', value: 'c7' } }, SORT_ROWS);
       await pages(
@@ -144,6 +144,18 @@ describe(`${BIG} records beside ${SMALL}: full pages whose cost grows with the p
     }
     const counted = await first(small, { filter: { field: 'code', op: 'eq', value: 'c7' }, count: true });
     expect(counted.body.count).toEqual({ value: SMALL / 50, exact: true });
+    // An `in`: the values' entries walked together, in id order; every match once.
+    const codes = { filter: { field: 'code', op: 'in', value: ['c7', 'c8', 'c9'] }, limit: 20 };
+    await pages(big, codes, 3 * SORT_ROWS + 3 * (BIG / 50));
+    const walked = await walkQuery(viewer.key, small, codes);
+    const expected = await env.DB.prepare(
+      `SELECT r.id FROM records r JOIN record_workspaces w ON w.record_id = r.id AND w.workspace_id = ?
+       WHERE r.field_values ->> '$[1].value' IN ('c7', 'c8', 'c9') ORDER BY r.id`,
+    )
+      .bind(small)
+      .all<{ id: number }>();
+    expect(walked.ids).toEqual(expected.results.map((r) => r.id));
+    expect(walked.pages).toBe(Math.ceil(expected.results.length / 20));
   });
 
   it('a search with a sort, and a search by id: full pages', async () => {
