@@ -23,6 +23,8 @@ function workersProject(name: string, config: string, include: string) {
             // Replays a fuzz run: FUZZ_SEED=<seed printed by fuzz.test.ts> npm test.
             FUZZ_SEED: process.env.FUZZ_SEED ?? '',
             FUZZ_RUNS: process.env.FUZZ_RUNS ?? '',
+            // The benchmarks' size: BENCH_RECORDS=<n> npm run bench:scale (or bench:query).
+            BENCH_RECORDS: process.env.BENCH_RECORDS ?? '',
             // Webhooks: the receiver may be called over http:, and failures are timed in ms, not hours.
             WEBHOOK_RECEIVER: receiver.url,
             WEBHOOK_ALLOW_HTTP: receiver.url,

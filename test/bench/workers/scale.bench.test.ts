@@ -9,7 +9,7 @@ import { admin, call, newUser, newWorkspace, rowsRead, type Answer } from '../..
  * rows D1 read and the milliseconds of the first and the tenth page of 20, and the rows written by
  * each kind of write. Prints a markdown table; asserts only what does not depend on the machine.
  */
-const RECORDS = Number(process.env.BENCH_RECORDS ?? 1_000_000);
+const RECORDS = Number((env as unknown as { BENCH_RECORDS?: string }).BENCH_RECORDS || 1_000_000);
 const SMALL = 1_000;
 const CHUNK = 5_000;
 
