@@ -1,7 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
 import { feedItem } from './domain/feed-item.ts';
-import { backoffMs, matches, shouldDisable, timingOf, type DeliveryTiming } from './domain/webhook.ts';
+import { backoffMs, matches, shouldDisable, timingOf, urlProblem, type DeliveryTiming } from './domain/webhook.ts';
 import { cursorKey, signCursor } from './http/cursor.ts';
 import { postItem, type Attempt } from './push/post.ts';
 import { webhookHeaders } from './push/sign.ts';
@@ -182,6 +182,10 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   private async deliver(webhook: Webhook, cursor: string, body: string): Promise<Attempt> {
+    // A subscription made before its URL's host was refused is never called: it fails as unreachable.
+    const refused = urlProblem(webhook.url, this.env.WEBHOOK_ALLOW_HTTP);
+    if (refused !== undefined)
+      return { cursor, at: Date.now(), status: null, durationMs: 0, error: `url not allowed: ${refused}` };
     const headers = await webhookHeaders(webhook.secret, cursor, Math.floor(Date.now() / 1000), body);
     return postItem(webhook.url, headers, body, cursor);
   }

@@ -1,3 +1,4 @@
+import { hostProblem } from './public-host.ts';
 import type { ChangeType } from './patch.ts';
 
 /**
@@ -66,8 +67,9 @@ export function shouldDisable(failingSince: number, now: number, timing: Deliver
 }
 
 /**
- * The origins allowed over plain `http:` (comma-separated `http://host:port`, local development
- * only); every other URL must be `https:`. Returns a problem message, or undefined when allowed.
+ * Where webhooks may be sent: `https:` URLs of public hosts (see hostProblem), and the origins of
+ * `allowHttp` (comma-separated `http://host:port`, local development only), which may be plain
+ * `http:` and local. Returns a problem message, or undefined when allowed.
  */
 export function urlProblem(url: string, allowHttp: string | undefined): string | undefined {
   let parsed: URL;
@@ -77,13 +79,14 @@ export function urlProblem(url: string, allowHttp: string | undefined): string |
     return 'not an absolute URL';
   }
   if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials';
-  if (parsed.protocol === 'https:') return undefined;
   const allowed = (allowHttp ?? '')
     .split(',')
     .map((origin) => origin.trim())
     .filter((origin) => origin !== '');
-  if (parsed.protocol === 'http:' && allowed.includes(parsed.origin)) return undefined;
-  return 'must be an https: URL';
+  if ((parsed.protocol === 'http:' || parsed.protocol === 'https:') && allowed.includes(parsed.origin))
+    return undefined;
+  if (parsed.protocol !== 'https:') return 'must be an https: URL';
+  return hostProblem(parsed.hostname);
 }
 
 /** Whether a request to `method` `path` writes records (its 2xx answer carries them). */

@@ -70,6 +70,34 @@ async function writeConcurrently(key: string, workspaceId: number, objectId: num
   );
 }
 
+describe('webhook targets', () => {
+  it('a URL of a host that is not public, in any spelling, is 422 at /url, and nothing is subscribed', async () => {
+    const { editor, workspaceId } = await world();
+    const spellings = [
+      'https://127.1/',
+      'https://2130706433/',
+      'https://0x7f000001/',
+      'https://localhost/',
+      'https://169.254.169.254/',
+      'https://[::ffff:127.0.0.1]/',
+      'https://[fd00::1]/',
+      'https://printer.local/',
+      'https://db.internal/',
+      'http://hooks.example.com/',
+    ];
+    for (const url of spellings) {
+      const answer = await call('POST', `/workspaces/${workspaceId}/webhooks`, { key: editor.key, body: { url } });
+      expectProblem(answer, 422, 'unprocessable');
+      expect([url, answer.body.errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code])]).toEqual([
+        url,
+        [['/url', 'url_not_allowed']],
+      ]);
+    }
+    const listed = await call('GET', `/workspaces/${workspaceId}/webhooks`, { key: editor.key });
+    expect(listed.body.items).toEqual([]);
+  });
+});
+
 describe('webhook subscriptions', () => {
   it(
     'an editor subscribes (secret once), lists, pauses, deletes; others are refused and nothing is ' + 'stored',
