@@ -42,6 +42,11 @@ import {
 export const SCAN_BOUND = 5000;
 /** A count is exact up to this many records; beyond, a lower bound. */
 export const COUNT_BOUND = 10_000;
+/**
+ * Candidates a count reads at most (and their records): past them it is a lower bound too, so
+ * a count reads rows bounded like a page's, however few records match.
+ */
+export const COUNT_SCAN = 20_000;
 
 const COLUMNS: Record<SystemField, string> = {
   id: 'r.id',
@@ -91,6 +96,25 @@ export interface QueryPage {
 
 class Sql {
   readonly params: unknown[] = [];
+  private fields = false;
+  /** `shared`: the statement reads several field values of a record (see fieldValues). */
+  constructor(readonly shared = false) {}
+  /**
+   * The record `r`'s field values as one JSON object by name, computed once per record (a one-row
+   * `json_each` join, see joins()): each condition reads its value from it, where reading the
+   * values' array per condition would cost a row per value and condition.
+   */
+  fieldValues(): string {
+    this.fields = true;
+    return 'fv.value';
+  }
+  /** The joins the statement's expressions asked for, to follow `records r`. */
+  joins(): string {
+    return this.fields
+      ? `CROSS JOIN json_each(json_array((SELECT json_group_object(e.value ->> '$.fieldName', e.value -> '$.value')
+          FROM json_each(r.field_values) e))) fv`
+      : '';
+  }
   /** The JSON parameter `k`, as an SQL value. */
   param(value: unknown): string {
     this.params.push(value);
@@ -103,13 +127,33 @@ class Sql {
   }
 }
 
+/**
+ * A field's value in the record `r`, as the index compares it: read from the record's own row (a
+ * condition costs no row beyond the record's), a date-time as epoch milliseconds.
+ */
 function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
-  const name = sql.param(field.name);
-  if (field.ready) return `(SELECT ri.value FROM record_index ri WHERE ri.record_id = r.id AND ri.field = ${name})`;
-  const raw =
-    `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e ` + `WHERE e.value ->> '$.fieldName' = ${name})`;
+  const raw = sql.shared
+    ? `(${sql.fieldValues()} ->> ${sql.param(`$.${field.name}`)})`
+    : `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)})`;
   return field.type === 'datetime' ? datetimeKey(raw) : raw;
+}
+
+/** Whether the query's filter reads several field values of a record: then they are read once, together. */
+function shares(query: Query): boolean {
+  const leaves = (expr: Expr | undefined): number =>
+    expr === undefined
+      ? 0
+      : 'and' in expr
+        ? expr.and.reduce((n, e) => n + leaves(e), 0)
+        : 'or' in expr
+          ? expr.or.reduce((n, e) => n + leaves(e), 0)
+          : 'not' in expr
+            ? leaves(expr.not)
+            : expr.field.kind === 'value' && !(expr.op === 'contains' && expr.field.type === 'multiSelect')
+              ? 1
+              : 0;
+  return leaves(query.filter) > 1;
 }
 
 /** A value sent for a field, as the field's SQL value compares with it. */
@@ -367,15 +411,21 @@ export class Queries {
   }
 
   /**
-   * The count of the query's matches, up to COUNT_BOUND + 1, whatever the page's plan: the
-   * candidates of an id walk without a bound.
+   * The count of the query's matches, up to COUNT_BOUND + 1, among the first COUNT_SCAN candidates
+   * of an id walk (the records holding the search's term, the keys of an `eq` or `in` on an indexed
+   * field, or the workspace's records), whatever the page's plan: its rows read are bounded like a
+   * page's. `cut`: more matched, or the walk holds more candidates (the count is a lower bound).
    */
   private countStatement(workspaceId: number, query: Query, plan: SearchPlan | undefined): D1PreparedStatement {
-    const sql = new Sql();
-    const from = idWalk(sql, query, plan, false, undefined);
+    const sql = new Sql(shares(query));
+    const from = idWalk(sql, query, plan, false, undefined, COUNT_SCAN);
     const where = this.where(sql, query, plan);
-    const text = `SELECT count(*) AS n FROM (SELECT 1 FROM ${from} JOIN records r ON r.id = c.id
-      WHERE ${where} LIMIT ${COUNT_BOUND + 1})`;
+    // Whether the walk holds more candidates than were read: asked only when few matched.
+    const more = idWalk(sql, query, plan, false, undefined, COUNT_SCAN + 1);
+    const text = `SELECT n, CASE WHEN n > ${COUNT_BOUND} THEN 1
+        ELSE (SELECT count(*) FROM ${more}) > ${COUNT_SCAN} END AS cut
+      FROM (SELECT count(*) AS n FROM (SELECT 1 FROM ${from} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+        WHERE ${where} LIMIT ${COUNT_BOUND + 1}))`;
     return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
   }
 
@@ -416,11 +466,12 @@ export class Queries {
   ): Promise<QueryPage> {
     const desc = query.sort[0]?.direction === 'desc';
     const from = after?.at(-1) as number | undefined;
-    const sql = new Sql();
+    const sql = new Sql(shares(query));
     const candidates = idWalk(sql, query, plan, desc, from, SCAN_BOUND);
     const where = this.where(sql, query, plan);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
-    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id WHERE ${where}
+    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+      WHERE ${where}
       LIMIT ?3`;
     const walked = walkOf(query, plan, desc, from);
     const page = await this.walkPage<RecordReadRow>(
@@ -453,10 +504,10 @@ export class Queries {
     for (;;) {
       const driver = plan.tiers[tier];
       if (driver !== undefined) {
-        const sql = new Sql();
+        const sql = new Sql(shares(query));
         const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
         const where = this.where(sql, query, plan, since);
-        const text = `SELECT ${RECORD_COLUMNS} FROM ${walk} c CROSS JOIN records r ON r.id = c.id
+        const text = `SELECT ${RECORD_COLUMNS} FROM ${walk} c CROSS JOIN records r ON r.id = c.id ${sql.joins()}
           WHERE ${where} AND ${tierSql(sql, tier, plan.words)} LIMIT ?3`;
         const need = query.limit + 1 - records.length;
         const at = tier;
@@ -533,12 +584,13 @@ export class Queries {
         WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
         ${past} ORDER BY value ${dir}, record_id ${dir} LIMIT ${SCAN_BOUND})`;
     };
-    const sql = new Sql();
+    const sql = new Sql(shares(query));
     const walked = source(sql);
     const where = this.where(sql, query, plan, since);
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
     // reading at its limit.
     const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${walked} c CROSS JOIN records r ON r.id = c.id
+      ${sql.joins()}
       WHERE ${where} LIMIT ?3`;
     const page = await this.walkPage<RecordReadRow & { sort_value: string | number | null }>(
       workspaceId,
@@ -575,7 +627,7 @@ export class Queries {
     after: Position | undefined,
     since: Since | undefined,
   ): Promise<QueryPage> {
-    const sql = new Sql();
+    const sql = new Sql(shares(query));
     const keys = query.sort.map((key) => {
       const value = valueOf(sql, key.field);
       const last = missing(key.direction === 'desc');
@@ -600,7 +652,7 @@ export class Queries {
         : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
     const where = this.where(sql, query, plan, since);
     const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
-      FROM ${candidates} JOIN records r ON r.id = c.id
+      FROM ${candidates} JOIN records r ON r.id = c.id ${sql.joins()}
       WHERE ${where} AND (${keyset})
       ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
       LIMIT ?3`;
@@ -725,6 +777,6 @@ function finish(
 
 function countOf(result: D1Result<unknown> | undefined): { count?: Count } {
   if (result === undefined) return {};
-  const n = (result.results[0] as { n: number } | undefined)?.n ?? 0;
-  return { count: n > COUNT_BOUND ? { value: COUNT_BOUND, exact: false } : { value: n, exact: true } };
+  const { n, cut } = (result.results[0] as { n: number; cut: number } | undefined) ?? { n: 0, cut: 0 };
+  return { count: cut === 1 ? { value: Math.min(n, COUNT_BOUND), exact: false } : { value: n, exact: true } };
 }

@@ -337,7 +337,7 @@ describe('sort, cursors, projection, count', () => {
     },
   );
 
-  it('counts exactly up to 10,000, then says a lower bound', async () => {
+  it('counts exactly up to 10,000 matches among 20,000 records, then says a lower bound', async () => {
     const { viewer, workspaceId, object } = await setup([{ name: 'rank', type: 'integer' }]);
     await bulkRecords(object.id, workspaceId, 10_001, `json_array(json_object('fieldName', 'rank', 'value', i))`);
     const all = await query(viewer.key, workspaceId, { count: true, limit: 1 });
@@ -347,10 +347,53 @@ describe('sort, cursors, projection, count', () => {
       filter: { field: 'rank', op: 'gt', value: 9_990 },
     });
     expect(some.body.count).toEqual({ value: 11, exact: true });
+    // Past 20,000 candidates a count of few matches is a lower bound too: its rows read stay bounded.
+    await bulkRecords(object.id, workspaceId, 10_000, `json_array(json_object('fieldName', 'rank', 'value', -i))`);
+    const rare = await query(viewer.key, workspaceId, {
+      count: true,
+      filter: { field: 'rank', op: 'eq', value: -10_000 },
+    });
+    expect(rare.body.count).toEqual({ value: 0, exact: false });
+    expect(rowsRead(rare)).toBeLessThan(80_000);
+    const early = await query(viewer.key, workspaceId, { count: true, filter: { field: 'rank', op: 'eq', value: 7 } });
+    expect(early.body.count).toEqual({ value: 1, exact: false });
   });
 });
 
 describe('bounded pages and the index', () => {
+  it('an or of 50 conditions with a count over 6,000 records reads less than two of one condition', async () => {
+    const fields = [
+      { name: 'note', type: 'text' },
+      { name: 'size', type: 'number' },
+      { name: 'rank', type: 'integer', indexed: true },
+    ];
+    const { viewer, workspaceId, object } = await setup(fields);
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      6_000,
+      `json_array(json_object('fieldName', 'note', 'value', 'Note ' || i), json_object('fieldName', 'size', 'value', i),
+        json_object('fieldName', 'rank', 'value', i))`,
+    );
+    const conditions = Array.from({ length: 50 }, (_, i) =>
+      i % 3 === 0
+        ? { field: 'note', op: 'contains', value: `ÉLAN-${i}` }
+        : i % 3 === 1
+          ? { field: 'size', op: 'lt', value: -i }
+          : { field: 'rank', op: 'gt', value: 10_000 + i },
+    );
+    const answer = await query(viewer.key, workspaceId, { filter: { or: conditions }, count: true });
+    expect(answer.body.items).toEqual([]);
+    expect(answer.body.count).toEqual({ value: 0, exact: true });
+    // The page reads 5,000 candidates and says where it stopped; the count reads the 6,000. Each
+    // record's values are read once, however many conditions read them: 50 cost what one costs.
+    expect(answer.body.nextCursor).not.toBeNull();
+    const one = await query(viewer.key, workspaceId, { filter: conditions[1], count: true });
+    expect(one.body.count).toEqual({ value: 0, exact: true });
+    expect(rowsRead(answer)).toBeLessThan(2 * rowsRead(one));
+    expect(rowsRead(answer)).toBeLessThan(15 * 6_000);
+  });
+
   it(
     'a filter matching nothing over 20,000 records answers empty pages with cursors until done, never ' + 'an error',
     async () => {
