@@ -183,7 +183,8 @@ export const operations: Operation[] = [
       'workspace. Other sorts are ordered over the workspace. A filter on unindexed fields alone reads at most ' +
       '5,000 candidates a page and may end early with a `nextCursor` (fewer or no items): keep following it until ' +
       'it is null. A `count` reads at most 20,000 candidates: past them, or past 10,000 matches, it is a lower ' +
-      'bound (`exact: false`). So the rows a request reads are bounded whatever the filter's shape. A walk by a key that writes move (a sort, relevance) passes over records changed after its ' +
+      'bound (`exact: false`). So the rows a request reads are bounded whatever the shape of its filter. A walk ' +
+      'by a key that writes move (a sort, relevance) passes over records a change moved after its ' +
       'first page: it shows each record at most once and every unchanged one exactly once. A search (every word ' +
       'starts a word of the name, case folded, accents ignored) filters like a condition; without a `sort` it is ' +
       'answered by relevance (the whole name, then names holding every word whole, then any other match), then id.',
