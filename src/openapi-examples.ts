@@ -225,6 +225,7 @@ const PROBLEMS: Record<number, { code: string; title: string; detail?: string; e
     detail: '1 problem in the request',
     errors: [{ pointer: '/0/fieldValues/0/value', code: 'invalid_value', message: 'expected one of the options' }],
   },
+  405: { code: 'method_not_allowed', title: 'Method not allowed', detail: 'Allowed: GET.' },
   429: { code: 'rate_limited', title: 'Too many requests', detail: 'Retry after 10 seconds.' },
   500: { code: 'internal', title: 'Internal error', detail: 'Quote the request id when reporting this.' },
   503: {

@@ -82,6 +82,9 @@ const TITLES: Record<number, string> = {
   401: 'Missing or unknown credentials',
   403: 'Visible, but the caller may not change it',
   404: 'Not found (or not visible to the caller)',
+  405:
+    'Method not allowed: a path parameter `.` or `..` (also percent-encoded), which the runtime resolves before the ' +
+    'Worker sees the path, made it another route that does not take this method; `Allow` lists those it takes',
   409: 'Conflict: a deleted record, or the same Idempotency-Key still running',
   410: 'Gone: the feed no longer keeps the changes after this cursor',
   412: 'If-Match did not match the current version',
@@ -101,7 +104,7 @@ export function errorStatuses(op: Operation): number[] {
   if (op.auth !== 'none') statuses.add(401);
   if (op.auth === 'key') statuses.add(429);
   if (op.body !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
-  if (hasParams) [400, 404].forEach((s) => statuses.add(s));
+  if (hasParams) [400, 404, 405].forEach((s) => statuses.add(s));
   if (op.idempotencyKey === true) [400, 409, 422].forEach((s) => statuses.add(s));
   if (op.query !== undefined) statuses.add(400);
   return [...statuses].sort((a, b) => a - b);
@@ -122,6 +125,7 @@ const HEADERS = {
   ),
   ETag: stringHeader('The record\'s version as a strong entity tag: `"<version>"`.', { pattern: '^"[0-9]+"$' }),
   RetryAfter: stringHeader('Seconds to wait before retrying.', { pattern: '^[0-9]+$' }),
+  Allow: stringHeader('The methods the path takes, comma-separated.'),
   WWWAuthenticate: stringHeader('The authentication scheme: `Bearer`.', { const: 'Bearer' }),
   XD1Bookmark: stringHeader(
     'The newest D1 state this answer reflects (a write: its commit), or the bookmark sent when nothing was read. ' +
@@ -143,6 +147,7 @@ const COMMON_HEADERS = {
 function problemHeaders(status: number, op: Operation): Record<string, unknown> {
   const headers: Record<string, unknown> = { ...COMMON_HEADERS };
   if (status === 401) headers['WWW-Authenticate'] = ref('WWWAuthenticate');
+  if (status === 405) headers.Allow = ref('Allow');
   if (status === 429 || status === 503 || (status === 409 && op.idempotencyKey === true))
     headers['Retry-After'] = ref('RetryAfter');
   return headers;

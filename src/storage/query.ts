@@ -135,7 +135,8 @@ function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
   const raw = sql.shared
     ? `(${sql.fieldValues()} ->> ${sql.param(`$.${field.name}`)})`
-    : `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)})`;
+    : `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e
+        WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)})`;
   return field.type === 'datetime' ? datetimeKey(raw) : raw;
 }
 

@@ -59,4 +59,18 @@ describe('dot segments never resolve into another route', () => {
     // The same Worker answers the resolved path itself as usual.
     expect((await call('GET', `/records/${record.id}`, { key: editor.key })).status).toBe(200);
   });
+
+  it('a path parameter `.` resolved into a route without the method: 405 with Allow, as documented', async () => {
+    const { editor, workspaceId } = await world();
+    const before = await countRows('records');
+    const path = `/workspaces/${workspaceId}/records/%2e`;
+    const answer = await call('PATCH', path, { key: editor.key, body: { fieldValues: [] } });
+    expectProblem(answer, 405, 'method_not_allowed');
+    expect(answer.headers.get('Allow')).toBe('GET');
+    expect(await countRows('records')).toBe(before);
+    const document = (await call('GET', '/openapi.json')).body;
+    const operation = document.paths['/workspaces/{workspaceId}/records/{recordId}'].patch;
+    expect(Object.keys(operation.responses)).toContain('405');
+    expect(operation.responses['405'].headers.Allow).toEqual({ $ref: '#/components/headers/Allow' });
+  });
 });
