@@ -8,6 +8,7 @@ import { bearerToken, sha256Hex } from '../http/auth.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
+import { MAX_PAGE_BYTES } from '../storage/store.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { feedItem } from '../domain/feed-item.ts';
@@ -63,7 +64,9 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const items = pageOf(page.records.slice(0, limit));
   const last = items.at(-1);
   const nextCursor =
-    page.records.length > items.length && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+    (page.records.length > items.length || page.sizeCut) && last !== undefined
+      ? await signCursor(secret, last.id, scope)
+      : null;
   return json({ items, nextCursor });
 }
 
@@ -102,8 +105,7 @@ export async function listChanges(request: IRequest, context: Context): Promise<
   return json({ items, nextCursor });
 }
 
-/** A page's body stops before it passes this many bytes (always at least one item). */
-export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+export { MAX_PAGE_BYTES };
 
 /** The leading items whose JSON fits MAX_PAGE_BYTES together (at least one). */
 export function pageOf<T>(items: readonly T[]): T[] {

@@ -7,7 +7,7 @@ import { retrying } from './retry.ts';
 import { MAX_TUPLE_CHARS, packTuples } from './writes.ts';
 import type { Caller } from '../domain/access.ts';
 import type { RecordKeys } from '../domain/record-keys.ts';
-import { callerOf, callerStatement, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
+import { callerOf, callerStatement, MAX_PAGE_BYTES, recordsOf, sizedPage, type RecordReadRow } from './store.ts';
 import type { D1 } from './sessions.ts';
 
 /** How long the change feed keeps a change: at least 7 days. */
@@ -18,7 +18,8 @@ export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
  * value, as its JSON text (or the string itself for text), by reading the JSON of every record
  * the other conditions let through: its cost grows with the workspace (or object), not the page.
  */
-const LIST = `SELECT ${RECORD_COLUMNS} FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+const LIST = sizedPage(
+  `FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
   WHERE rw.workspace_id = ?1 AND rw.record_id > ?2
     AND (?3 IS NULL OR r.object_id = ?3)
     AND (?4 = 'include' OR r.deleted = (?4 = 'only'))
@@ -28,12 +29,21 @@ const LIST = `SELECT ${RECORD_COLUMNS} FROM record_workspaces rw JOIN records r 
       WHERE v.value ->> '$.fieldName' = f.value ->> '$.name'
         AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value'
           ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
-  ORDER BY rw.record_id LIMIT ?7`;
+  ORDER BY rw.record_id`,
+  [],
+  '?7',
+);
 
-const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data FROM changes c
-  WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw
-    WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
-  ORDER BY c.seq LIMIT ?3`;
+// The changes' sizes first (`octet_length` reads no value): only those that start within a
+// page's bytes are read whole, so a page of large created records reads what it can answer.
+const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data FROM (
+    SELECT p.*, coalesce(sum(p.size) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before FROM (
+      SELECT c.seq, octet_length(c.data) AS size FROM changes c
+      WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw
+        WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+      ORDER BY c.seq LIMIT ?3) p) m
+  CROSS JOIN changes c ON c.seq = m.seq
+  WHERE m.before <= ${MAX_PAGE_BYTES}`;
 const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
 
 /** A change as the feed reads it (see domain/feed-item.ts). */
@@ -62,7 +72,7 @@ export class Lists {
     filter: ListFilter,
     afterId: number,
     limit: number,
-  ): Promise<{ caller: Caller | undefined; records: RecordOut[] }> {
+  ): Promise<{ caller: Caller | undefined; records: RecordOut[]; sizeCut: boolean }> {
     const page = this.db
       .prepare(LIST)
       .bind(
@@ -75,7 +85,9 @@ export class Lists {
         limit,
       );
     const [caller, rows] = await this.read([callerStatement(this.db, keyHash), page]);
-    return { caller: callerOf(caller), records: recordsOf((rows?.results ?? []) as RecordReadRow[]) };
+    const results = (rows?.results ?? []) as (RecordReadRow & { size_cut: number })[];
+    // The records' size ended the page: more may follow.
+    return { caller: callerOf(caller), records: recordsOf(results), sizeCut: results.at(-1)?.size_cut === 1 };
   }
 
   /** Up to `limit` changes of the workspace's records after `afterSeq`, the prune horizon, and the caller. */

@@ -12,8 +12,8 @@ import type { D1 } from './sessions.ts';
 import {
   callerOf,
   callerStatement,
-  RECORD_COLUMNS,
   recordsOf,
+  sizedPage,
   toObjectDef,
   type ObjectRow,
   type RecordReadRow,
@@ -446,11 +446,15 @@ export class Queries {
     const statements = [this.db.prepare(page.text).bind(JSON.stringify(page.sql.params), workspaceId, page.limit)];
     if (query.count) statements.push(this.countStatement(workspaceId, query, plan));
     const [rows, counted] = await this.read(statements);
-    const results = (rows?.results ?? []) as Row[];
+    const results = (rows?.results ?? []) as (Row & { size_cut: number })[];
     const records = recordsOf(results);
     const positions = results.map(positionOf);
     const count = countOf(counted);
     if (results.length >= page.limit) return { records, positions, full: true, ...count };
+    // Cut short by the records' size: the page is as full as a page may be.
+    const cutAt = positions.at(-1);
+    if (results.at(-1)?.size_cut === 1 && cutAt !== undefined)
+      return { records, positions, full: false, stopped: cutAt, ...count };
     const walk = scanned();
     const [bound] = await this.read([this.db.prepare(walk.text).bind(JSON.stringify(walk.sql.params), workspaceId)]);
     const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: string | null };
@@ -471,9 +475,7 @@ export class Queries {
     const candidates = idWalk(sql, query, plan, desc, from, SCAN_BOUND);
     const where = this.where(sql, query, plan);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
-    const text = `SELECT ${RECORD_COLUMNS} FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-      WHERE ${where}
-      LIMIT ?3`;
+    const text = sizedPage(`FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()} WHERE ${where}`);
     const walked = walkOf(query, plan, desc, from);
     const page = await this.walkPage<RecordReadRow>(
       workspaceId,
@@ -508,8 +510,8 @@ export class Queries {
         const sql = new Sql(shares(query));
         const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
         const where = this.where(sql, query, plan, since);
-        const text = `SELECT ${RECORD_COLUMNS} FROM ${walk} c CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-          WHERE ${where} AND ${tierSql(sql, tier, plan.words)} LIMIT ?3`;
+        const text = sizedPage(`FROM ${walk} c CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+          WHERE ${where} AND ${tierSql(sql, tier, plan.words)}`);
         const need = query.limit + 1 - records.length;
         const at = tier;
         const page = await this.walkPage<RecordReadRow>(
@@ -590,9 +592,9 @@ export class Queries {
     const where = this.where(sql, query, plan, since);
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
     // reading at its limit.
-    const text = `SELECT ${RECORD_COLUMNS}, c.v AS sort_value FROM ${walked} c CROSS JOIN records r ON r.id = c.id
-      ${sql.joins()}
-      WHERE ${where} LIMIT ?3`;
+    const text = sizedPage(`FROM ${walked} c CROSS JOIN records r ON r.id = c.id ${sql.joins()} WHERE ${where}`, [
+      ['c.v', 'sort_value'],
+    ]);
     const page = await this.walkPage<RecordReadRow & { sort_value: string | number | null }>(
       workspaceId,
       query,
@@ -652,21 +654,29 @@ export class Queries {
         ? '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c'
         : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
     const where = this.where(sql, query, plan, since);
-    const text = `SELECT ${RECORD_COLUMNS}, json_array(${keys.map((k) => k.raw).join(', ')}) AS position
-      FROM ${candidates} JOIN records r ON r.id = c.id ${sql.joins()}
+    const text = sizedPage(
+      `FROM ${candidates} JOIN records r ON r.id = c.id ${sql.joins()}
       WHERE ${where} AND (${keyset})
-      ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}
-      LIMIT ?3`;
+      ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}`,
+      [[`json_array(${keys.map((k) => k.raw).join(', ')})`, 'position']],
+    );
     const statements = [this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId, query.limit + 1)];
     if (query.count) statements.push(this.countStatement(workspaceId, query, plan));
     const [rows, counted] = await this.read(statements);
-    const results = (rows?.results ?? []) as (RecordReadRow & { position: string })[];
+    const results = (rows?.results ?? []) as (RecordReadRow & { position: string; size_cut: number })[];
     const records = recordsOf(results);
-    const last = results[query.limit - 1];
+    const positions = results.map((row) => JSON.parse(row.position) as Position);
+    // Full, or cut short by the records' size: the next page starts after the last one kept.
+    const next =
+      results.length > query.limit
+        ? positions[query.limit - 1]
+        : results.at(-1)?.size_cut === 1
+          ? positions.at(-1)
+          : undefined;
     return {
       records: records.slice(0, query.limit),
-      positions: results.slice(0, query.limit).map((row) => JSON.parse(row.position) as Position),
-      next: results.length > query.limit && last !== undefined ? (JSON.parse(last.position) as Position) : undefined,
+      positions: positions.slice(0, query.limit),
+      next,
       ...countOf(counted),
     };
   }

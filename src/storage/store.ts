@@ -68,6 +68,26 @@ const OBJECTS_OF_RECORDS = `SELECT v.object_id AS id, v.version, v.name, v.name_
   WHERE o.id IN (SELECT object_id FROM records WHERE id IN (SELECT value FROM json_each(?)))`;
 
 /** A record's columns and its sharing, as recordsOf() reads them; `r` is the records table. */
+/** A page's body stops before it passes this many bytes (always at least one item). */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A page statement that reads records in full only while they fit a page: `from` (`FROM …
+ * WHERE …`, records `r`) gives the candidates in the page's order, at most `limit` of them; their sizes
+ * are read first (`octet_length` reads no value), and only those that start within MAX_PAGE_BYTES
+ * are read whole. `extras` are columns of each row, computed with the candidates (`[expression,
+ * name]`). Each row also has `size_cut`: 1 when the rows end there because of their size.
+ */
+export function sizedPage(from: string, extras: readonly [string, string][] = [], limit = '?3'): string {
+  const inner = extras.map(([expression, name]) => `, ${expression} AS ${name}`).join('');
+  const outer = extras.map(([, name]) => `, m.${name}`).join('');
+  return `SELECT ${RECORD_COLUMNS}${outer}, m.before + m.size > ${MAX_PAGE_BYTES} AS size_cut FROM (
+      SELECT p.*, coalesce(sum(p.size) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before FROM (
+        SELECT r.id AS id, octet_length(r.field_values) + octet_length(r.name) AS size${inner} ${from} LIMIT ${limit}) p) m
+    CROSS JOIN records r ON r.id = m.id
+    WHERE m.before <= ${MAX_PAGE_BYTES}`;
+}
+
 export const RECORD_COLUMNS = `r.*, (SELECT json_group_array(workspace_id) FROM
     (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids`;
 
