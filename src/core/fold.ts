@@ -83,14 +83,24 @@ const wordKey = (word: string): string => bare(foldCase(bare(word))).replace(/[^
  * `東京タワー`, so a search finds it by any of them, and by the start of each.
  */
 export function nameWords(name: string): string[] {
+  const found = segmentWords(name);
+  return [...found, ...extraRuns(found, name)];
+}
+
+/** The words of a text split at word boundaries only (see nameWords). */
+export function segmentWords(text: string): string[] {
   const found: string[] = [];
-  for (const word of words(name)) {
+  for (const word of words(text)) {
     const key = wordKey(word);
     if (key) found.push(key);
   }
-  const segmented = new Set(found);
-  for (const run of searchWords(name)) if (!segmented.has(run)) found.push(run);
   return found;
+}
+
+/** The runs of `text` (searchWords) that are not among its `segments`, in order. */
+export function extraRuns(segments: readonly string[], text: string): string[] {
+  const segmented = new Set(segments);
+  return searchWords(text).filter((run) => !segmented.has(run));
 }
 
 /**

@@ -346,11 +346,11 @@ export { searchKey, searchWords };
 export const RELEVANCE_TIERS = 3;
 
 export function relevanceOf(name: string, words: readonly string[]): number | undefined {
-  const key = searchKey(name);
-  const own = key.split(' ');
+  const own = searchKey(name).split(' ');
   // Not a match: some word of the search starts no word of the name.
   if (!words.every((word) => own.some((candidate) => candidate.startsWith(word)))) return undefined;
-  if (key === words.join(' ')) return 0;
+  // The whole name: its runs of letters and digits are the search's words.
+  if (searchWords(name).join(' ') === words.join(' ')) return 0;
   if (words.every((word) => own.includes(word))) return 1;
   return 2;
 }

@@ -1,4 +1,4 @@
-import { foldCase, nameWords, searchKey, searchWords } from '../core/fold.ts';
+import { extraRuns, foldCase, nameWords, searchKey, searchWords, segmentWords } from '../core/fold.ts';
 
 /**
  * The keys a record's row carries beside its values, computed here and nowhere else: every write
@@ -21,14 +21,16 @@ export const PREFIX_TERM = 3;
  * search is at most 200 characters, so a longer word is never a search word, and its first 201
  * letters still sort it among the words that start with any search word.
  */
-const WHOLE_NAME_TERM = 200;
-const WHOLE_WORD_TERM = 201;
+export const WHOLE_NAME_TERM = 200;
+export const WHOLE_WORD_TERM = 201;
 /**
- * Characters of folds a record keeps at most: a row holds at most 2 MB, and a record's values
- * 1 MiB. Values past it (rare: text near the record's bound in a script with case) compare by
- * lower() alone, which folds ASCII.
+ * Characters of folds of long values a record keeps at most: a row holds at most 2 MB, and a
+ * record's values 1 MiB. The folds of values of at most SHORT_FOLD characters (unique values among
+ * them, most of all) are always kept; longer values past this bound (text near the record's bound in
+ * a script with case) compare by lower() alone, which folds ASCII.
  */
 export const MAX_FOLD_CHARS = 400_000;
+const SHORT_FOLD = 1000;
 
 /** The key under which `folds` keeps the name's fold (field names start with a letter). */
 export const NAME_FOLD = '#';
@@ -36,14 +38,14 @@ export const NAME_FOLD = '#';
 const codePoints = (word: string): string[] => [...word];
 
 /**
- * The terms a name is found by: `~` and its whole key (the best match: the name is the search),
- * `=` and each word (a whole word), and each word's first 1 to PREFIX_TERM letters (a word that
- * starts with a short search word). Longer search words read the whole words' range.
+ * The terms a name is found by: `~` and its whole name (its runs of letters and digits, as a
+ * search splits its text: the best match is the name itself), `=` and each word (a whole word),
+ * and each word's first 1 to PREFIX_TERM letters (a word that starts with a short search word).
+ * Longer search words read the whole words' range.
  */
-export function searchTerms(words: readonly string[]): string[] {
+export function searchTerms(words: readonly string[], whole = words.join(' ')): string[] {
   const terms = new Set<string>();
-  const key = words.join(' ');
-  if (key !== '' && codePoints(key).length <= WHOLE_NAME_TERM) terms.add(`~${key}`);
+  if (whole !== '' && codePoints(whole).length <= WHOLE_NAME_TERM) terms.add(`~${whole}`);
   for (const word of words) {
     const letters = codePoints(word);
     terms.add(`=${letters.slice(0, WHOLE_WORD_TERM).join('')}`);
@@ -60,39 +62,52 @@ const sqlLower = (text: string): string => text.replace(/[A-Z]+/g, (s) => s.toLo
  * by field name; the name's under NAME_FOLD. Empty for ASCII text.
  */
 export function foldsOf(name: string, fieldValues: readonly { fieldName: string; value: unknown }[]): string {
+  const texts: [string, string][] = [[NAME_FOLD, name]];
+  for (const { fieldName, value } of fieldValues) if (typeof value === 'string') texts.push([fieldName, value]);
   const folds: Record<string, string> = {};
-  let chars = 0;
-  const keep = (key: string, text: string): void => {
+  let long = 0;
+  for (const [key, text] of texts) {
     const folded = foldCase(text);
-    if (folded === sqlLower(text) || chars + folded.length > MAX_FOLD_CHARS) return;
+    if (folded === sqlLower(text)) continue;
+    if (text.length > SHORT_FOLD) {
+      if (long + folded.length > MAX_FOLD_CHARS) continue;
+      long += folded.length;
+    }
     folds[key] = folded;
-    chars += folded.length;
-  };
-  keep(NAME_FOLD, name);
-  for (const { fieldName, value } of fieldValues) if (typeof value === 'string') keep(fieldName, value);
+  }
   return JSON.stringify(folds);
 }
 
 /** Every key of a record with this name and these values. */
 export function recordKeys(name: string, fieldValues: readonly { fieldName: string; value: unknown }[]): RecordKeys {
   const words = nameWords(name);
-  return { nameKey: words.join(' '), terms: JSON.stringify(searchTerms(words)), folds: foldsOf(name, fieldValues) };
+  const whole = searchWords(name).join(' ');
+  return {
+    nameKey: words.join(' '),
+    terms: JSON.stringify(searchTerms(words, whole)),
+    folds: foldsOf(name, fieldValues),
+  };
 }
 
 /**
  * The keys of a record named `<objectName> #<id>`, whose id only SQL knows when it is inserted:
  * the parts that do not depend on the id. The id is one word of digits, which no fold changes;
- * storage adds its terms (`=<id>`, its first letters, the whole name) and its part of the name's
- * fold around the id.
+ * storage puts it in its place: the name's key is its words (the object name's, then the id), then
+ * the object name's runs that are not words; its terms add `=<id>`, its first letters and the whole
+ * name (the object name's runs, then the id); its fold is the object name's, ` #` and the id.
  */
 export interface FallbackKeys {
-  /** The object name's words joined by single spaces (the name's key is this, a space and the id). */
-  nameKey: string;
-  /** The terms of the object name's words (without the whole name's). */
+  /** The object name's words at word boundaries, joined by single spaces. */
+  words: string;
+  /** The object name's runs that are not among its words, each after a space ('' when none). */
+  runs: string;
+  /** The object name's runs joined by single spaces: the whole name's term before the id. */
+  whole: string;
+  /** The terms of the object name's words and runs (without the whole name's). */
   terms: string;
   /** The values' folds, as foldsOf() without the name's. */
   folds: string;
-  /** The object name's fold when the name needs one (the name's fold is this, ` #` and the id), else null. */
+  /** The object name's fold when the name needs one, else null. */
   nameFold: string | null;
 }
 
@@ -100,11 +115,14 @@ export function fallbackKeys(
   objectName: string,
   fieldValues: readonly { fieldName: string; value: unknown }[],
 ): FallbackKeys {
-  const words = nameWords(objectName);
+  const segments = segmentWords(objectName);
+  const runs = extraRuns(segments, objectName);
   const folded = foldCase(objectName);
   return {
-    nameKey: words.join(' '),
-    terms: JSON.stringify(searchTerms(words).filter((term) => !term.startsWith('~'))),
+    words: segments.join(' '),
+    runs: runs.map((run) => ` ${run}`).join(''),
+    whole: searchWords(objectName).join(' '),
+    terms: JSON.stringify(searchTerms([...segments, ...runs], '')),
     folds: foldsOf('', fieldValues),
     nameFold: folded === sqlLower(objectName) ? null : folded,
   };

@@ -99,11 +99,15 @@ export async function signPosition(secret: string, position: readonly unknown[],
  * The position a keyset cursor holds, or 400 naming `pointer` (a body property) when it is not one
  * this service issued for `scope`.
  */
+/** Base64 characters of a position a cursor may hold: the longest value a sort may hold, encoded. */
+const MAX_POSITION_CHARS = 600_000;
+
 export async function readPosition(secret: string, cursor: string, scope: string, at: string): Promise<unknown[]> {
   const dot = cursor.indexOf('.');
   const head = dot < 0 ? '' : cursor.slice(0, dot);
   let position: unknown;
-  if (/^[A-Za-z0-9_-]{1,2048}$/.test(head)) {
+  // A position may hold a sort value as long as a text field's (100,000 characters): within a body's 1 MiB.
+  if (head.length <= MAX_POSITION_CHARS && /^[A-Za-z0-9_-]+$/.test(head)) {
     try {
       const binary = atob(head.replaceAll('-', '+').replaceAll('_', '/'));
       position = JSON.parse(

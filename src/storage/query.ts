@@ -7,7 +7,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
-import { searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
+import { countOf as countTerms, searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
 import type { D1 } from './sessions.ts';
 import {
   callerOf,
@@ -40,6 +40,8 @@ import {
 
 /** Candidates a page reads at most. */
 export const SCAN_BOUND = 5000;
+/** Fewer candidates than this (a rare search word, a rare indexed value) are ordered by SQL for a sort. */
+const NARROW = 1000;
 /** A count is exact up to this many records; beyond, a lower bound. */
 export const COUNT_BOUND = 10_000;
 /**
@@ -256,11 +258,18 @@ function wholeWords(sql: Sql, words: readonly string[]): string {
 export const TIERS = 3;
 
 /** The records of a tier: how the name meets the search's words, beyond starting with each. */
-function tierSql(sql: Sql, tier: number, words: readonly string[]): string {
-  const name = sql.param(words.join(' '));
-  if (tier === 0) return `(${NAME_KEY} = ${name})`;
-  if (tier === 1) return `(${wholeWords(sql, words)} AND ${NAME_KEY} <> ${name})`;
-  return `(NOT ${wholeWords(sql, words)})`;
+function tierSql(sql: Sql, tier: number, plan: SearchPlan): string {
+  // The whole name's tier is its term's records (the walk reads them): the name's runs of letters
+  // and digits are the search's.
+  if (tier === 0) return '1';
+  const whole = plan.tiers[0];
+  const best =
+    whole?.kind === 'term'
+      ? `NOT EXISTS (SELECT 1 FROM name_terms t WHERE t.workspace_id = ?2 AND t.term = ${sql.param(whole.term)}
+          AND t.record_id = r.id)`
+      : '1';
+  if (tier === 1) return `(${wholeWords(sql, plan.distinct)} AND ${best})`;
+  return `(NOT ${wholeWords(sql, plan.distinct)})`;
 }
 
 /**
@@ -363,9 +372,13 @@ export class Queries {
       const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
       const desc = first?.direction === 'desc';
       const keyed = oneKey ? keyOf(first?.field) : undefined;
-      // A search that few records match: SQL orders them (fewer than the plan's bound).
-      if (keyed !== undefined && (plan === undefined || !plan.few))
-        return this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
+      // A sort by a kept key walks it, unless a search or an `eq` leaves few candidates: then SQL
+      // orders them, and pages are full however rarely the key's walk would meet them.
+      if (keyed !== undefined && (plan === undefined || !plan.few)) {
+        const few = await this.fewCandidates(workspaceId, query, plan);
+        if (few === undefined) return this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
+        return this.sortedPage(workspaceId, query, plan, at, since, few);
+      }
       // A walk begun on a field's keys goes on here while its index is built again (its type
       // changed): the start of its records without a value is the same place in this order.
       const phase = oneKey && at?.length === 1 ? at[0] : undefined;
@@ -381,6 +394,42 @@ export class Queries {
       positions: walked.positions.map(tag),
       next: walked.next === undefined ? undefined : tag(walked.next),
     };
+  }
+
+  /**
+   * The candidates of a query when fewer than NARROW records can match it: those holding its
+   * rarest search word's term (or range of whole words), or the keys of its `eq` on an indexed
+   * field. One round trip; undefined when none is that narrow.
+   */
+  private async fewCandidates(
+    workspaceId: number,
+    query: Query,
+    plan: SearchPlan | undefined,
+  ): Promise<((sql: Sql) => string) | undefined> {
+    const options: { walk: (sql: Sql) => string; count: D1PreparedStatement }[] = [];
+    for (const driver of plan?.narrowing ?? []) {
+      const { sql, params } = countTerms(driver, NARROW);
+      options.push({
+        walk: (s) => `${termWalk(s, driver, false, undefined, -1)} c`,
+        count: this.db.prepare(sql).bind(JSON.stringify(params), workspaceId),
+      });
+    }
+    if (driverOf(query.filter) !== undefined) {
+      const s = new Sql();
+      const walk = idWalk(s, query, undefined, false, undefined, NARROW);
+      options.push({
+        walk: (sql) => idWalk(sql, query, undefined, false, undefined),
+        count: this.db.prepare(`SELECT count(*) AS n FROM ${walk}`).bind(JSON.stringify(s.params), workspaceId),
+      });
+    }
+    if (options.length === 0) return undefined;
+    const counts = await this.read(options.map((option) => option.count));
+    let best: { walk: (sql: Sql) => string; n: number } | undefined;
+    options.forEach((option, i) => {
+      const n = (counts[i]?.results[0] as { n: number } | undefined)?.n ?? NARROW;
+      if (n < NARROW && (best === undefined || n < best.n)) best = { walk: option.walk, n };
+    });
+    return best?.walk;
   }
 
   /** The newest change's number: a walk's start. */
@@ -406,7 +455,7 @@ export class Queries {
   private where(sql: Sql, query: Query, plan: SearchPlan | undefined, since?: Since): string {
     const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
     if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
-    if (plan !== undefined) conditions.push(startsWords(sql, plan.words));
+    if (plan !== undefined) conditions.push(startsWords(sql, plan.distinct));
     if (since !== undefined) conditions.push(unmoved(sql, since));
     return balanced(conditions, 'AND');
   }
@@ -511,7 +560,7 @@ export class Queries {
         const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
         const where = this.where(sql, query, plan, since);
         const text = sizedPage(`FROM ${walk} c CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-          WHERE ${where} AND ${tierSql(sql, tier, plan.words)}`);
+          WHERE ${where} AND ${tierSql(sql, tier, plan)}`);
         const need = query.limit + 1 - records.length;
         const at = tier;
         const page = await this.walkPage<RecordReadRow>(
@@ -549,8 +598,8 @@ export class Queries {
   /**
    * A page sorted by one key the workspace keeps (creation or update time, name, an indexed
    * field), ties by id in the same direction: the key's entries in order, then (an indexed field)
-   * the records without a value in id order. Positions are `[value, id]` (`value` null: among the
-   * records without one) or `[walk]` at the start of a walk.
+   * the records without a value in id order, in the same page when the values end. Positions are
+   * `[value, id]` (`value` null: among the records without one) or `[walk]` at the start of a walk.
    */
   private async keyedPage(
     workspaceId: number,
@@ -561,7 +610,7 @@ export class Queries {
     after: Position | undefined,
     since: Since | undefined,
   ): Promise<QueryPage> {
-    const walk: 'values' | 'missing' =
+    let walk: 'values' | 'missing' =
       after === undefined
         ? 'values'
         : after.length === 1
@@ -569,13 +618,59 @@ export class Queries {
           : after[0] === null
             ? 'missing'
             : 'values';
-    const from = after !== undefined && after.length === 2 ? after : undefined;
+    let from = after !== undefined && after.length === 2 ? after : undefined;
+    const records: RecordOut[] = [];
+    const positions: Position[] = [];
+    let count: Count | undefined;
+    for (;;) {
+      const page = await this.keyedWalk(
+        workspaceId,
+        count === undefined ? query : { ...query, count: false },
+        plan,
+        { key, desc, walk, from, since },
+        query.limit + 1 - records.length,
+      );
+      count ??= page.count;
+      records.push(...page.records);
+      positions.push(...page.positions);
+      const counted = count === undefined ? {} : { count };
+      if (page.full)
+        return {
+          records: records.slice(0, query.limit),
+          positions: positions.slice(0, query.limit),
+          next: positions[query.limit - 1],
+          ...counted,
+        };
+      if (page.stopped !== undefined) return { records, positions, next: page.stopped, ...counted };
+      // The values walk ended: the records without a value follow (a field's only).
+      if (walk === 'missing' || !key.field) return { records, positions, next: undefined, ...counted };
+      walk = 'missing';
+      from = undefined;
+    }
+  }
+
+  /** One walk of a keyed page: the key's values, or the records without one, up to `limit` rows. */
+  private keyedWalk(
+    workspaceId: number,
+    query: Query,
+    plan: SearchPlan | undefined,
+    at: {
+      key: { name: string; field: boolean };
+      desc: boolean;
+      walk: 'values' | 'missing';
+      from: Position | undefined;
+      since: Since | undefined;
+    },
+    limit: number,
+  ): ReturnType<Queries['walkPage']> {
+    const { key, desc, walk, from, since } = at;
     const source = (sql: Sql): string => {
       if (walk === 'missing') {
         const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from[1])}`;
+        // By the record's own index row (its primary key): the workspace's keys are kept by value.
         return `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
-          AND NOT EXISTS (SELECT 1 FROM record_sort s WHERE s.workspace_id = ?2 AND s.key = ${sql.param(key.name)}
-            AND s.record_id = rw.record_id)
+          AND NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = rw.record_id
+            AND x.field = ${sql.param(key.name.slice(2))} AND x.value IS NOT NULL)
           ORDER BY rw.record_id ${desc ? 'DESC' : ''} LIMIT ${SCAN_BOUND})`;
       }
       const past =
@@ -595,11 +690,11 @@ export class Queries {
     const text = sizedPage(`FROM ${walked} c CROSS JOIN records r ON r.id = c.id ${sql.joins()} WHERE ${where}`, [
       ['c.v', 'sort_value'],
     ]);
-    const page = await this.walkPage<RecordReadRow & { sort_value: string | number | null }>(
+    return this.walkPage<RecordReadRow & { sort_value: string | number | null }>(
       workspaceId,
       query,
       plan,
-      { sql, text, limit: query.limit + 1 },
+      { sql, text, limit },
       () => {
         const scan = new Sql();
         // The walk's last entry: its greatest ascending, its least descending.
@@ -612,11 +707,6 @@ export class Queries {
       },
       (row) => [row.sort_value, row.id],
     );
-    const result = finish(page, query.limit);
-    // The values walk ended: the records without a value follow (a field's only).
-    if (!page.full && page.stopped === undefined && walk === 'values' && key.field)
-      return { ...result, next: ['missing'] };
-    return result;
   }
 
   /**
@@ -629,6 +719,7 @@ export class Queries {
     plan: SearchPlan | undefined,
     after: Position | undefined,
     since: Since | undefined,
+    few?: (sql: Sql) => string,
   ): Promise<QueryPage> {
     const sql = new Sql(shares(query));
     const keys = query.sort.map((key) => {
@@ -650,9 +741,11 @@ export class Queries {
         .join(' OR ');
     }
     const candidates =
-      plan === undefined
-        ? '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c'
-        : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
+      few !== undefined
+        ? few(sql)
+        : plan === undefined
+          ? '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c'
+          : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
     const where = this.where(sql, query, plan, since);
     const text = sizedPage(
       `FROM ${candidates} JOIN records r ON r.id = c.id ${sql.joins()}

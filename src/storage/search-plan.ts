@@ -1,4 +1,4 @@
-import { PREFIX_TERM } from '../domain/record-keys.ts';
+import { PREFIX_TERM, WHOLE_NAME_TERM, WHOLE_WORD_TERM } from '../domain/record-keys.ts';
 
 /**
  * How a search walks a workspace's name terms (`name_terms`, see domain/record-keys.ts): which
@@ -25,14 +25,16 @@ const LAST = '\u{10FFFF}';
 export type Driver = { kind: 'term'; term: string } | { kind: 'range'; from: string; to: string };
 
 export interface SearchPlan {
-  /** The search's words, as sent. */
-  words: string[];
+  /** The search's words, once each: each must start a word of the name. */
+  distinct: string[];
   /** The driver of each tier (undefined: the tier is empty). */
   tiers: (Driver | undefined)[];
   /** A driver every match holds a term of. */
   all: Driver;
   /** True when `all` is held by fewer than PLAN_CAP records. */
   few: boolean;
+  /** For each compared word, the records it can start a word of: its term, or its whole words' range. */
+  narrowing: Driver[];
 }
 
 /** A counting statement: `?1` its JSON parameters, `?2` the workspace. */
@@ -41,16 +43,17 @@ export interface CountStatement {
   params: string[];
 }
 
-const countOf = (driver: Driver): CountStatement =>
+/** A statement counting the records holding a driver's terms, up to `cap`. */
+export const countOf = (driver: Driver, cap = PLAN_CAP): CountStatement =>
   driver.kind === 'term'
     ? {
         sql: `SELECT count(*) AS n FROM (SELECT 1 FROM name_terms WHERE workspace_id = ?2
-          AND term = (?1 ->> '$[0]') LIMIT ${PLAN_CAP})`,
+          AND term = (?1 ->> '$[0]') LIMIT ${cap})`,
         params: [driver.term],
       }
     : {
         sql: `SELECT count(*) AS n FROM (SELECT 1 FROM name_terms WHERE workspace_id = ?2
-          AND term >= (?1 ->> '$[0]') AND term < (?1 ->> '$[1]') LIMIT ${PLAN_CAP})`,
+          AND term >= (?1 ->> '$[0]') AND term < (?1 ->> '$[1]') LIMIT ${cap})`,
         params: [driver.from, driver.to],
       };
 
@@ -63,16 +66,18 @@ export async function searchPlan(
   count: (statements: CountStatement[]) => Promise<number[]>,
 ): Promise<SearchPlan> {
   const whole = words.join(' ');
-  const wholeName = letters(whole).length <= 200 ? term(`~${whole}`) : undefined;
+  const wholeName = letters(whole).length <= WHOLE_NAME_TERM ? term(`~${whole}`) : undefined;
   const compared = [...new Set(words)].sort((a, b) => letters(b).length - letters(a).length).slice(0, PLAN_WORDS);
   const short = (word: string): boolean => letters(word).length <= PREFIX_TERM;
-  const range = (word: string): Driver => ({ kind: 'range', from: `=${word}`, to: `=${word}${LAST}` });
+  // A whole word's term keeps its first WHOLE_WORD_TERM letters: a longer search word reads those.
+  const clip = (word: string): string => letters(word).slice(0, WHOLE_WORD_TERM).join('');
+  const range = (word: string): Driver => ({ kind: 'range', from: `=${clip(word)}`, to: `=${clip(word)}${LAST}` });
   const head = (word: string): Driver => term(letters(word).slice(0, PREFIX_TERM).join(''));
   // Counted: each compared word's whole-word term (when several words compete for the tier), and
   // its prefix term or range of whole words.
   const several = compared.length > 1;
   const statements: CountStatement[] = [];
-  const wholeAt = compared.map((word) => (several ? statements.push(countOf(term(`=${word}`))) - 1 : -1));
+  const wholeAt = compared.map((word) => (several ? statements.push(countOf(term(`=${clip(word)}`))) - 1 : -1));
   const prefixAt = compared.map((word) =>
     several || !short(word) ? statements.push(countOf(short(word) ? term(word) : range(word))) - 1 : -1,
   );
@@ -91,9 +96,10 @@ export async function searchPlan(
   });
   const best = options.reduce((a, b) => (b.n < a.n ? b : a));
   return {
-    words: [...words],
-    tiers: [wholeName, term(`=${wholeWord}`), best.driver],
+    distinct: [...new Set(words)],
+    tiers: [wholeName, term(`=${clip(wholeWord)}`), best.driver],
     all: best.driver,
     few: best.n < PLAN_CAP,
+    narrowing: compared.map((word) => (short(word) ? term(word) : range(word))),
   };
 }

@@ -83,7 +83,8 @@ export function sizedPage(from: string, extras: readonly [string, string][] = []
   const outer = extras.map(([, name]) => `, m.${name}`).join('');
   return `SELECT ${RECORD_COLUMNS}${outer}, m.before + m.size > ${MAX_PAGE_BYTES} AS size_cut FROM (
       SELECT p.*, coalesce(sum(p.size) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before FROM (
-        SELECT r.id AS id, octet_length(r.field_values) + octet_length(r.name) AS size${inner} ${from} LIMIT ${limit}) p) m
+        SELECT r.id AS id, octet_length(r.field_values) + octet_length(r.name) AS size${inner}
+        ${from} LIMIT ${limit}) p) m
     CROSS JOIN records r ON r.id = m.id
     WHERE m.before <= ${MAX_PAGE_BYTES}`;
 }

@@ -5,7 +5,7 @@ import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
-import { fallbackKeys, PREFIX_TERM, recordKeys, type RecordKeys } from '../domain/record-keys.ts';
+import { fallbackKeys, PREFIX_TERM, recordKeys, WHOLE_NAME_TERM, type RecordKeys } from '../domain/record-keys.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
@@ -100,12 +100,12 @@ export const MAX_TUPLE_CHARS = 600_000;
 const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type,
     version, deleted, owned_by, created_at, created_by, updated_at, updated_by, is_template, name_key, terms, folds)
   SELECT n.id, ?1, ?2, coalesce(?3, ?4 || ' #' || n.id), ?5, ?6, 1, 0, ?7, ?8, ?7, ?8, ?7, ?9,
-    coalesce(?10, ltrim(?11 || ' ' || n.id)),
+    coalesce(?10, ltrim(?11 || ' ' || n.id) || ?15),
     iif(?3 IS NOT NULL, ?12, (SELECT json_group_array(value) FROM (SELECT value FROM json_each(?12)
       UNION SELECT '=' || n.id UNION SELECT substr(n.id, 1, s.value) FROM json_each('${JSON.stringify(
         Array.from({ length: PREFIX_TERM }, (_, i) => i + 1),
       )}') s
-      UNION SELECT '~' || ltrim(?11 || ' ' || n.id) WHERE length(ltrim(?11 || ' ' || n.id)) <= 200))),
+      UNION SELECT '~' || ltrim(?16 || ' ' || n.id) WHERE length(ltrim(?16 || ' ' || n.id)) <= ${WHOLE_NAME_TERM}))),
     iif(?3 IS NULL AND ?14 IS NOT NULL, json_set(?13, '$."#"', ?14 || ' #' || n.id), ?13)
   FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
   RETURNING id`;
@@ -302,10 +302,12 @@ export class RecordWrites {
             r.now,
             r.isTemplate ? 1 : 0,
             named?.nameKey ?? null,
-            keys?.nameKey ?? '',
+            keys?.words ?? '',
             named?.terms ?? keys?.terms ?? '[]',
             named?.folds ?? keys?.folds ?? '{}',
             keys?.nameFold ?? null,
+            keys?.runs ?? '',
+            keys?.whole ?? '',
           ),
         this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
         this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName),

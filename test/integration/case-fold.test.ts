@@ -320,3 +320,34 @@ describe('records written before their folds were kept', () => {
     expect(JSON.parse(row?.folds ?? 'null')).toEqual({ '#': 'émile zola', note: 'émile zola' });
   });
 });
+
+describe('folds of a record with long text beyond ASCII', () => {
+  it('a short unique value and a short note keep their folds beside 400,000 folded letters', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const fields = [
+      { name: 'big1', type: 'text' },
+      { name: 'big2', type: 'text' },
+      { name: 'code', type: 'text', unique: true },
+      { name: 'note', type: 'text' },
+    ];
+    const object = (await admin('POST', '/admin/objects', { name: 'Long', workspaceIds: [workspaceId], fields })).body;
+    const holder = await createOne(editor.key, object.id, [
+      fv('big1', 'ΐ'.repeat(100_000)),
+      fv('big2', 'ΐ'.repeat(33_333)),
+      fv('code', 'Straße'),
+      fv('note', 'ÄRZTE'),
+    ]);
+    const upserted = await call('POST', `/objects/${object.id}/records/upsert`, {
+      key: editor.key,
+      body: { matchOn: 'code', items: [{ fieldValues: [fv('code', 'STRASSE')] }] },
+    });
+    expect(upserted.status).toBe(200);
+    expect(upserted.body.map((item: any) => [item.result, item.record.id])).toEqual([['updated', holder.id]]);
+    const found = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: editor.key,
+      body: { filter: { field: 'note', op: 'contains', value: 'ärzte' }, fields: ['note'] },
+    });
+    expect(found.body.items.map((r: { id: number }) => r.id)).toEqual([holder.id]);
+  });
+});

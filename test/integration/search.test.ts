@@ -178,3 +178,63 @@ describe('search by name: relevance, sorts, counts', () => {
     expect((await ids('bulk')).length).toBe(2);
   });
 });
+
+describe('search edges', () => {
+  it('the exact name first, whatever its punctuation; words longer than a term; a search of 600 words', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    const name = async (title: string) => (await createOne(editor.key, object.id, [fv('title', title)])).id as number;
+    const tDon = await name('T Don');
+    const dont = await name("Don't");
+    const pi = await name('Pi 3.14');
+    const piMore = await name('Pi 3 14 and more');
+    const ids = async (body: Record<string, unknown>) => {
+      const answer = await queryRecords(viewer.key, workspaceId, body);
+      if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
+      return answer.body.items.map((r: { id: number }) => r.id);
+    };
+    expect(await ids({ search: "Don't" })).toEqual([dont, tDon]);
+    expect(await ids({ search: 'pi 3.14' })).toEqual([pi, piMore]);
+    // A word longer than a whole word's term (201 letters), and one that folding makes longer.
+    const long = await name('ß'.repeat(120));
+    const ligatures = await name('ﬃ'.repeat(80));
+    expect(await ids({ search: 'ß'.repeat(120) })).toEqual([long]);
+    expect(await ids({ search: 'SS'.repeat(100) })).toEqual([long]);
+    expect(await ids({ search: 'ﬃ'.repeat(80), sort: [{ field: 'name' }] })).toEqual([ligatures]);
+    // 200 characters that decompose to 400 words: the same 4 words, compared once each; and 200
+    // without spaces (5 words: the decompositions run together), answered, not a 500.
+    const blessing = await name('ﷺ');
+    const glued = await queryRecords(viewer.key, workspaceId, { search: 'ﷺ'.repeat(200), count: true });
+    expect([glued.status, glued.body.items]).toEqual([200, []]);
+    const answer = await queryRecords(viewer.key, workspaceId, { search: 'ﷺ '.repeat(100), count: true });
+    expect([answer.status, answer.body.items.map((r: { id: number }) => r.id)]).toEqual([200, [blessing]]);
+    expect(answer.body.count).toEqual({ value: 1, exact: true });
+  });
+});
+
+describe('a sort with a search or an eq that few records meet', () => {
+  it("answers full pages: SQL orders the few candidates, however rarely the sort's walk meets them", async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      5_100,
+      `json_array(json_object('fieldName', 'title', 'value', 'Smith ' || i), json_object('fieldName', 'size', 'value', 1))`,
+      `'Smith ' || i`,
+    );
+    const few: number[] = [];
+    for (let i = 0; i < 30; i++)
+      few.push((await createOne(editor.key, object.id, [fv('title', `Smithson ${i}`), fv('size', 2)])).id);
+    for (const body of [
+      { search: 'smithson', sort: [{ field: 'name' }] },
+      { filter: { field: 'size', op: 'eq', value: 2 }, sort: [{ field: 'createdAt' }] },
+      { filter: { field: 'size', op: 'eq', value: 2 }, sort: [{ field: 'updatedAt', direction: 'desc' }] },
+      { search: 'smith', filter: { field: 'size', op: 'eq', value: 2 }, sort: [{ field: 'name', direction: 'desc' }] },
+    ]) {
+      const first = await queryRecords(viewer.key, workspaceId, { ...body, limit: 20 });
+      expect([body, first.body.items.length]).toEqual([body, 20]);
+      const walked = await walkQuery(viewer.key, workspaceId, { ...body, limit: 20 });
+      expect([body, [...walked.ids].sort((a, b) => a - b)]).toEqual([body, few]);
+      expect([body, walked.pages]).toEqual([body, 2]);
+    }
+  });
+});

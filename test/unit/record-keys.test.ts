@@ -29,13 +29,24 @@ describe('the keys a record carries', () => {
 
   it("a fallback name's keys are the object name's, completed around the id as storage does", () => {
     const values = [fv('note', 'ÖL')];
-    const parts = fallbackKeys('ÉCOLE Générale', values);
-    const whole = recordKeys(fallbackName('ÉCOLE Générale', 42), values);
-    expect(`${parts.nameKey} 42`).toBe(whole.nameKey);
-    const terms = new Set([...JSON.parse(parts.terms), '=42', '4', '42', `~${parts.nameKey} 42`]);
-    expect(new Set(JSON.parse(whole.terms))).toEqual(terms);
-    expect(JSON.parse(whole.folds)).toEqual({ ...JSON.parse(parts.folds), '#': `${parts.nameFold} #42` });
+    for (const objectName of ['ÉCOLE Générale', "Don't Stráße", 'Room 7', '東京タワー']) {
+      const parts = fallbackKeys(objectName, values);
+      const whole = recordKeys(fallbackName(objectName, 42), values);
+      expect(`${parts.words} 42${parts.runs}`.trimStart()).toBe(whole.nameKey);
+      const terms = new Set([...JSON.parse(parts.terms), '=42', '4', '42', `~${parts.whole} 42`.trimStart()]);
+      expect([objectName, new Set(JSON.parse(whole.terms))]).toEqual([objectName, terms]);
+      const folds = {
+        ...JSON.parse(parts.folds),
+        ...(parts.nameFold === null ? {} : { '#': `${parts.nameFold} #42` }),
+      };
+      expect(JSON.parse(whole.folds)).toEqual(folds);
+    }
     expect(fallbackKeys('Contact', []).nameFold).toBeNull();
+  });
+
+  it("the whole name's term is its runs, as a search splits its text", () => {
+    expect(JSON.parse(recordKeys("Don't", []).terms)).toContain('~don t');
+    expect(JSON.parse(recordKeys('Pi 3.14', []).terms)).toContain('~pi 3 14');
   });
 });
 
