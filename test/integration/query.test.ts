@@ -525,7 +525,7 @@ describe('search by name', () => {
 });
 
 describe('sorted walks at the edges', () => {
-  it('a sort by an indexed field fills its pages across the records without a value, reading rows by the page', async () => {
+  it('a sort by an indexed field fills pages across the records without a value, reading by the page', async () => {
     const { editor, viewer, workspaceId, object } = await setup();
     const made: number[] = [];
     for (let i = 0; i < 3; i++) made.push((await createOne(editor.key, object.id, [fv('rank', i)])).id);

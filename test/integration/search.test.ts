@@ -218,7 +218,8 @@ describe('a sort with a search or an eq that few records meet', () => {
       object.id,
       workspaceId,
       5_100,
-      `json_array(json_object('fieldName', 'title', 'value', 'Smith ' || i), json_object('fieldName', 'size', 'value', 1))`,
+      `json_array(json_object('fieldName', 'title', 'value', 'Smith ' || i),
+        json_object('fieldName', 'size', 'value', 1))`,
       `'Smith ' || i`,
     );
     const few: number[] = [];
