@@ -1,17 +1,21 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { BUILD_CHUNK, BUILD_CHUNK_BYTES } from '../../src/storage/record-index.ts';
+import { BUILD_CHUNK, BUILD_CHUNK_BYTES, buildStep } from '../../src/storage/record-index.ts';
 import {
   admin,
   bulkRecords,
   call,
+  createOne,
   newUser,
   newWorkspace,
+  queryRecords,
   untilIndexBuilt,
   walkQuery,
   runScheduled,
   indexBuilder,
 } from './helpers.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
 const PLAIN = [
   { name: 'code', type: 'text' },
@@ -242,4 +246,185 @@ describe('a field newly marked indexed is built in bounded chunks, on alarms', (
     await untilIndexBuilt(object.id);
     expect((await indexOf(object.id, 'rank')).length).toBe(RECORDS);
   });
+});
+
+describe('index builds: a field whose stored values its new type cannot index', () => {
+  it('sorts a text field turned datetime the same while it is built and after, each record once', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const definition = {
+      name: 'Event',
+      workspaceIds: [workspaceId],
+      fields: [
+        { name: 'when', type: 'text' },
+        { name: 'tag', type: 'text' },
+      ],
+    };
+    const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+    // Written as text: one value no date-time reading can make sense of, two that are date-times.
+    const late = (await createOne(editor.key, object.id, [fv('when', '2026-03-01T00:00:00Z')])).id as number;
+    const odd = (await createOne(editor.key, object.id, [fv('when', 'not a date')])).id as number;
+    const early = (await createOne(editor.key, object.id, [fv('when', '2026-01-01T00:00:00Z')])).id as number;
+    const none = (await createOne(editor.key, object.id, [fv('tag', 'x')])).id as number;
+    const builder = indexBuilder(object.id);
+    await builder.hold();
+    const changed = await admin('PUT', `/admin/objects/${object.id}`, {
+      ...definition,
+      fields: [{ name: 'when', type: 'datetime', indexed: true }, definition.fields[1]],
+    });
+    expect(changed.status).toBe(200);
+    // A value the type cannot order counts as no value: last either way, by id in the sort's direction
+    // (as the stored values say).
+    const expected = { asc: [early, late, odd, none], desc: [late, early, none, odd] };
+    const expectSorted = async () => {
+      for (const direction of ['asc', 'desc'] as const) {
+        for (const limit of [1, 2, 100]) {
+          const { ids } = await walkQuery(editor.key, workspaceId, { sort: [{ field: 'when', direction }], limit });
+          expect(ids).toEqual(expected[direction]);
+        }
+      }
+      const present = { filter: { field: 'when', op: 'exists', value: true } };
+      expect((await walkQuery(editor.key, workspaceId, present)).ids).toEqual([late, early]);
+    };
+    // While the build is due, from the stored values; then from the index.
+    await expectSorted();
+    await builder.release(object.id);
+    await untilIndexBuilt(object.id);
+    await expectSorted();
+  });
+});
+
+describe('index builds restarted, raced and ended under a walk', () => {
+  const builds = async (objectId: number) =>
+    (
+      await env.DB.prepare('SELECT field, after_record_id AS after FROM index_builds WHERE object_id = ?')
+        .bind(objectId)
+        .all<{ field: string; after: number }>()
+    ).results;
+  const index = async (objectId: number) =>
+    (
+      await env.DB.prepare('SELECT record_id, value FROM record_index WHERE object_id = ? ORDER BY record_id')
+        .bind(objectId)
+        .all<{ record_id: number; value: unknown }>()
+    ).results.map((r) => [r.record_id, r.value]);
+  const stored = async (objectId: number) =>
+    (
+      await env.DB.prepare(
+        `SELECT r.id, (SELECT e.value ->> '$.value' FROM json_each(r.field_values) e
+           WHERE e.value ->> '$.fieldName' = 'rank') AS rank FROM records r WHERE object_id = ? ORDER BY id`,
+      )
+        .bind(objectId)
+        .all<{ id: number; rank: number | null }>()
+    ).results;
+
+  it('restarts a build on a type change; a stale step writes nothing; a desc walk spans the end', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const definition = { name: 'Item', workspaceIds: [workspaceId], fields: [{ name: 'rank', type: 'integer' }] };
+    const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+    const builder = indexBuilder(object.id);
+    await builder.hold();
+    // One record in eight has no rank; ranks repeat.
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      2_400,
+      `iif(i % 8 = 0, json_array(), json_array(json_object('fieldName', 'rank', 'value', i % 37)))`,
+    );
+    const indexed = (type: string) => ({ ...definition, fields: [{ name: 'rank', type, indexed: true }] });
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed('integer'))).status).toBe(200);
+    expect(await builder.stepOnce(object.id)).toBe(true);
+    const [moved] = await builds(object.id);
+    expect(moved?.after).toBeGreaterThan(0);
+    // Another type: the build starts again from the first record.
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed('number'))).status).toBe(200);
+    expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+    // A step that read the position before the restart writes nothing and moves nothing.
+    const before = await index(object.id);
+    expect(await buildStep(env.DB, object.id, { field: 'rank', after: moved?.after ?? 0 })).toBe(false);
+    expect(await index(object.id)).toEqual(before);
+    expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+
+    // A walk by rank, descending, begun while building, ends once built: each record once, in order.
+    const rows = await stored(object.id);
+    const expected = [...rows]
+      .sort((a, b) => {
+        if (a.rank === b.rank) return b.id - a.id;
+        if (a.rank === null) return 1;
+        if (b.rank === null) return -1;
+        return b.rank - a.rank;
+      })
+      .map((r) => r.id);
+    for (const switchAt of [3, 22]) {
+      if (switchAt === 22) {
+        // Again from the start of a build, the switch now among the records without a rank.
+        await builder.hold();
+        expect((await admin('PUT', `/admin/objects/${object.id}`, indexed('integer'))).status).toBe(200);
+        expect(await builds(object.id)).toEqual([{ field: 'rank', after: -1 }]);
+      }
+      const walked = await walkQuery(
+        editor.key,
+        workspaceId,
+        { sort: [{ field: 'rank', direction: 'desc' }], limit: 100 },
+        async (page) => {
+          if (page !== switchAt) return;
+          await builder.release(object.id);
+          await untilIndexBuilt(object.id);
+        },
+      );
+      expect(walked.ids).toEqual(expected);
+    }
+    expect(await index(object.id)).toEqual(rows.filter((r) => r.rank !== null).map((r) => [r.id, r.rank]));
+  }, 60_000);
+});
+
+describe('the largest query a body allows, while its fields are built', () => {
+  it('answers 50 date-time conditions, a 100-word search, 3 sort keys read from the records', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const names = ['d1', 'd2', 'd3'];
+    const definition = {
+      name: 'Slot',
+      workspaceIds: [workspaceId],
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }, ...names.map((name) => ({ name, type: 'datetime' }))],
+    };
+    const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
+    const words = Array.from({ length: 100 }, (_, i) => String.fromCharCode(97 + (i % 26)));
+    const all = (
+      await createOne(editor.key, object.id, [
+        fv('title', words.join(' ')),
+        ...names.map((n) => fv(n, '2026-01-01T00:00:00Z')),
+      ])
+    ).id as number;
+    await createOne(editor.key, object.id, [fv('title', 'a b')]);
+    const builder = indexBuilder(object.id);
+    await builder.hold();
+    const indexed = {
+      ...definition,
+      fields: definition.fields.map((f) => (f.name === 'title' ? f : { ...f, indexed: true })),
+    };
+    expect((await admin('PUT', `/admin/objects/${object.id}`, indexed)).status).toBe(200);
+    const conditions = Array.from({ length: 50 }, (_, i) => ({
+      field: names[i % 3],
+      op: i % 2 === 0 ? 'ne' : 'in',
+      value: i % 2 === 0 ? '2025-01-01T00:00:00+02:00' : ['2026-01-01T00:00:00Z', '2026-01-01T01:00:00+01:00'],
+    }));
+    const search = words.join(' ');
+    expect(search.length).toBeLessThanOrEqual(200);
+    // A search of 100 words alone.
+    expect((await walkQuery(editor.key, workspaceId, { search: words.join(' ') })).ids).toEqual([all]);
+    for (const sort of [undefined, names.map((field) => ({ field, direction: 'desc' }))]) {
+      const answer = await queryRecords(editor.key, workspaceId, {
+        filter: { and: conditions },
+        search,
+        ...(sort === undefined ? {} : { sort }),
+        count: true,
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.items.map((r: { id: number }) => r.id)).toEqual([all]);
+      expect(answer.body.count).toEqual({ value: 1, exact: true });
+    }
+    await builder.release(object.id);
+  }, 60_000);
 });

@@ -1,6 +1,10 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/core/json.ts';
 import { relevanceOf, searchKey, searchWords } from '../../src/domain/query.ts';
+import { cursorKey, signPosition } from '../../src/http/cursor.ts';
+import { storedCursorKey } from '../../src/storage/cursor-key.ts';
+import { Meter } from '../../src/storage/meter.ts';
 import { SCAN_BOUND } from '../../src/storage/query.ts';
 import {
   admin,
@@ -237,5 +241,182 @@ describe('a sort with a search or an eq that few records meet', () => {
       expect([body, [...walked.ids].sort((a, b) => a - b)]).toEqual([body, few]);
       expect([body, walked.pages]).toEqual([body, 2]);
     }
+  });
+});
+
+describe('search keys filled by the Cron Trigger', () => {
+  it('fills the keys of long names whose folded words are longer than the names (within D1 limits)', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Scroll',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text' }],
+      })
+    ).body as { id: number };
+    // U+FDFA is one character whose compatibility form is 18: a 10,000-character name folds to a key
+    // of 180,000 characters (two bytes each in UTF-8).
+    const ids: number[] = [];
+    for (let i = 0; i < 8; i++)
+      ids.push((await createOne(editor.key, object.id, [fv('title', `${'\uFDFA'.repeat(9_998)} ${i}`)])).id as number);
+    const plain = (await createOne(editor.key, object.id, [fv('title', 'Plain scroll')])).id as number;
+    const keys = async () =>
+      (
+        await env.DB.prepare('SELECT id, name, name_key FROM records WHERE object_id = ? ORDER BY id')
+          .bind(object.id)
+          .all<{ id: number; name: string; name_key: string | null }>()
+      ).results;
+    // Each write keyed its own name.
+    const unkeyed = async () => (await keys()).filter((r) => r.name_key !== searchKey(r.name)).map((r) => r.id);
+    expect(await unkeyed()).toEqual([]);
+    // As if written before names had keys.
+    await env.DB.prepare('UPDATE records SET name_key = NULL, folds = NULL WHERE object_id = ?').bind(object.id).run();
+    await runScheduled();
+    expect(await unkeyed()).toEqual([]);
+    const found = await walkQuery(editor.key, workspaceId, { search: 'scroll' });
+    expect(found.ids).toEqual([plain]);
+    const last = await walkQuery(editor.key, workspaceId, { search: 'وسلم 7' });
+    expect(last.ids).toEqual([ids[7]]);
+  });
+});
+
+describe('a search walk begun before searches were answered by relevance', () => {
+  it('goes on in id order from a cursor the id-ordered search issued, each match once, and ends', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Firm',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text' }],
+      })
+    ).body as { id: number };
+    const ids: number[] = [];
+    for (const title of ['Acme One', 'Other', 'Acme', 'Big Acme', 'Acmeco'])
+      ids.push((await createOne(editor.key, object.id, [fv('title', title)])).id as number);
+    const [first, , exact, big, prefix] = ids as [number, number, number, number, number];
+    // The cursor a search answered in id order issued after its first match: its position is `[id]`,
+    // bound to the same body (filter, search, sort) as a search sent now.
+    const body = { search: 'acme', limit: 1 };
+    const secret = await cursorKey(env.CURSOR_SECRET, () => storedCursorKey(env.DB, new Meter()));
+    const scope = `query/${workspaceId}/${canonicalJson({ filter: null, search: 'acme', sort: null })}`;
+    let cursor: string | null = await signPosition(secret, [first], scope);
+    const seen: number[] = [];
+    for (let page = 0; page < 10 && cursor !== null; page++) {
+      const answer = await queryRecords(editor.key, workspaceId, { ...body, cursor });
+      expect(answer.status).toBe(200);
+      seen.push(...answer.body.items.map((r: { id: number }) => r.id));
+      cursor = answer.body.nextCursor as string | null;
+    }
+    expect(cursor).toBeNull();
+    expect(seen).toEqual([exact, big, prefix]);
+    // A walk begun now is by relevance.
+    expect((await walkQuery(editor.key, workspaceId, body)).ids).toEqual([exact, first, big, prefix]);
+  }, 60_000);
+});
+
+describe('search keys of long names written in batches', () => {
+  it('renames 20 records at once to 10,000-character names that fold to keys 18 times longer', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Scroll',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text' },
+          { name: 'n', type: 'integer' },
+        ],
+      })
+    ).body as { id: number };
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++)
+      ids.push((await createOne(editor.key, object.id, [fv('title', `short ${i}`), fv('n', i)])).id as number);
+    const long = (i: number) => `${'\uFDFA'.repeat(9_990)} tail${i}`;
+    const patched = await call('PATCH', '/records/batch', {
+      key: editor.key,
+      body: ids.map((id, i) => ({ id, fieldValues: [fv('title', long(i))] })),
+    });
+    expect(patched.status).toBe(200);
+    const rows = (
+      await env.DB.prepare('SELECT id, name, name_key FROM records WHERE object_id = ? ORDER BY id')
+        .bind(object.id)
+        .all<{ id: number; name: string; name_key: string }>()
+    ).results;
+    expect(
+      rows.filter((r) => r.name_key !== searchKey(r.name) || !r.name.endsWith(' tail' + String(ids.indexOf(r.id)))),
+    ).toEqual([]);
+    // Found by their new names only, with a projection, a count and a filter.
+    const body = { search: 'tail1', fields: ['n'], count: true, filter: { field: 'n', op: 'gte', value: 10 } };
+    const found = await queryRecords(editor.key, workspaceId, body);
+    expect(found.status).toBe(200);
+    expect(found.body.items.map((r: { id: number }) => r.id)).toEqual(ids.slice(10));
+    expect(found.body.count).toEqual({ value: 10, exact: true });
+    expect(found.body.items[0].fieldValues).toEqual([fv('n', 10)]);
+    expect((await walkQuery(editor.key, workspaceId, { search: 'short' })).ids).toEqual([]);
+  }, 60_000);
+});
+
+describe('search is blind to case beyond lower case', () => {
+  it('finds a name by the capitals of its start: a final sigma, a sharp s', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Place',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text' }],
+      })
+    ).body as { id: number };
+    const sophist = (await createOne(editor.key, object.id, [fv('title', 'ΣΟΦΟΣΤΗΣ Α')])).id as number;
+    const street = (await createOne(editor.key, object.id, [fv('title', 'Große Straße')])).id as number;
+    await createOne(editor.key, object.id, [fv('title', 'Other')]);
+    const ids = async (search: string) => (await walkQuery(editor.key, workspaceId, { search })).ids;
+    expect(await ids('ΣΟΦΟΣ')).toEqual([sophist]);
+    expect(await ids('GROSSE STRASSE')).toEqual([street]);
+    expect(await ids('große strasse')).toEqual([street]);
+  });
+});
+
+describe('rows written by a patch of a record written before names had keys', () => {
+  const written = (answer: { headers: Headers }) =>
+    Number(/rows;desc="(\d+) written/.exec(answer.headers.get('Server-Timing') ?? '')?.[1]);
+
+  it('stays within the budget of a patch of one small field, and the patch gives the record its key', async () => {
+    const editor = await newUser('editor');
+    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+    const object = (
+      await admin('POST', '/admin/objects', {
+        name: 'Note',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text' },
+          { name: 'n', type: 'integer' },
+        ],
+      })
+    ).body as { id: number };
+    const keyed = (await createOne(editor.key, object.id, [fv('title', 'Kept'), fv('n', 1)])).id as number;
+    const older = (await createOne(editor.key, object.id, [fv('title', 'Older'), fv('n', 1)])).id as number;
+    await env.DB.prepare('UPDATE records SET name_key = NULL, folds = NULL WHERE id = ?').bind(older).run();
+    const patch = (id: number) =>
+      call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+        key: editor.key,
+        body: { fieldValues: [fv('n', 2)] },
+      });
+    const a = await patch(keyed);
+    const b = await patch(older);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(written(a)).toBeLessThanOrEqual(6);
+    expect(written(b)).toBeLessThanOrEqual(6);
+    const row = await env.DB.prepare('SELECT name_key FROM records WHERE id = ?')
+      .bind(older)
+      .first<{ name_key: string }>();
+    expect(row?.name_key).toBe('older');
   });
 });
