@@ -78,7 +78,9 @@ CREATE TABLE name_terms (
   PRIMARY KEY (workspace_id, term, record_id)
 ) STRICT, WITHOUT ROWID;
 
--- Sharing a record with a workspace (its creation) gives the workspace its keys and terms.
+-- Only live records have keys and terms: a walk passes over no deleted record (a query that names
+-- `deleted` reads the workspace's records instead). Sharing a live record with a workspace (its
+-- creation) gives the workspace its keys and terms.
 CREATE TRIGGER record_keys_on_share AFTER INSERT ON record_workspaces
 BEGIN
   INSERT INTO record_sort (workspace_id, key, value, record_id)
@@ -87,10 +89,45 @@ BEGIN
     UNION ALL SELECT 'u', updated_at FROM records WHERE id = NEW.record_id
     UNION ALL SELECT 'n', name FROM records WHERE id = NEW.record_id
     UNION ALL SELECT 'f:' || field, value FROM record_index WHERE record_id = NEW.record_id AND value IS NOT NULL) k
-  WHERE true
+  WHERE (SELECT deleted FROM records WHERE id = NEW.record_id) = 0
   ON CONFLICT DO NOTHING;
   INSERT INTO name_terms (workspace_id, term, record_id)
-  SELECT NEW.workspace_id, t.value, NEW.record_id FROM records r, json_each(r.terms) t WHERE r.id = NEW.record_id
+  SELECT NEW.workspace_id, t.value, NEW.record_id FROM records r, json_each(r.terms) t
+  WHERE r.id = NEW.record_id AND r.deleted = 0
+  ON CONFLICT DO NOTHING;
+END;
+
+-- Deleting a record takes its keys and terms out of every workspace (by their primary keys, the
+-- update time and name as they were and as they are: the trigger that moves them may run first);
+-- restoring it puts them back.
+CREATE TRIGGER record_keys_on_delete AFTER UPDATE OF deleted ON records
+WHEN NEW.deleted = 1 AND OLD.deleted = 0
+BEGIN
+  DELETE FROM record_sort WHERE (workspace_id, key, value, record_id) IN (
+    SELECT w.workspace_id, k.key, k.value, NEW.id FROM record_workspaces w, (
+      SELECT j.value ->> 0 AS key, j.value ->> 1 AS value FROM json_each(json_array(json_array('c', NEW.created_at),
+          json_array('u', OLD.updated_at), json_array('u', NEW.updated_at), json_array('n', OLD.name),
+          json_array('n', NEW.name))) j
+      UNION ALL SELECT 'f:' || field, value FROM record_index WHERE record_id = NEW.id AND value IS NOT NULL) k
+    WHERE w.record_id = NEW.id);
+  DELETE FROM name_terms WHERE (workspace_id, term, record_id) IN (
+    SELECT w.workspace_id, t.value, NEW.id FROM record_workspaces w,
+      (SELECT value FROM json_each(coalesce(OLD.terms, '[]')) UNION SELECT value FROM json_each(coalesce(NEW.terms, '[]'))) t
+    WHERE w.record_id = NEW.id);
+END;
+
+CREATE TRIGGER record_keys_on_restore AFTER UPDATE OF deleted ON records
+WHEN NEW.deleted = 0 AND OLD.deleted = 1
+BEGIN
+  INSERT INTO record_sort (workspace_id, key, value, record_id)
+  SELECT w.workspace_id, k.key, k.value, NEW.id FROM record_workspaces w, (
+    SELECT 'c' AS key, NEW.created_at AS value UNION ALL SELECT 'u', NEW.updated_at UNION ALL SELECT 'n', NEW.name
+    UNION ALL SELECT 'f:' || field, value FROM record_index WHERE record_id = NEW.id AND value IS NOT NULL) k
+  WHERE w.record_id = NEW.id
+  ON CONFLICT DO NOTHING;
+  INSERT INTO name_terms (workspace_id, term, record_id)
+  SELECT w.workspace_id, t.value, NEW.id FROM record_workspaces w, json_each(coalesce(NEW.terms, '[]')) t
+  WHERE w.record_id = NEW.id
   ON CONFLICT DO NOTHING;
 END;
 
@@ -121,7 +158,7 @@ BEGIN
   INSERT INTO name_terms (workspace_id, term, record_id)
   SELECT w.workspace_id, t.term, NEW.id FROM record_workspaces w, (SELECT value AS term
       FROM json_each(coalesce(NEW.terms, '[]')) EXCEPT SELECT value FROM json_each(coalesce(OLD.terms, '[]'))) t
-  WHERE w.record_id = NEW.id
+  WHERE w.record_id = NEW.id AND NEW.deleted = 0
   ON CONFLICT DO NOTHING;
 END;
 
@@ -131,7 +168,7 @@ CREATE TRIGGER record_sort_on_index_insert AFTER INSERT ON record_index WHEN NEW
 BEGIN
   INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT workspace_id, 'f:' || NEW.field, NEW.value, NEW.record_id FROM record_workspaces
-  WHERE record_id = NEW.record_id
+  WHERE record_id = NEW.record_id AND (SELECT deleted FROM records WHERE id = NEW.record_id) = 0
   ON CONFLICT DO NOTHING;
 END;
 
@@ -143,6 +180,7 @@ BEGIN
   INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT workspace_id, 'f:' || NEW.field, NEW.value, NEW.record_id FROM record_workspaces
   WHERE record_id = NEW.record_id AND NEW.value IS NOT NULL
+    AND (SELECT deleted FROM records WHERE id = NEW.record_id) = 0
   ON CONFLICT DO NOTHING;
 END;
 
@@ -158,10 +196,14 @@ END;
 -- `terms` gives each workspace the record's terms, by the trigger above).
 INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT w.workspace_id, 'c', r.created_at, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
+    WHERE r.deleted = 0
   UNION ALL SELECT w.workspace_id, 'u', r.updated_at, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
+    WHERE r.deleted = 0
   UNION ALL SELECT w.workspace_id, 'n', r.name, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
-  UNION ALL SELECT w.workspace_id, 'f:' || i.field, i.value, i.record_id
-    FROM record_workspaces w JOIN record_index i ON i.record_id = w.record_id WHERE i.value IS NOT NULL;
+    WHERE r.deleted = 0
+  UNION ALL SELECT w.workspace_id, 'f:' || i.field, i.value, i.record_id FROM record_workspaces w
+    JOIN record_index i ON i.record_id = w.record_id JOIN records r ON r.id = w.record_id
+    WHERE i.value IS NOT NULL AND r.deleted = 0;
 
 UPDATE records SET terms = (SELECT json_group_array(term) FROM (
     SELECT '~' || k.key AS term FROM (SELECT 1) WHERE k.key <> '' AND length(k.key) <= 200

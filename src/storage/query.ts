@@ -7,7 +7,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
-import { countOf as countTerms, searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
+import { countOf as countTerms, overWorkspace, searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
 import type { D1 } from './sessions.ts';
 import {
   callerOf,
@@ -226,7 +226,10 @@ function compile(sql: Sql, expr: Expr): string {
 }
 
 /** An `eq` or `in` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
-function driverOf(filter: Expr | undefined): { field: FieldRef; values: unknown[] } | undefined {
+function driverOf(query: Query): { field: FieldRef; values: unknown[] } | undefined {
+  // Deleted records hold no keys: a query that names `deleted` reads the workspace's records.
+  if (query.namesDeleted) return undefined;
+  const filter = query.filter;
   const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
   for (const e of top) {
     if ('field' in e && (e.op === 'eq' || e.op === 'in') && e.field.kind === 'value' && e.field.ready)
@@ -258,17 +261,18 @@ function wholeWords(sql: Sql, words: readonly string[]): string {
 export const TIERS = 3;
 
 /** The records of a tier: how the name meets the search's words, beyond starting with each. */
-function tierSql(sql: Sql, tier: number, plan: SearchPlan): string {
-  // The whole name's tier is its term's records (the walk reads them): the name's runs of letters
-  // and digits are the search's.
-  if (tier === 0) return '1';
-  const whole = plan.tiers[0];
-  const best =
-    whole?.kind === 'term'
-      ? `NOT EXISTS (SELECT 1 FROM name_terms t WHERE t.workspace_id = ?2 AND t.term = ${sql.param(whole.term)}
-          AND t.record_id = r.id)`
-      : '1';
-  if (tier === 1) return `(${wholeWords(sql, plan.distinct)} AND ${best})`;
+function tierSql(sql: Sql, tier: number, plan: SearchPlan, driver: Driver): string {
+  // The whole name: its runs of letters and digits are the search's, as its `~` term says (a walk
+  // of that term reads only such records; one of the workspace reads the record's own terms).
+  const whole = plan.whole === undefined ? undefined : sql.param(plan.whole);
+  const isWhole =
+    whole === undefined
+      ? '0'
+      : driver.kind === 'workspace'
+        ? `EXISTS (SELECT 1 FROM json_each(r.terms) t WHERE t.value = ${whole})`
+        : `EXISTS (SELECT 1 FROM name_terms t WHERE t.workspace_id = ?2 AND t.term = ${whole} AND t.record_id = r.id)`;
+  if (tier === 0) return driver.kind === 'workspace' ? isWhole : '1';
+  if (tier === 1) return `(${wholeWords(sql, plan.distinct)} AND NOT ${isWhole})`;
   return `(NOT ${wholeWords(sql, plan.distinct)})`;
 }
 
@@ -279,6 +283,8 @@ function tierSql(sql: Sql, tier: number, plan: SearchPlan): string {
 function termWalk(sql: Sql, driver: Driver, desc: boolean, from: number | undefined, bound: number): string {
   const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
   const order = `ORDER BY record_id ${desc ? 'DESC' : ''} LIMIT ${bound}`;
+  if (driver.kind === 'workspace')
+    return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order})`;
   if (driver.kind === 'term')
     return `(SELECT record_id AS id FROM name_terms WHERE workspace_id = ?2 AND term = ${sql.param(driver.term)}
       ${past} ${order})`;
@@ -301,7 +307,7 @@ function idWalk(
   bound?: number,
 ): string {
   if (plan !== undefined) return `${termWalk(sql, plan.all, desc, from, bound ?? -1)} c`;
-  const driver = driverOf(query.filter);
+  const driver = driverOf(query);
   const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
   const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
   if (driver === undefined)
@@ -353,7 +359,9 @@ export class Queries {
   /** One page of the query after `after` (a position this walk issued). */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
-    const plan = words.length === 0 ? undefined : await this.plan(workspaceId, words);
+    const planned = words.length === 0 ? undefined : await this.plan(workspaceId, words);
+    // Deleted records hold no keys or terms: a query that names `deleted` walks the workspace.
+    const plan = planned !== undefined && query.namesDeleted ? overWorkspace(planned) : planned;
     const [first, second] = query.sort;
     // A position of one id in a relevance walk: a search walk begun in id order (as searches were
     // answered before relevance) goes on in id order.
@@ -371,7 +379,7 @@ export class Queries {
       if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, at, since);
       const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
       const desc = first?.direction === 'desc';
-      const keyed = oneKey ? keyOf(first?.field) : undefined;
+      const keyed = oneKey && !query.namesDeleted ? keyOf(first?.field) : undefined;
       // A sort by a kept key walks it, unless a search or an `eq` leaves few candidates: then SQL
       // orders them, and pages are full however rarely the key's walk would meet them.
       if (keyed !== undefined && (plan === undefined || !plan.few)) {
@@ -414,7 +422,7 @@ export class Queries {
         count: this.db.prepare(sql).bind(JSON.stringify(params), workspaceId),
       });
     }
-    if (driverOf(query.filter) !== undefined) {
+    if (driverOf(query) !== undefined) {
       const s = new Sql();
       const walk = idWalk(s, query, undefined, false, undefined, NARROW);
       options.push({
@@ -560,7 +568,7 @@ export class Queries {
         const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
         const where = this.where(sql, query, plan, since);
         const text = sizedPage(`FROM ${walk} c CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-          WHERE ${where} AND ${tierSql(sql, tier, plan)}`);
+          WHERE ${where} AND ${tierSql(sql, tier, plan, driver)}`);
         const need = query.limit + 1 - records.length;
         const at = tier;
         const page = await this.walkPage<RecordReadRow>(

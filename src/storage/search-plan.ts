@@ -21,20 +21,26 @@ const PLAN_WORDS = 3;
 /** After every letter a word may hold. */
 const LAST = '\u{10FFFF}';
 
-/** Where candidates come from: the records holding one term, or holding any term of a range. */
-export type Driver = { kind: 'term'; term: string } | { kind: 'range'; from: string; to: string };
+/**
+ * Where candidates come from: the records holding one term, or any term of a range, or (a query
+ * that names `deleted`: deleted records hold no term) the workspace's records.
+ */
+export type TermDriver = { kind: 'term'; term: string } | { kind: 'range'; from: string; to: string };
+export type Driver = TermDriver | { kind: 'workspace' };
 
 export interface SearchPlan {
   /** The search's words, once each: each must start a word of the name. */
   distinct: string[];
   /** The driver of each tier (undefined: the tier is empty). */
   tiers: (Driver | undefined)[];
+  /** The whole name's term (`~` and the search's words), when a name can be that long. */
+  whole: string | undefined;
   /** A driver every match holds a term of. */
   all: Driver;
   /** True when `all` is held by fewer than PLAN_CAP records. */
   few: boolean;
   /** For each compared word, the records it can start a word of: its term, or its whole words' range. */
-  narrowing: Driver[];
+  narrowing: TermDriver[];
 }
 
 /** A counting statement: `?1` its JSON parameters, `?2` the workspace. */
@@ -44,7 +50,7 @@ export interface CountStatement {
 }
 
 /** A statement counting the records holding a driver's terms, up to `cap`. */
-export const countOf = (driver: Driver, cap = PLAN_CAP): CountStatement =>
+export const countOf = (driver: TermDriver, cap = PLAN_CAP): CountStatement =>
   driver.kind === 'term'
     ? {
         sql: `SELECT count(*) AS n FROM (SELECT 1 FROM name_terms WHERE workspace_id = ?2
@@ -58,7 +64,7 @@ export const countOf = (driver: Driver, cap = PLAN_CAP): CountStatement =>
       };
 
 const letters = (word: string): string[] => [...word];
-const term = (t: string): Driver => ({ kind: 'term', term: t });
+const term = (t: string): TermDriver => ({ kind: 'term', term: t });
 
 /** The plan of a search of `words` (at least one); `count` runs counting statements in one round trip. */
 export async function searchPlan(
@@ -71,8 +77,8 @@ export async function searchPlan(
   const short = (word: string): boolean => letters(word).length <= PREFIX_TERM;
   // A whole word's term keeps its first WHOLE_WORD_TERM letters: a longer search word reads those.
   const clip = (word: string): string => letters(word).slice(0, WHOLE_WORD_TERM).join('');
-  const range = (word: string): Driver => ({ kind: 'range', from: `=${clip(word)}`, to: `=${clip(word)}${LAST}` });
-  const head = (word: string): Driver => term(letters(word).slice(0, PREFIX_TERM).join(''));
+  const range = (word: string): TermDriver => ({ kind: 'range', from: `=${clip(word)}`, to: `=${clip(word)}${LAST}` });
+  const head = (word: string): TermDriver => term(letters(word).slice(0, PREFIX_TERM).join(''));
   // Counted: each compared word's whole-word term (when several words compete for the tier), and
   // its prefix term or range of whole words.
   const several = compared.length > 1;
@@ -98,8 +104,18 @@ export async function searchPlan(
   return {
     distinct: [...new Set(words)],
     tiers: [wholeName, term(`=${clip(wholeWord)}`), best.driver],
+    whole: wholeName?.kind === 'term' ? wholeName.term : undefined,
     all: best.driver,
     few: best.n < PLAN_CAP,
     narrowing: compared.map((word) => (short(word) ? term(word) : range(word))),
   };
+}
+
+/**
+ * The plan of a search in a query that names `deleted`: deleted records hold no terms, so every
+ * walk reads the workspace's records, each checked on its name.
+ */
+export function overWorkspace(plan: SearchPlan): SearchPlan {
+  const workspace: Driver = { kind: 'workspace' };
+  return { ...plan, tiers: plan.tiers.map(() => workspace), all: workspace, few: false, narrowing: [] };
 }

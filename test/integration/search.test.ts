@@ -420,3 +420,53 @@ describe('rows written by a patch of a record written before names had keys', ()
     expect(row?.name_key).toBe('older');
   });
 });
+
+describe('deleted records hold no keys', () => {
+  it('many deleted matches leave pages full; a query that names deleted still finds them, by relevance too', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    await bulkRecords(
+      object.id,
+      workspaceId,
+      5_100,
+      `json_array(json_object('fieldName', 'title', 'value', 'Smith ' || i), json_object('fieldName', 'size', 'value', i))`,
+      `'Smith ' || i`,
+    );
+    const live: number[] = [];
+    for (let i = 0; i < 25; i++) live.push((await createOne(editor.key, object.id, [fv('title', `Smith ${i}`)])).id);
+    // Deleted as any delete does (the trigger takes their keys and terms out).
+    await env.DB.prepare('UPDATE records SET deleted = 1, version = version + 1 WHERE object_id = ? AND id < ?')
+      .bind(object.id, live[0])
+      .run();
+    for (const body of [{ search: 'smith' }, { sort: [{ field: 'createdAt' }] }, { sort: [{ field: 'size' }] }]) {
+      const first = await queryRecords(viewer.key, workspaceId, { ...body, limit: 20 });
+      expect([body, first.body.items.length]).toEqual([body, 20]);
+      const walked = await walkQuery(viewer.key, workspaceId, { ...body, limit: 20 });
+      expect([body, [...walked.ids].sort((a, b) => a - b)]).toEqual([body, live]);
+    }
+    const terms = await env.DB.prepare(
+      'SELECT count(*) AS n FROM name_terms WHERE record_id IN (SELECT id FROM records WHERE object_id = ? AND deleted = 1)',
+    )
+      .bind(object.id)
+      .first<{ n: number }>();
+    expect(terms?.n).toBe(0);
+    // Naming `deleted`: the workspace's records are read (5,000 a page), deleted ones among them.
+    const deleted = await walkQuery(viewer.key, workspaceId, {
+      search: 'smith 51',
+      filter: { field: 'deleted', op: 'eq', value: true },
+      limit: 3,
+    });
+    const names = async (ids: number[]) =>
+      (await Promise.all(ids.map((id) => call('GET', `/records/${id}`, { key: viewer.key })))).map(
+        (answer) => answer.body.name,
+      );
+    expect((await names(deleted.ids)).slice(0, 3)).toEqual(['Smith 51', 'Smith 510', 'Smith 511']);
+    expect(deleted.ids).toHaveLength(12);
+    // A restored record is found again.
+    const restored = await call('POST', `/workspaces/${workspaceId}/records/${deleted.ids[0]}/restore`, {
+      key: editor.key,
+    });
+    expect(restored.status).toBe(200);
+    const found = await queryRecords(viewer.key, workspaceId, { search: 'smith 51' });
+    expect(found.body.items.map((r: { name: string }) => r.name)).toEqual(['Smith 51']);
+  });
+});
