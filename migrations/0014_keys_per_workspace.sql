@@ -112,7 +112,8 @@ BEGIN
     WHERE w.record_id = NEW.id);
   DELETE FROM name_terms WHERE (workspace_id, term, record_id) IN (
     SELECT w.workspace_id, t.value, NEW.id FROM record_workspaces w,
-      (SELECT value FROM json_each(coalesce(OLD.terms, '[]')) UNION SELECT value FROM json_each(coalesce(NEW.terms, '[]'))) t
+      (SELECT value FROM json_each(coalesce(OLD.terms, '[]'))
+        UNION SELECT value FROM json_each(coalesce(NEW.terms, '[]'))) t
     WHERE w.record_id = NEW.id);
 END;
 

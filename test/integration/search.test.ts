@@ -422,13 +422,14 @@ describe('rows written by a patch of a record written before names had keys', ()
 });
 
 describe('deleted records hold no keys', () => {
-  it('many deleted matches leave pages full; a query that names deleted still finds them, by relevance too', async () => {
+  it('many deleted matches leave pages full; a query that names deleted finds them, by relevance too', async () => {
     const { editor, viewer, workspaceId, object } = await setup();
     await bulkRecords(
       object.id,
       workspaceId,
       5_100,
-      `json_array(json_object('fieldName', 'title', 'value', 'Smith ' || i), json_object('fieldName', 'size', 'value', i))`,
+      `json_array(json_object('fieldName', 'title', 'value', 'Smith ' || i),
+        json_object('fieldName', 'size', 'value', i))`,
       `'Smith ' || i`,
     );
     const live: number[] = [];
@@ -444,7 +445,8 @@ describe('deleted records hold no keys', () => {
       expect([body, [...walked.ids].sort((a, b) => a - b)]).toEqual([body, live]);
     }
     const terms = await env.DB.prepare(
-      'SELECT count(*) AS n FROM name_terms WHERE record_id IN (SELECT id FROM records WHERE object_id = ? AND deleted = 1)',
+      `SELECT count(*) AS n FROM name_terms
+       WHERE record_id IN (SELECT id FROM records WHERE object_id = ? AND deleted = 1)`,
     )
       .bind(object.id)
       .first<{ n: number }>();
