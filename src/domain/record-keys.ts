@@ -1,4 +1,4 @@
-import { extraRuns, foldCase, nameWords, searchKey, searchWords, segmentWords } from '../core/fold.ts';
+import { extraRuns, foldCase, nameWords, searchWords, segmentWords } from '../core/fold.ts';
 
 /**
  * The keys a record's row carries beside its values, computed here and nowhere else: every write
@@ -127,5 +127,3 @@ export function fallbackKeys(
     nameFold: folded === sqlLower(objectName) ? null : folded,
   };
 }
-
-export { searchKey, searchWords };

@@ -1,10 +1,11 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
-import { type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
-import { foldCase, searchWords } from '../core/fold.ts';
-import { NAME_FOLD } from '../domain/record-keys.ts';
+import { RELEVANCE_TIERS, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
+import { searchWords } from '../core/fold.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
+import { movesOf, splitSince, unmoved, SINCE, type Position, type Since } from './query-moves.ts';
+import { balanced, compile, missing, operand, shares, Sql, startsWords, valueOf, wholeWords } from './query-sql.ts';
 import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
 import { countOf as countTerms, overWorkspace, searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
@@ -50,27 +51,8 @@ export const COUNT_BOUND = 10_000;
  */
 export const COUNT_SCAN = 20_000;
 
-const COLUMNS: Record<SystemField, string> = {
-  id: 'r.id',
-  objectId: 'r.object_id',
-  name: 'r.name',
-  createdAt: 'r.created_at',
-  updatedAt: 'r.updated_at',
-  createdBy: 'r.created_by',
-  updatedBy: 'r.updated_by',
-  ownedBy: 'r.owned_by',
-  deleted: 'r.deleted',
-  isTemplate: 'r.is_template',
-};
-
 /** The system fields each workspace keeps a sort key of (`record_sort.key`). */
 const SORT_KEYS: Partial<Record<SystemField, string>> = { createdAt: 'c', updatedAt: 'u', name: 'n' };
-
-/**
- * Where a missing value sorts: last either way. Ascending, after every value (SQLite orders any
- * blob after all numbers and texts); descending, before every value (-Infinity).
- */
-const missing = (desc: boolean): string => (desc ? '-9e999' : "x''");
 
 /** The objects whose current definition lists the workspace `?`, and their fields' index builds. */
 const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids,
@@ -84,8 +66,7 @@ export interface View {
   building: Map<number, string[]>;
 }
 
-/** A position in a walk: the sort keys' values, then the id (a relevance walk: the tier, then the id). */
-export type Position = (string | number | null)[];
+export type { Position };
 
 export interface QueryPage {
   records: RecordOut[];
@@ -94,135 +75,6 @@ export interface QueryPage {
   /** Where the next page starts, when there may be one. */
   next: Position | undefined;
   count?: { value: number; exact: boolean };
-}
-
-class Sql {
-  readonly params: unknown[] = [];
-  private fields = false;
-  /** `shared`: the statement reads several field values of a record (see fieldValues). */
-  constructor(readonly shared = false) {}
-  /**
-   * The record `r`'s field values as one JSON object by name, computed once per record (a one-row
-   * `json_each` join, see joins()): each condition reads its value from it, where reading the
-   * values' array per condition would cost a row per value and condition.
-   */
-  fieldValues(): string {
-    this.fields = true;
-    return 'fv.value';
-  }
-  /** The joins the statement's expressions asked for, to follow `records r`. */
-  joins(): string {
-    return this.fields
-      ? `CROSS JOIN json_each(json_array((SELECT json_group_object(e.value ->> '$.fieldName', e.value -> '$.value')
-          FROM json_each(r.field_values) e))) fv`
-      : '';
-  }
-  /** The JSON parameter `k`, as an SQL value. */
-  param(value: unknown): string {
-    this.params.push(value);
-    return `(?1 ->> '$[${this.params.length - 1}]')`;
-  }
-  /** The JSON array parameter `k`, as rows of `value`. */
-  list(values: readonly unknown[]): string {
-    this.params.push(values);
-    return `json_each(?1, '$[${this.params.length - 1}]')`;
-  }
-}
-
-/**
- * A field's value in the record `r`, as the index compares it: read from the record's own row (a
- * condition costs no row beyond the record's), a date-time as epoch milliseconds.
- */
-function valueOf(sql: Sql, field: FieldRef): string {
-  if (field.kind === 'system') return COLUMNS[field.name];
-  const raw = sql.shared
-    ? `(${sql.fieldValues()} ->> ${sql.param(`$.${field.name}`)})`
-    : `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e
-        WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)})`;
-  return field.type === 'datetime' ? datetimeKey(raw) : raw;
-}
-
-/** Whether the query's filter reads several field values of a record: then they are read once, together. */
-function shares(query: Query): boolean {
-  const leaves = (expr: Expr | undefined): number =>
-    expr === undefined
-      ? 0
-      : 'and' in expr
-        ? expr.and.reduce((n, e) => n + leaves(e), 0)
-        : 'or' in expr
-          ? expr.or.reduce((n, e) => n + leaves(e), 0)
-          : 'not' in expr
-            ? leaves(expr.not)
-            : expr.field.kind === 'value' && !(expr.op === 'contains' && expr.field.type === 'multiSelect')
-              ? 1
-              : 0;
-  return leaves(query.filter) > 1;
-}
-
-/** A value sent for a field, as the field's SQL value compares with it. */
-function operand(sql: Sql, field: FieldRef, value: unknown): string {
-  const p = sql.param(value);
-  return field.type === 'datetime' ? datetimeKey(p) : p;
-}
-
-const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
-
-/**
- * Terms joined by `op`, in parentheses, as a balanced tree: D1 refuses an expression more than 100
- * deep, and `a AND b AND …` is as deep as it is long (100 search words, 50 conditions).
- */
-function balanced(terms: readonly string[], op: 'AND' | 'OR'): string {
-  if (terms.length === 0) return op === 'AND' ? '1' : '0';
-  if (terms.length <= 2) return `(${terms.join(` ${op} `)})`;
-  const half = Math.ceil(terms.length / 2);
-  return `(${balanced(terms.slice(0, half), op)} ${op} ${balanced(terms.slice(half), op)})`;
-}
-
-/** A condition or a tree of them, as an SQL expression that is 0 or 1 (never NULL). */
-function compile(sql: Sql, expr: Expr): string {
-  if ('and' in expr)
-    return balanced(
-      expr.and.map((e) => compile(sql, e)),
-      'AND',
-    );
-  if ('or' in expr)
-    return balanced(
-      expr.or.map((e) => compile(sql, e)),
-      'OR',
-    );
-  if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
-  const { field, op, value } = expr;
-  if (op === 'contains' && field.type === 'multiSelect') {
-    return `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
-      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value = ${sql.param(value)})`;
-  }
-  const v = valueOf(sql, field);
-  switch (op) {
-    case 'exists':
-      return value === true ? `(${v} IS NOT NULL)` : `(${v} IS NULL)`;
-    case 'ne':
-      return `(${v} IS NOT ${operand(sql, field, value)})`;
-    case 'in':
-    case 'nin': {
-      const items = sql.list(value as unknown[]);
-      const set =
-        field.type === 'datetime' ? `SELECT ${datetimeKey('value')} FROM ${items}` : `SELECT value FROM ${items}`;
-      return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
-    }
-    case 'contains': {
-      // Case-insensitive: the value sent is folded here, and the record's value is the fold the
-      // Worker stored with it, or lower() where that folds alike (ASCII).
-      const path = sql.param(field.kind === 'system' ? `$."${NAME_FOLD}"` : `$.${field.name}`);
-      const folded = sql.param(foldCase(String(value)));
-      return `coalesce(instr(coalesce(r.folds ->> ${path}, lower(${v})), ${folded}) > 0, 0)`;
-    }
-    case 'startsWith': {
-      const p = sql.param(value);
-      return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
-    }
-    default:
-      return `coalesce(${v} ${COMPARE[op]} ${operand(sql, field, value)}, 0)`;
-  }
 }
 
 /** An `eq` or `in` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
@@ -237,28 +89,6 @@ function driverOf(query: Query): { field: FieldRef; values: unknown[] } | undefi
   }
   return undefined;
 }
-
-/** A record's name as search compares it (a record written before keys were kept: its name in lower case). */
-const NAME_KEY = 'coalesce(r.name_key, lower(r.name))';
-
-/** Each search word starts a word of the name. */
-function startsWords(sql: Sql, words: readonly string[]): string {
-  return balanced(
-    words.map((word) => `instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`),
-    'AND',
-  );
-}
-
-/** Each search word is a whole word of the name. */
-function wholeWords(sql: Sql, words: readonly string[]): string {
-  return balanced(
-    words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`),
-    'AND',
-  );
-}
-
-/** The relevance tiers of a search, best first: the whole name, then whole words, then prefixes. */
-export const TIERS = 3;
 
 /** The records of a tier: how the name meets the search's words, beyond starting with each. */
 function tierSql(sql: Sql, tier: number, plan: SearchPlan, driver: Driver): string {
@@ -328,7 +158,7 @@ function idWalk(
 /** The tier and id of a relevance position (a cursor of an earlier release may hold a third value). */
 function relevanceAt(after: Position | undefined): { tier: number; id: number | undefined } {
   if (after === undefined) return { tier: 0, id: undefined };
-  const tier = Math.min(Math.max(Number(after[0]) || 0, 0), TIERS - 1);
+  const tier = Math.min(Math.max(Number(after[0]) || 0, 0), RELEVANCE_TIERS - 1);
   const id = Number(after[1]);
   return { tier, id: Number.isSafeInteger(id) && id > 0 ? id : undefined };
 }
@@ -597,7 +427,8 @@ export class Queries {
         if (page.stopped !== undefined)
           return { records, positions, next: page.stopped, ...(count === undefined ? {} : { count }) };
       }
-      if (tier === TIERS - 1) return { records, positions, next: undefined, ...(count === undefined ? {} : { count }) };
+      if (tier === RELEVANCE_TIERS - 1)
+        return { records, positions, next: undefined, ...(count === undefined ? {} : { count }) };
       tier += 1;
       from = undefined;
     }
@@ -788,64 +619,6 @@ export class Queries {
 }
 
 type Count = { value: number; exact: boolean };
-
-/**
- * A walk by a key that writes move (a sort by update time, name or an indexed field; relevance)
- * keeps the feed's newest change number when it began as its positions' last value, `s:<seq>`.
- * Later pages pass over a record that a change since then moved (one that set its name, an indexed
- * value it is sorted by, or any change for the update time), so it is never seen twice; a record
- * whose place did not move is seen once.
- */
-const SINCE = 's:';
-
-/** A walk's start and what moves a record in it: an SQL condition on a change `m`. */
-interface Since {
-  seq: number;
-  moves: (sql: Sql) => string;
-}
-
-/** What moves a record in the query's walk, or undefined when nothing does (id, creation time). */
-function movesOf(query: Query): ((sql: Sql) => string) | undefined {
-  const keys = query.relevance ? ['name'] : query.sort.map((key) => key.field.name).filter((name) => name !== 'id');
-  const fields = query.relevance ? [] : query.sort.filter((key) => key.field.kind === 'value');
-  if (keys.some((name) => name === 'updatedAt' || name === 'updatedBy')) return () => '1';
-  const named = keys.includes('name');
-  if (!named && fields.length === 0) return undefined;
-  return (sql) =>
-    balanced(
-      [
-        ...(named ? [`m.data ->> '$.name' IS NOT NULL`] : []),
-        ...fields.map(
-          (key) => `EXISTS (SELECT 1 FROM json_each(m.data, '$.set') s
-            WHERE s.value ->> '$.fieldName' = ${sql.param(key.field.name)})`,
-        ),
-      ],
-      'OR',
-    );
-}
-
-/** Changes of a record read to tell whether it moved; with more since the walk began, it did. */
-const MOVES_READ = 10;
-
-/**
- * The record `r` did not move since the walk began: its last change is older (one index read), or
- * none of its changes since moved it.
- */
-function unmoved(sql: Sql, since: Since): string {
-  const seq = sql.param(since.seq);
-  return `(coalesce((SELECT ch.seq FROM changes ch WHERE ch.record_id = r.id ORDER BY ch.version DESC LIMIT 1), 0)
-      <= ${seq}
-    OR NOT EXISTS (SELECT 1 FROM (SELECT ch.seq, ch.type, ch.data, row_number() OVER (ORDER BY ch.version DESC) AS n
-        FROM changes ch WHERE ch.record_id = r.id ORDER BY ch.version DESC LIMIT ${MOVES_READ}) m
-      WHERE m.seq > ${seq} AND (m.n = ${MOVES_READ} OR (m.type <> 'created' AND ${since.moves(sql)}))))`;
-}
-
-function splitSince(after: Position | undefined): { at: Position | undefined; since: number | undefined } {
-  const last = after?.at(-1);
-  if (typeof last !== 'string' || !last.startsWith(SINCE)) return { at: after, since: undefined };
-  const since = Number(last.slice(SINCE.length));
-  return { at: after?.slice(0, -1), since: Number.isSafeInteger(since) ? since : undefined };
-}
 
 /** The key of `record_sort` a sort by `field` walks, if the workspace keeps one. */
 function keyOf(field: FieldRef | undefined): { name: string; field: boolean } | undefined {

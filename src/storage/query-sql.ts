@@ -1,0 +1,177 @@
+import { foldCase } from '../core/fold.ts';
+import type { Expr, FieldRef, Query, SystemField } from '../domain/query.ts';
+import { NAME_FOLD } from '../domain/record-keys.ts';
+import { datetimeKey } from './record-index.ts';
+
+/**
+ * The SQL of a query's conditions on a record `r`: values travel in one JSON array bound to `?1`
+ * (read with `?1 ->> '$[k]'`), so no statement nears D1's bound parameter limit and a field name
+ * is only ever a value.
+ */
+
+export const COLUMNS: Record<SystemField, string> = {
+  id: 'r.id',
+  objectId: 'r.object_id',
+  name: 'r.name',
+  createdAt: 'r.created_at',
+  updatedAt: 'r.updated_at',
+  createdBy: 'r.created_by',
+  updatedBy: 'r.updated_by',
+  ownedBy: 'r.owned_by',
+  deleted: 'r.deleted',
+  isTemplate: 'r.is_template',
+};
+
+/**
+ * Where a missing value sorts: last either way. Ascending, after every value (SQLite orders any
+ * blob after all numbers and texts); descending, before every value (-Infinity).
+ */
+export const missing = (desc: boolean): string => (desc ? '-9e999' : "x''");
+
+export class Sql {
+  readonly params: unknown[] = [];
+  private fields = false;
+  /** `shared`: the statement reads several field values of a record (see fieldValues). */
+  constructor(readonly shared = false) {}
+  /**
+   * The record `r`'s field values as one JSON object by name, computed once per record (a one-row
+   * `json_each` join, see joins()): each condition reads its value from it, where reading the
+   * values' array per condition would cost a row per value and condition.
+   */
+  fieldValues(): string {
+    this.fields = true;
+    return 'fv.value';
+  }
+  /** The joins the statement's expressions asked for, to follow `records r`. */
+  joins(): string {
+    return this.fields
+      ? `CROSS JOIN json_each(json_array((SELECT json_group_object(e.value ->> '$.fieldName', e.value -> '$.value')
+          FROM json_each(r.field_values) e))) fv`
+      : '';
+  }
+  /** The JSON parameter `k`, as an SQL value. */
+  param(value: unknown): string {
+    this.params.push(value);
+    return `(?1 ->> '$[${this.params.length - 1}]')`;
+  }
+  /** The JSON array parameter `k`, as rows of `value`. */
+  list(values: readonly unknown[]): string {
+    this.params.push(values);
+    return `json_each(?1, '$[${this.params.length - 1}]')`;
+  }
+}
+
+/**
+ * A field's value in the record `r`, as the index compares it: read from the record's own row (a
+ * condition costs no row beyond the record's), a date-time as epoch milliseconds.
+ */
+export function valueOf(sql: Sql, field: FieldRef): string {
+  if (field.kind === 'system') return COLUMNS[field.name];
+  const raw = sql.shared
+    ? `(${sql.fieldValues()} ->> ${sql.param(`$.${field.name}`)})`
+    : `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e
+        WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)})`;
+  return field.type === 'datetime' ? datetimeKey(raw) : raw;
+}
+
+/** Whether the query's filter reads several field values of a record: then they are read once, together. */
+export function shares(query: Query): boolean {
+  const leaves = (expr: Expr | undefined): number =>
+    expr === undefined
+      ? 0
+      : 'and' in expr
+        ? expr.and.reduce((n, e) => n + leaves(e), 0)
+        : 'or' in expr
+          ? expr.or.reduce((n, e) => n + leaves(e), 0)
+          : 'not' in expr
+            ? leaves(expr.not)
+            : expr.field.kind === 'value' && !(expr.op === 'contains' && expr.field.type === 'multiSelect')
+              ? 1
+              : 0;
+  return leaves(query.filter) > 1;
+}
+
+/** A value sent for a field, as the field's SQL value compares with it. */
+export function operand(sql: Sql, field: FieldRef, value: unknown): string {
+  const p = sql.param(value);
+  return field.type === 'datetime' ? datetimeKey(p) : p;
+}
+
+const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
+
+/**
+ * Terms joined by `op`, in parentheses, as a balanced tree: D1 refuses an expression more than 100
+ * deep, and `a AND b AND …` is as deep as it is long (100 search words, 50 conditions).
+ */
+export function balanced(terms: readonly string[], op: 'AND' | 'OR'): string {
+  if (terms.length === 0) return op === 'AND' ? '1' : '0';
+  if (terms.length <= 2) return `(${terms.join(` ${op} `)})`;
+  const half = Math.ceil(terms.length / 2);
+  return `(${balanced(terms.slice(0, half), op)} ${op} ${balanced(terms.slice(half), op)})`;
+}
+
+/** A condition or a tree of them, as an SQL expression that is 0 or 1 (never NULL). */
+export function compile(sql: Sql, expr: Expr): string {
+  if ('and' in expr)
+    return balanced(
+      expr.and.map((e) => compile(sql, e)),
+      'AND',
+    );
+  if ('or' in expr)
+    return balanced(
+      expr.or.map((e) => compile(sql, e)),
+      'OR',
+    );
+  if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
+  const { field, op, value } = expr;
+  if (op === 'contains' && field.type === 'multiSelect') {
+    return `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
+      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value = ${sql.param(value)})`;
+  }
+  const v = valueOf(sql, field);
+  switch (op) {
+    case 'exists':
+      return value === true ? `(${v} IS NOT NULL)` : `(${v} IS NULL)`;
+    case 'ne':
+      return `(${v} IS NOT ${operand(sql, field, value)})`;
+    case 'in':
+    case 'nin': {
+      const items = sql.list(value as unknown[]);
+      const set =
+        field.type === 'datetime' ? `SELECT ${datetimeKey('value')} FROM ${items}` : `SELECT value FROM ${items}`;
+      return op === 'in' ? `coalesce(${v} IN (${set}), 0)` : `coalesce(${v} NOT IN (${set}), 1)`;
+    }
+    case 'contains': {
+      // Case-insensitive: the value sent is folded here, and the record's value is the fold the
+      // Worker stored with it, or lower() where that folds alike (ASCII).
+      const path = sql.param(field.kind === 'system' ? `$."${NAME_FOLD}"` : `$.${field.name}`);
+      const folded = sql.param(foldCase(String(value)));
+      return `coalesce(instr(coalesce(r.folds ->> ${path}, lower(${v})), ${folded}) > 0, 0)`;
+    }
+    case 'startsWith': {
+      const p = sql.param(value);
+      return `coalesce(substr(${v}, 1, length(${p})) = ${p}, 0)`;
+    }
+    default:
+      return `coalesce(${v} ${COMPARE[op]} ${operand(sql, field, value)}, 0)`;
+  }
+}
+
+/** A record's name as search compares it (a record written before keys were kept: its name in lower case). */
+export const NAME_KEY = 'coalesce(r.name_key, lower(r.name))';
+
+/** Each search word starts a word of the name. */
+export function startsWords(sql: Sql, words: readonly string[]): string {
+  return balanced(
+    words.map((word) => `instr(' ' || ${NAME_KEY}, ' ' || ${sql.param(word)}) > 0`),
+    'AND',
+  );
+}
+
+/** Each search word is a whole word of the name. */
+export function wholeWords(sql: Sql, words: readonly string[]): string {
+  return balanced(
+    words.map((word) => `instr(' ' || ${NAME_KEY} || ' ', ' ' || ${sql.param(word)} || ' ') > 0`),
+    'AND',
+  );
+}
