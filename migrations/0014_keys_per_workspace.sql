@@ -78,9 +78,9 @@ CREATE TABLE name_terms (
   PRIMARY KEY (workspace_id, term, record_id)
 ) STRICT, WITHOUT ROWID;
 
--- Only live records have keys and terms: a walk passes over no deleted record (a query that names
--- `deleted` reads the workspace's records instead). Sharing a live record with a workspace (its
--- creation) gives the workspace its keys and terms.
+-- Only live records have terms: a search passes over no deleted record (one that names `deleted`
+-- reads the workspace's records instead). Sharing a record with a workspace (its creation) gives
+-- the workspace its keys and (a live record) its terms.
 CREATE TRIGGER record_keys_on_share AFTER INSERT ON record_workspaces
 BEGIN
   INSERT INTO record_sort (workspace_id, key, value, record_id)
@@ -89,7 +89,7 @@ BEGIN
     UNION ALL SELECT 'u', updated_at FROM records WHERE id = NEW.record_id
     UNION ALL SELECT 'n', name FROM records WHERE id = NEW.record_id
     UNION ALL SELECT 'f:' || field, value FROM record_index WHERE record_id = NEW.record_id AND value IS NOT NULL) k
-  WHERE (SELECT deleted FROM records WHERE id = NEW.record_id) = 0
+  WHERE true
   ON CONFLICT DO NOTHING;
   INSERT INTO name_terms (workspace_id, term, record_id)
   SELECT NEW.workspace_id, t.value, NEW.record_id FROM records r, json_each(r.terms) t
@@ -97,19 +97,11 @@ BEGIN
   ON CONFLICT DO NOTHING;
 END;
 
--- Deleting a record takes its keys and terms out of every workspace (by their primary keys, the
--- update time and name as they were and as they are: the trigger that moves them may run first);
--- restoring it puts them back.
-CREATE TRIGGER record_keys_on_delete AFTER UPDATE OF deleted ON records
+-- Deleting a record takes its terms out of every workspace (by their primary keys: its terms as
+-- they were and as they are); restoring it puts them back.
+CREATE TRIGGER name_terms_on_delete AFTER UPDATE OF deleted ON records
 WHEN NEW.deleted = 1 AND OLD.deleted = 0
 BEGIN
-  DELETE FROM record_sort WHERE (workspace_id, key, value, record_id) IN (
-    SELECT w.workspace_id, k.key, k.value, NEW.id FROM record_workspaces w, (
-      SELECT j.value ->> 0 AS key, j.value ->> 1 AS value FROM json_each(json_array(json_array('c', NEW.created_at),
-          json_array('u', OLD.updated_at), json_array('u', NEW.updated_at), json_array('n', OLD.name),
-          json_array('n', NEW.name))) j
-      UNION ALL SELECT 'f:' || field, value FROM record_index WHERE record_id = NEW.id AND value IS NOT NULL) k
-    WHERE w.record_id = NEW.id);
   DELETE FROM name_terms WHERE (workspace_id, term, record_id) IN (
     SELECT w.workspace_id, t.value, NEW.id FROM record_workspaces w,
       (SELECT value FROM json_each(coalesce(OLD.terms, '[]'))
@@ -117,15 +109,9 @@ BEGIN
     WHERE w.record_id = NEW.id);
 END;
 
-CREATE TRIGGER record_keys_on_restore AFTER UPDATE OF deleted ON records
+CREATE TRIGGER name_terms_on_restore AFTER UPDATE OF deleted ON records
 WHEN NEW.deleted = 0 AND OLD.deleted = 1
 BEGIN
-  INSERT INTO record_sort (workspace_id, key, value, record_id)
-  SELECT w.workspace_id, k.key, k.value, NEW.id FROM record_workspaces w, (
-    SELECT 'c' AS key, NEW.created_at AS value UNION ALL SELECT 'u', NEW.updated_at UNION ALL SELECT 'n', NEW.name
-    UNION ALL SELECT 'f:' || field, value FROM record_index WHERE record_id = NEW.id AND value IS NOT NULL) k
-  WHERE w.record_id = NEW.id
-  ON CONFLICT DO NOTHING;
   INSERT INTO name_terms (workspace_id, term, record_id)
   SELECT w.workspace_id, t.value, NEW.id FROM record_workspaces w, json_each(coalesce(NEW.terms, '[]')) t
   WHERE w.record_id = NEW.id
@@ -169,7 +155,7 @@ CREATE TRIGGER record_sort_on_index_insert AFTER INSERT ON record_index WHEN NEW
 BEGIN
   INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT workspace_id, 'f:' || NEW.field, NEW.value, NEW.record_id FROM record_workspaces
-  WHERE record_id = NEW.record_id AND (SELECT deleted FROM records WHERE id = NEW.record_id) = 0
+  WHERE record_id = NEW.record_id
   ON CONFLICT DO NOTHING;
 END;
 
@@ -181,7 +167,6 @@ BEGIN
   INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT workspace_id, 'f:' || NEW.field, NEW.value, NEW.record_id FROM record_workspaces
   WHERE record_id = NEW.record_id AND NEW.value IS NOT NULL
-    AND (SELECT deleted FROM records WHERE id = NEW.record_id) = 0
   ON CONFLICT DO NOTHING;
 END;
 
@@ -197,14 +182,10 @@ END;
 -- `terms` gives each workspace the record's terms, by the trigger above).
 INSERT INTO record_sort (workspace_id, key, value, record_id)
   SELECT w.workspace_id, 'c', r.created_at, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
-    WHERE r.deleted = 0
   UNION ALL SELECT w.workspace_id, 'u', r.updated_at, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
-    WHERE r.deleted = 0
   UNION ALL SELECT w.workspace_id, 'n', r.name, r.id FROM record_workspaces w JOIN records r ON r.id = w.record_id
-    WHERE r.deleted = 0
-  UNION ALL SELECT w.workspace_id, 'f:' || i.field, i.value, i.record_id FROM record_workspaces w
-    JOIN record_index i ON i.record_id = w.record_id JOIN records r ON r.id = w.record_id
-    WHERE i.value IS NOT NULL AND r.deleted = 0;
+  UNION ALL SELECT w.workspace_id, 'f:' || i.field, i.value, i.record_id
+    FROM record_workspaces w JOIN record_index i ON i.record_id = w.record_id WHERE i.value IS NOT NULL;
 
 UPDATE records SET terms = (SELECT json_group_array(term) FROM (
     SELECT '~' || k.key AS term FROM (SELECT 1) WHERE k.key <> '' AND length(k.key) <= 200

@@ -80,13 +80,14 @@ function isPrivateV6(groups: readonly number[]): boolean {
   if (g0 === 0x2002) return isPrivateV4([g1 >> 8, g1 & 0xff, (groups[2] ?? 0) >> 8, (groups[2] ?? 0) & 0xff]); // 6to4
   if ((g0 & 0xe000) !== 0x2000) return true; // outside global unicast (2000::/3): ULA, link-local, multicast…
   if (g0 === 0x2001 && g1 === 0x0db8) return true; // documentation
+  if (g0 === 0x3fff && g1 < 0x1000) return true; // documentation (3fff::/20)
   if (g0 === 0x2001 && g1 < 0x0200) return true; // IETF protocol assignments, Teredo, benchmarking
   return false;
 }
 
 /** Why `hostname` (as `URL.hostname` gives it) is not a public host, or undefined when it is. */
 export function hostProblem(hostname: string): string | undefined {
-  const host = hostname.toLowerCase().replace(/\.$/, '');
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
   if (host.startsWith('[')) {
     const groups = v6Groups(host.slice(1, -1));
     return groups === undefined || isPrivateV6(groups) ? 'must not be a private or reserved address' : undefined;

@@ -79,8 +79,6 @@ export interface QueryPage {
 
 /** An `eq` or `in` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
 function driverOf(query: Query): { field: FieldRef; values: unknown[] } | undefined {
-  // Deleted records hold no keys: a query that names `deleted` reads the workspace's records.
-  if (query.namesDeleted) return undefined;
   const filter = query.filter;
   const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
   for (const e of top) {
@@ -190,7 +188,7 @@ export class Queries {
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
     const planned = words.length === 0 ? undefined : await this.plan(workspaceId, words);
-    // Deleted records hold no keys or terms: a query that names `deleted` walks the workspace.
+    // Deleted records hold no terms: a search that names `deleted` walks the workspace.
     const plan = planned !== undefined && query.namesDeleted ? overWorkspace(planned) : planned;
     const [first, second] = query.sort;
     // A position of one id in a relevance walk: a search walk begun in id order (as searches were
@@ -209,7 +207,7 @@ export class Queries {
       if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, at, since);
       const oneKey = query.sort.length === 2 && second?.field.name === 'id' && second.direction === first?.direction;
       const desc = first?.direction === 'desc';
-      const keyed = oneKey && !query.namesDeleted ? keyOf(first?.field) : undefined;
+      const keyed = oneKey ? keyOf(first?.field) : undefined;
       // A sort by a kept key walks it, unless a search or an `eq` leaves few candidates: then SQL
       // orders them, and pages are full however rarely the key's walk would meet them.
       if (keyed !== undefined && (plan === undefined || !plan.few)) {

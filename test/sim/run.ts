@@ -472,8 +472,8 @@ function statesOf(feed: readonly any[]): Map<string, any> {
 /**
  * Every record's keys and its entries per workspace are what the Worker computes from its name and
  * values, whatever path wrote it and whatever failed around it: its name's key, terms and folds,
- * its terms in each of its workspaces and its sort keys there (creation, update, name, indexed
- * values) while it is live, none once deleted, and the unique key of its code.
+ * its terms in each of its workspaces while it is live (none once deleted), its sort keys there
+ * (creation, update, name, indexed values), and the unique key of its code.
  */
 function checkKeys(d1: SqliteD1): string[] {
   const violations: string[] = [];
@@ -498,7 +498,7 @@ function checkKeys(d1: SqliteD1): string[] {
       violations.push(`${at}: its stored keys differ from the Worker's`);
     const workspaces = (JSON.parse(String(row.workspaces)) as number[]).sort((a, b) => a - b);
     const terms = JSON.parse(keys.terms) as string[];
-    // Only live records are found by their keys and terms.
+    // Only live records are found by their terms.
     const live = row.deleted === 0;
     const entries = live ? workspaces.flatMap((w) => [...terms].sort().map((term) => [w, term])) : [];
     if (JSON.stringify(JSON.parse(String(row.entries))) !== JSON.stringify(entries))
@@ -510,7 +510,7 @@ function checkKeys(d1: SqliteD1): string[] {
       ['u', row.updated_at],
     ] as [string, unknown][];
     if (code !== undefined && code !== null) indexed.splice(1, 0, ['f:code', code]);
-    const sorts = live ? workspaces.flatMap((w) => indexed.map(([key, value]) => [w, key, value])) : [];
+    const sorts = workspaces.flatMap((w) => indexed.map(([key, value]) => [w, key, value]));
     if (JSON.stringify(JSON.parse(String(row.sorts))) !== JSON.stringify(sorts))
       violations.push(`${at}: its sort keys per workspace differ from its columns`);
     const unique = typeof code === 'string' && row.deleted === 0 ? foldCase(code) : null;
