@@ -6,7 +6,7 @@ import type { NewRecord } from '../domain/create.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
 import { fallbackKeys, PREFIX_TERM, recordKeys, WHOLE_NAME_TERM, type RecordKeys } from '../domain/record-keys.ts';
-import type { RecordOut } from '../schemas/record.ts';
+import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { isTransient } from './retry.ts';
@@ -63,12 +63,12 @@ const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
   WHERE id = ?1`;
 const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version END WHERE id = ?1';
 
-const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data) VALUES (?, ?, ?, ?, ?, ?)';
+const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data, was) VALUES (?, ?, ?, ?, ?, ?, ?)';
 // A batch's rows travel as one JSON array of tuples per statement instead of one statement per
 // record (40 statements cost a 20-record batch more than its round trip). Strings in the
 // tuples (a diff, a record's field values) come back out of `->>` exactly as they went in.
-const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data)
-  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
+const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data, was)
+  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6
   FROM json_each(?1) ORDER BY key`;
 // A tuple of two is a guard (as GUARD: every column kept), of eleven a new state (as UPDATE).
 const UPDATES = `UPDATE records SET
@@ -119,7 +119,7 @@ const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2
   AND version = 1 AND type = 'created' ORDER BY record_id`;
 
 const STATES = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value ->> 0 FROM json_each(?1))`;
-const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data
+const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data, c.was
   FROM json_each(?1) AS j JOIN changes c ON c.record_id = j.value ->> 0 AND c.version > j.value ->> 1
   ORDER BY c.record_id, c.version DESC`;
 
@@ -206,14 +206,27 @@ function stateOf(record: RecordOut, expectedVersion: number): unknown[] {
   ];
 }
 
-const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => [
-  next.id,
-  next.version,
-  type,
-  next.updatedAt,
-  next.updatedBy,
-  JSON.stringify(diffOf(prev, next)),
-];
+/**
+ * Characters of a diff kept in one value: D1 takes at most 2,000,000 bytes a value, and a
+ * character is at most 3 bytes. A longer diff keeps its previous values apart (`was`).
+ */
+const MAX_DIFF_CHARS = 600_000;
+
+const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => {
+  const diff = diffOf(prev, next);
+  const whole = JSON.stringify(diff);
+  const apart = whole.length > MAX_DIFF_CHARS && diff.was !== undefined;
+  const { was, ...rest } = diff;
+  return [
+    next.id,
+    next.version,
+    type,
+    next.updatedAt,
+    next.updatedBy,
+    apart ? JSON.stringify(rest) : whole,
+    apart ? JSON.stringify(was) : null,
+  ];
+};
 
 export class RecordWrites {
   constructor(
@@ -431,7 +444,10 @@ export class RecordWrites {
           version: row.version,
           at: row.at,
           by: row.by,
-          diff: JSON.parse(row.data) as Diff,
+          diff:
+            row.was === null
+              ? (JSON.parse(row.data) as Diff)
+              : { ...(JSON.parse(row.data) as Diff), was: JSON.parse(row.was) as FieldValueOut[] },
         });
       }
       if (state.version !== version) throw new Error(`record ${id} cannot be rebuilt at version ${version}`);
@@ -459,4 +475,5 @@ interface UndoneRow {
   at: number;
   by: number;
   data: string;
+  was: string | null;
 }

@@ -68,4 +68,25 @@ describe('every accepted request is stored and replayed under production D1 limi
         );
     },
   );
+
+  it('a patch of every large value of a 1 MiB record is written, and rebuilt after a later one', async () => {
+    const { editor, workspaceId } = await world();
+    const bodies = Array.from({ length: 10 }, (_, i) => ({ name: `body${i}`, type: 'text' }));
+    const object = await newObject([workspaceId], {
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }, ...bodies],
+    });
+    const values = (letter: string) => bodies.map(({ name }) => fv(name, letter.repeat(99_990)));
+    const record = await createOne(editor.key, object.id, [fv('title', 'big'), ...values('a')]);
+    const path = `/workspaces/${workspaceId}/records/${record.id}`;
+    const keyed = { key: editor.key, body: { fieldValues: values('b') }, headers: { 'Idempotency-Key': 'all-of-it' } };
+    const patched = await call('PATCH', path, keyed);
+    expect(patched.status).toBe(200);
+    expect(patched.body.fieldValues[1]).toEqual(fv('body0', 'b'.repeat(99_990)));
+    // A later patch: the key's answer is the first patch's state, rebuilt by undoing the later one.
+    expect((await call('PATCH', path, { key: editor.key, body: { fieldValues: values('c') } })).status).toBe(200);
+    const replayed = await call('PATCH', path, keyed);
+    expect(replayed.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(JSON.stringify(replayed.body)).toBe(JSON.stringify(patched.body));
+  });
 });
