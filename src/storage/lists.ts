@@ -54,7 +54,7 @@ export type Change = ChangeRow;
  * A page is read together with the caller behind `keyHash` (one round trip for both); the
  * route decides from the caller whether the page may be shown at all.
  */
-/** Names read a round trip when filling search keys. */
+/** Records read a round trip when filling the keys of records written before them. */
 const FILL_ROWS = 200;
 /** Bytes of values a round of fillKeys reads at most, besides its first record. */
 const FILL_BYTES = 8_000_000;

@@ -295,18 +295,7 @@ describe('index builds: a field whose stored values its new type cannot index', 
 });
 
 describe('index builds restarted, raced and ended under a walk', () => {
-  const builds = async (objectId: number) =>
-    (
-      await env.DB.prepare('SELECT field, after_record_id AS after FROM index_builds WHERE object_id = ?')
-        .bind(objectId)
-        .all<{ field: string; after: number }>()
-    ).results;
-  const index = async (objectId: number) =>
-    (
-      await env.DB.prepare('SELECT record_id, value FROM record_index WHERE object_id = ? ORDER BY record_id')
-        .bind(objectId)
-        .all<{ record_id: number; value: unknown }>()
-    ).results.map((r) => [r.record_id, r.value]);
+  const index = (objectId: number) => indexOf(objectId, 'rank');
   const stored = async (objectId: number) =>
     (
       await env.DB.prepare(
