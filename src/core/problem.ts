@@ -9,6 +9,8 @@ export interface InputProblem {
   parameter?: string;
   header?: string;
   query?: string;
+  /** A record the problem names (one that references the record a delete was refused for). */
+  recordId?: number;
   code: string;
   message: string;
   /** Present when this problem alone would answer another status than the response's. */

@@ -18,6 +18,7 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   email: false,
   url: false,
   json: false,
+  reference: false,
 };
 
 /** Types whose values an index keeps (scalars). */
@@ -35,8 +36,12 @@ export const INDEXABLE: ReadonlySet<FieldType> = new Set<FieldType>([
 /** Types a field may be unique in. */
 export const UNIQUE_TYPES: ReadonlySet<FieldType> = new Set<FieldType>(['text', 'email', 'url', 'integer', 'date']);
 
-/** Whether queries find a field by the index: marked indexed, or unique (which implies it). */
-export const isIndexed = (field: FieldDef): boolean => field.indexed === true || field.unique === true;
+/** Whether queries find a field by the index: marked indexed, unique (which implies it), or a reference (always). */
+export const isIndexed = (field: FieldDef): boolean =>
+  field.indexed === true || field.unique === true || field.type === 'reference';
+
+/** The properties only a reference field takes. */
+const REFERENCE_ONLY = ['target', 'multiple', 'onDelete'] as const;
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
@@ -59,9 +64,21 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
     }
     if (!choice && field.options !== undefined)
       add(pointer('', 'fields', i, 'options'), 'not_allowed', 'only select fields take options');
-    if (field.indexed === true && !INDEXABLE.has(field.type))
+    if (field.type === 'reference') {
+      if (field.target === undefined)
+        add(pointer('', 'fields', i, 'target'), 'required', 'a reference field needs a target');
+      if (field.indexed !== undefined || field.unique !== undefined) {
+        const at = field.indexed === undefined ? 'unique' : 'indexed';
+        add(pointer('', 'fields', i, at), 'not_allowed', 'a reference field is always indexed and never unique');
+      }
+    } else {
+      for (const key of REFERENCE_ONLY)
+        if (field[key] !== undefined)
+          add(pointer('', 'fields', i, key), 'not_allowed', 'only reference fields take it');
+    }
+    if (field.indexed === true && !INDEXABLE.has(field.type) && field.type !== 'reference')
       add(pointer('', 'fields', i, 'indexed'), 'not_allowed', `a ${field.type} field cannot be indexed`);
-    if (field.unique === true && !UNIQUE_TYPES.has(field.type))
+    if (field.unique === true && !UNIQUE_TYPES.has(field.type) && field.type !== 'reference')
       add(pointer('', 'fields', i, 'unique'), 'not_allowed', `a ${field.type} field cannot be unique`);
     if (field.options !== undefined && new Set(field.options).size !== field.options.length) {
       add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
@@ -78,3 +95,26 @@ export function definitionOut(def: ObjectDef): Record<string, unknown> {
   const { id, version, name, workspaceIds, nameTemplate, fields } = def;
   return { id, version, name, workspaceIds, ...(nameTemplate === undefined ? {} : { nameTemplate }), fields };
 }
+
+/**
+ * A definition replacing `current` keeps each reference field's type and target: records hold ids
+ * of that target, which no later definition may reinterpret. A field that was not a reference may
+ * not become one either (its values were written unchecked). 422 at the field's `type` or `target`.
+ */
+export function referenceChanges(current: ObjectDef | undefined, input: ObjectDefinitionIn): InputProblem[] {
+  if (current === undefined) return [];
+  const before = new Map(current.fields.map((field) => [field.name, field]));
+  return input.fields.flatMap((field, i) => {
+    const was = before.get(field.name);
+    if (was === undefined || (was.type !== 'reference' && field.type !== 'reference')) return [];
+    if (was.type !== field.type)
+      return [fixed(pointer('', 'fields', i, 'type'), 'a field cannot become or stop being a reference')];
+    if (was.target !== field.target)
+      return [fixed(pointer('', 'fields', i, 'target'), `the field references object ${String(was.target)} for good`)];
+    if ((was.multiple === true) !== (field.multiple === true))
+      return [fixed(pointer('', 'fields', i, 'multiple'), 'a reference field cannot change between one id and many')];
+    return [];
+  });
+}
+
+const fixed = (at: string, message: string): InputProblem => ({ pointer: at, code: 'fixed', message, status: 422 });

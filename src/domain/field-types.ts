@@ -51,6 +51,12 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
       return nesting(value) <= MAX_NESTING
         ? undefined
         : wrongValue(`expected at most ${MAX_NESTING} levels of nesting`);
+    case 'reference':
+      return field.multiple === true
+        ? checkReferences(value)
+        : isRecordId(value)
+          ? undefined
+          : wrongType('a record id');
     default:
       return unhandled(field.type, 'field type');
   }
@@ -60,6 +66,18 @@ function checkMultiSelect(options: readonly string[], value: unknown): ValueProb
   if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) return wrongType('array of strings');
   if (!value.every((item) => options.includes(item))) return wrongValue('expected only strings of the options');
   return new Set(value).size === value.length ? undefined : wrongValue('expected distinct options');
+}
+
+/** The ids a `multiple` reference holds at most. */
+export const MAX_REFERENCES = 100;
+
+const isRecordId = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
+
+function checkReferences(value: unknown): ValueProblem | undefined {
+  if (!Array.isArray(value) || !value.every(isRecordId)) return wrongType('array of record ids');
+  if (value.length === 0 || value.length > MAX_REFERENCES)
+    return wrongValue(`expected 1 to ${MAX_REFERENCES} record ids`);
+  return new Set(value).size === value.length ? undefined : wrongValue('expected distinct record ids');
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;

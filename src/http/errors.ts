@@ -22,6 +22,7 @@ export const PROBLEM_CODES = [
   'unavailable',
   'record_deleted',
   'idempotency_key_reused',
+  'record_referenced',
 ] as const;
 
 export type ProblemCode = (typeof PROBLEM_CODES)[number];
@@ -59,6 +60,7 @@ const TITLES: Record<ProblemCode, string> = {
   unavailable: 'Service unavailable',
   record_deleted: 'Record deleted',
   idempotency_key_reused: 'Idempotency-Key reused',
+  record_referenced: 'Record referenced',
 };
 
 export class HttpError extends Error {

@@ -7,6 +7,8 @@ import { rejected, unauthorized } from '../http/errors.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseBatch, pointer } from '../schemas/parse.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes, uniqueViolation } from '../storage/record-index.ts';
+import { isInvalidReference, referenceProblems } from '../storage/references.ts';
+import { referenceClaims } from '../domain/references.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import type { CreateInput } from '../record-rpc.ts';
 import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
@@ -65,6 +67,14 @@ export async function createRecords(
           ]),
     ];
     const result = await writes.commit<{ id: number }>(statements, [writeId], deadline).catch(async (error) => {
+      if (isInvalidReference(error)) {
+        // A reference names no live record of its target that the caller can read: say which.
+        const claims = plan.value.flatMap((record, i) => {
+          const def = known.objects.get(record.objectId);
+          return def === undefined ? [] : referenceClaims(def, items[i]?.fieldValues ?? [], [], pointer('', i));
+        });
+        throw rejected(await referenceProblems(context.env.DB, claims, caller.userId, ''));
+      }
       if (!isUniqueViolation(error)) throw error;
       // A unique field's value is held already: say where, from what D1 holds now.
       const claims = claimsOf(

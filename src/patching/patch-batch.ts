@@ -7,6 +7,8 @@ import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '..
 import { PatchItem, type PatchItemIn, type RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { sleep } from '../storage/retry.ts';
+import { isInvalidReference, referenceProblems } from '../storage/references.ts';
+import { referenceClaims } from '../domain/references.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes, uniqueViolation } from '../storage/record-index.ts';
 import { VersionConflict } from '../storage/writes.ts';
 import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
@@ -144,6 +146,15 @@ async function commit(
       if (failure !== undefined) return { refused: failure.status === 503 ? busy() : rejected(problemsOf(finished)) };
       return { records: (await writes.answered(finished, deadline + CALL_DEADLINE_MS)) ?? [] };
     } catch (error) {
+      if (isInvalidReference(error)) {
+        // A reference the batch adds names no live record of its target that the caller can read.
+        const claims = items.flatMap((item, i) => {
+          const base = states.get(item.id) as RecordOut;
+          const def = objects.get(base.objectId) as ObjectDef;
+          return referenceClaims(def, item.fieldValues ?? [], base.fieldValues, pointer('', i));
+        });
+        return { refused: rejected(await referenceProblems(env.DB, claims, userId, '')) };
+      }
       if (isUniqueViolation(error)) {
         // A unique field's value is held by another live record: say where (nothing was written).
         const claims = claimsOf(

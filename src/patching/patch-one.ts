@@ -1,5 +1,7 @@
 import type { Context } from '../context.ts';
-import { recordAccess } from '../domain/access.ts';
+import { recordAccess, type Caller } from '../domain/access.ts';
+import { referenceClaims } from '../domain/references.ts';
+import { REFERENCING_COUNT, REFERENCING_SHOWN, referenceProblems, restricting } from '../storage/references.ts';
 import { patchProblems } from '../domain/patch.ts';
 import { busy, HttpError, outcomeUnknown, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
@@ -78,7 +80,36 @@ export async function patchOne(
     };
     const answer = await context.meter.durable(() => patchInObject(context.env, call, Date.now() + CALL_DEADLINE_MS));
     if (answer.status === 200 && answer.record !== undefined) return { value: answer.record };
+    if (answer.problem?.code === 'record_referenced') throw await referencedError(context, caller, input.recordId);
+    if (answer.problem?.code === 'invalid_reference') {
+      if (input.action === 'restore') throw rejected([restoreRefused]);
+      const claims = referenceClaims(def, patch.fieldValues ?? [], snapshot?.fieldValues ?? [], '');
+      throw rejected(await referenceProblems(context.env.DB, claims, caller.userId, '/fieldValues'));
+    }
     throw refused(answer.status, answer.problem);
+  });
+}
+
+/** A restore D1 refused: the record would be live and reference a deleted record by a restricting field. */
+const restoreRefused: InputProblem = {
+  pointer: '',
+  code: 'invalid_reference',
+  message: 'the record references a deleted record by a field that restricts deletes; restore that record first',
+  status: 422,
+};
+
+/** The refusal of a delete that live records hold back: how many, and the first of them the caller can read. */
+async function referencedError(context: Context, caller: Caller, recordId: number): Promise<HttpError> {
+  const { count, readable } = await restricting(context.env.DB, recordId, [...caller.roles.keys()], REFERENCING_SHOWN);
+  const many = count > REFERENCING_COUNT ? `more than ${REFERENCING_COUNT}` : String(count);
+  return new HttpError(409, {
+    code: 'record_referenced',
+    detail: `${many} live record${count === 1 ? '' : 's'} reference this record; delete or change them first.`,
+    errors: readable.map((r) => ({
+      recordId: r.recordId,
+      code: 'record_referenced',
+      message: `record ${r.recordId} of object ${r.objectId} references it by ${r.field}`,
+    })),
   });
 }
 

@@ -13,6 +13,8 @@ import { busy, invalidBody, notFound, rejected, unauthorized, type HttpError } f
 import { FieldName, MAX_BATCH } from '../schemas/common.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { CreateItem, type RecordOut } from '../schemas/record.ts';
+import { isInvalidReference, referenceProblems } from '../storage/references.ts';
+import { referenceClaims } from '../domain/references.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes, uniqueHolders, uniqueViolation } from '../storage/record-index.ts';
 import { sleep } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
@@ -247,7 +249,14 @@ export async function upsertRecords(
         return { value: answered.map((record, i) => ({ result: done[i] ?? 'updated', record })) };
       } catch (error) {
         if (error instanceof VersionConflict) refused = busy();
-        else if (isUniqueViolation(error)) {
+        else if (isInvalidReference(error)) {
+          // A reference names no live record of its target that the caller can read: say which.
+          const claims = body.items.flatMap((item, i) => {
+            const update = applied.find((a) => a.i === i);
+            return referenceClaims(current, item.fieldValues, update?.base.fieldValues ?? [], pointer('', 'items', i));
+          });
+          throw rejected(await referenceProblems(env.DB, claims, caller.userId, '/items'));
+        } else if (isUniqueViolation(error)) {
           // Another writer took a matched value first: run again. Else another unique field clashes.
           const now = await uniqueHolders(env.DB, claims);
           if (JSON.stringify(now) !== JSON.stringify(holders)) refused = busy();

@@ -2,7 +2,7 @@ import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
 import { startIndexBuild } from '../writing/index-builds.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { definitionOut, definitionProblems, type ObjectDef } from '../domain/definition.ts';
+import { definitionOut, definitionProblems, referenceChanges, type ObjectDef } from '../domain/definition.ts';
 import { derivedApiKey, KEY_PREFIX_LENGTH, requireAdmin, sha256Hex } from '../http/auth.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { readJson } from '../http/body.ts';
@@ -284,12 +284,37 @@ export async function listMembers(request: IRequest, context: Context): Promise<
   );
 }
 
-/** A valid definition whose workspaces all exist, or 400 / 422. */
-async function definitionBody(request: IRequest, context: Context, key: KeyRequest): Promise<ObjectDefinitionIn> {
+/**
+ * A valid definition whose workspaces and reference targets all exist, or 400 / 422. `objectId`:
+ * the object it replaces, whose reference fields keep their targets.
+ */
+async function definitionBody(
+  request: IRequest,
+  context: Context,
+  key: KeyRequest,
+  objectId?: number,
+): Promise<ObjectDefinitionIn> {
   const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)), key);
   const shape = definitionProblems(input);
   if (shape.length > 0) throw invalidBody(shape);
-  const existing = await adminStore(context).existingWorkspaces(input.workspaceIds);
+  const targets = input.fields.flatMap((field) => (field.target === undefined ? [] : [field.target]));
+  const [existing, objects] = await Promise.all([
+    adminStore(context).existingWorkspaces(input.workspaceIds),
+    adminStore(context).objects(objectId === undefined ? targets : [...targets, objectId]),
+  ]);
+  const unknownTargets = input.fields.flatMap((field, i) =>
+    field.target === undefined || objects.has(field.target) || field.target === objectId
+      ? []
+      : [
+          {
+            pointer: pointer('', 'fields', i, 'target'),
+            code: 'unknown_object',
+            message: 'no such object',
+            status: 422,
+          },
+        ],
+  );
+  const changed = referenceChanges(objectId === undefined ? undefined : objects.get(objectId), input);
   const missing = input.workspaceIds.flatMap((id, i) =>
     existing.has(id)
       ? []
@@ -302,7 +327,8 @@ async function definitionBody(request: IRequest, context: Context, key: KeyReque
           },
         ],
   );
-  if (missing.length > 0) throw rejected(missing);
+  const problems = [...missing, ...unknownTargets, ...changed];
+  if (problems.length > 0) throw rejected(problems);
   return input;
 }
 
@@ -346,7 +372,7 @@ export async function updateObject(request: IRequest, context: Context): Promise
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { objectId } = pathIds(request.params, 'objectId');
   const key = keyRequest(request);
-  const input = await definitionBody(request, context, key);
+  const input = await definitionBody(request, context, key, objectId);
   const { columns, out } = definitionColumns(input, objectId, 0);
   // The new version is known only in SQL: the answer is completed around it.
   const text = JSON.stringify(out);

@@ -14,6 +14,7 @@ export const FIELD_TYPES = [
   'email',
   'url',
   'json',
+  'reference',
 ] as const;
 
 export const NamedInput = v.strictObject({ name: EntityName });
@@ -50,6 +51,30 @@ export const FieldDefinition = v.strictObject({
     v.pipe(
       v.boolean(),
       v.description('Keep an index of this field (scalar types): queries filter and sort on it by the index.'),
+    ),
+  ),
+  target: v.exactOptional(
+    v.pipe(
+      Id,
+      v.description(
+        'A reference field only (required there): the object whose records it references. Fixed for the life of ' +
+          'the field.',
+      ),
+    ),
+  ),
+  multiple: v.exactOptional(
+    v.pipe(
+      v.boolean(),
+      v.description('A reference field only: its value is an array of 1 to 100 distinct record ids, in order.'),
+    ),
+  ),
+  onDelete: v.exactOptional(
+    v.pipe(
+      v.picklist(['restrict', 'keep']),
+      v.description(
+        'A reference field only: `restrict` (the default) refuses to delete a record that a live record references ' +
+          'by this field (409 `record_referenced`); `keep` lets the delete go through and the reference stay.',
+      ),
     ),
   ),
   unique: v.exactOptional(

@@ -8,6 +8,9 @@ export const InputProblem = v.pipe(
     parameter: v.exactOptional(v.pipe(v.string(), v.description('The path parameter at fault.'))),
     header: v.exactOptional(v.pipe(v.string(), v.description('The request header at fault.'))),
     query: v.exactOptional(v.pipe(v.string(), v.description('The query parameter at fault.'))),
+    recordId: v.exactOptional(
+      v.pipe(v.number(), v.integer(), v.description('A record the problem names: one that references the record.')),
+    ),
     code: v.pipe(
       v.string(),
       v.description(

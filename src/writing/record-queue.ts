@@ -1,4 +1,12 @@
 import { isUniqueViolation, uniqueViolation } from '../storage/record-index.ts';
+import { invalidReference, isInvalidReference, isRecordReferenced } from '../storage/references.ts';
+
+/** A delete D1 refused because live records reference the record (the Worker says which). */
+const referenced = {
+  pointer: '',
+  code: 'record_referenced',
+  message: 'live records reference this record',
+};
 import type { Clock } from '../core/clock.ts';
 import { failureOf, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
@@ -197,21 +205,29 @@ export class RecordQueue {
           }),
         );
         entry.answer(
-          isUniqueViolation(error)
-            ? {
-                status: 409,
-                problem: { pointer: '/fieldValues', code: 'unique_violation', message: uniqueViolation('').message },
-                work: meter.work(),
-              }
-            : {
-                status: 422,
-                problem: {
-                  pointer: '',
-                  code: 'storage_refused',
-                  message: 'storage refused this change; nothing was written',
-                },
-                work: meter.work(),
-              },
+          isInvalidReference(error)
+            ? { status: 422, problem: invalidReference('/fieldValues'), work: meter.work() }
+            : isRecordReferenced(error)
+              ? { status: 409, problem: referenced, work: meter.work() }
+              : isUniqueViolation(error)
+                ? {
+                    status: 409,
+                    problem: {
+                      pointer: '/fieldValues',
+                      code: 'unique_violation',
+                      message: uniqueViolation('').message,
+                    },
+                    work: meter.work(),
+                  }
+                : {
+                    status: 422,
+                    problem: {
+                      pointer: '',
+                      code: 'storage_refused',
+                      message: 'storage refused this change; nothing was written',
+                    },
+                    work: meter.work(),
+                  },
         );
       }
     }

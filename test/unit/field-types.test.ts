@@ -106,7 +106,30 @@ const cases: Record<
     ],
   },
   json: { accepts: [0, 'x', [1, { a: null }], { nested: { deep: true } }, false], rejects: [] },
+  reference: {
+    accepts: [0, 1, Number.MAX_SAFE_INTEGER],
+    rejects: [
+      [-1, 'invalid_type'],
+      [1.5, 'invalid_type'],
+      ['1', 'invalid_type'],
+      [[1], 'invalid_type'],
+    ],
+  },
 };
+
+describe('checkValue: a reference with multiple', () => {
+  const many: FieldDef = { name: 'f', type: 'reference', target: 1, multiple: true };
+  it('accepts 1 to 100 distinct ids in any order and refuses the rest', () => {
+    for (const value of [[1], [3, 1, 2], Array.from({ length: 100 }, (_, i) => i)])
+      expect(checkValue(many, value)).toBeUndefined();
+    expect(checkValue(many, 1)?.code).toBe('invalid_type');
+    expect(checkValue(many, ['1'])?.code).toBe('invalid_type');
+    expect(checkValue(many, [1, -2])?.code).toBe('invalid_type');
+    expect(checkValue(many, [])).toEqual({ code: 'invalid_value', message: 'expected 1 to 100 record ids' });
+    expect(checkValue(many, Array.from({ length: 101 }, (_, i) => i))?.code).toBe('invalid_value');
+    expect(checkValue(many, [4, 4])).toEqual({ code: 'invalid_value', message: 'expected distinct record ids' });
+  });
+});
 
 describe('checkValue: every field type', () => {
   for (const [type, { accepts, rejects, options }] of Object.entries(cases) as [

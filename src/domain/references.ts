@@ -1,0 +1,98 @@
+import { pointer } from '../core/problem.ts';
+import type { FieldValueOut } from '../schemas/record.ts';
+import type { Caller } from './access.ts';
+import { recordAccess } from './access.ts';
+import type { ObjectDef } from './object-def.ts';
+
+/**
+ * References between records, as plain data: which ids a write newly references (what storage
+ * checks), which ids a record holds (what `expand` reads), and what an expanded reference shows.
+ */
+
+/** An id a write gives a reference field: where it is in the request, and the object it must be of. */
+export interface ReferenceClaim {
+  pointer: string;
+  target: number;
+  id: number;
+}
+
+/** The ids a value of a reference field holds: one, or the array's. */
+export const idsOf = (value: unknown): number[] =>
+  Array.isArray(value) ? (value as number[]) : typeof value === 'number' ? [value] : [];
+
+/**
+ * The ids that `changes` (field values sent for a record of `def`) give its reference fields and
+ * that the field did not hold already in `current`: each must name a live record of the field's
+ * target that the writer can read. `prefix` is the element's pointer; an id in an array is
+ * pointed at by its index.
+ */
+export function referenceClaims(
+  def: ObjectDef,
+  changes: readonly FieldValueOut[],
+  current: readonly FieldValueOut[],
+  prefix: string,
+): ReferenceClaim[] {
+  const held = new Map(current.map((entry) => [entry.fieldName, new Set(idsOf(entry.value))]));
+  return changes.flatMap(({ fieldName, value }, index) => {
+    const field = def.fields.find((f) => f.name === fieldName);
+    if (field?.type !== 'reference' || field.target === undefined || value === null) return [];
+    const at = pointer(prefix, 'fieldValues', index, 'value');
+    const target = field.target;
+    const before = held.get(fieldName) ?? new Set<number>();
+    return idsOf(value).flatMap((id, k) =>
+      before.has(id) ? [] : [{ pointer: Array.isArray(value) ? pointer(at, k) : at, target, id }],
+    );
+  });
+}
+
+/** A referenced record as a reader sees it (only when the reader can read it). */
+export interface Expanded {
+  id: number;
+  objectId: number;
+  name: string;
+  deleted: boolean;
+}
+
+/** What storage says of a referenced record: its facts and the workspaces it is shared with. */
+export interface ReferencedRow extends Expanded {
+  sharedWorkspaceIds: readonly number[];
+}
+
+/** The ids that the fields `fields` of these records reference, once each. */
+export function referencedIds(
+  records: readonly { fieldValues: readonly FieldValueOut[] }[],
+  fields: readonly string[],
+) {
+  const ids = new Set<number>();
+  for (const record of records)
+    for (const { fieldName, value } of record.fieldValues)
+      if (fields.includes(fieldName)) idsOf(value).forEach((id) => ids.add(id));
+  return [...ids];
+}
+
+/**
+ * A record's `expanded` object: for each field asked, the referenced record (`null` when the
+ * caller cannot read it or the field has no value), or for an array the ones the caller can read.
+ */
+export function expandedOf(
+  record: { fieldValues: readonly FieldValueOut[] },
+  fields: readonly string[],
+  rows: ReadonlyMap<number, ReferencedRow>,
+  caller: Caller,
+): Record<string, Expanded | Expanded[] | null> {
+  const shown = (id: number): Expanded | undefined => {
+    const row = rows.get(id);
+    if (row === undefined || recordAccess(caller, row.sharedWorkspaceIds) === 'none') return undefined;
+    return { id: row.id, objectId: row.objectId, name: row.name, deleted: row.deleted };
+  };
+  const out: Record<string, Expanded | Expanded[] | null> = {};
+  for (const field of fields) {
+    const value = record.fieldValues.find((entry) => entry.fieldName === field)?.value;
+    out[field] = Array.isArray(value)
+      ? idsOf(value).flatMap((id) => shown(id) ?? [])
+      : typeof value === 'number'
+        ? (shown(value) ?? null)
+        : null;
+  }
+  return out;
+}

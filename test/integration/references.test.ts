@@ -1,0 +1,204 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { admin, call, createOne, expectProblem, newUser, newWorkspace } from './helpers.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+
+const COMPANY = { name: 'Company', nameTemplate: '{title}', fields: [{ name: 'title', type: 'text', required: true }] };
+
+/**
+ * Companies and contacts: a contact's `company` references one company (restrict), its `partners`
+ * several (keep). The editor works in `workspaceId`; `hidden` is a company shared only with
+ * `otherWorkspace` (made before the object was shared with the editor's), which the editor cannot read.
+ */
+async function setup() {
+  const editor = await newUser('editor');
+  const outsider = await newUser('outsider');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
+  const otherWorkspace = await newWorkspace({ [outsider.id]: 'editor' });
+  const company = (await admin('POST', '/admin/objects', { ...COMPANY, workspaceIds: [otherWorkspace] })).body;
+  const hidden = await createOne(outsider.key, company.id, [fv('title', 'Hidden')]);
+  await admin('PUT', `/admin/objects/${company.id}`, { ...COMPANY, workspaceIds: [workspaceId, otherWorkspace] });
+  const contact = (
+    await admin('POST', '/admin/objects', {
+      name: 'Contact',
+      workspaceIds: [workspaceId, otherWorkspace],
+      nameTemplate: '{first}',
+      fields: [
+        { name: 'first', type: 'text', required: true },
+        { name: 'company', type: 'reference', target: company.id },
+        { name: 'partners', type: 'reference', target: company.id, multiple: true, onDelete: 'keep' },
+      ],
+    })
+  ).body;
+  const acme = await createOne(editor.key, company.id, [fv('title', 'Acme')]);
+  const globex = await createOne(editor.key, company.id, [fv('title', 'Globex')]);
+  return { editor, outsider, workspaceId, otherWorkspace, company, contact, acme, globex, hidden };
+}
+
+async function refs(recordId: number) {
+  const rows = await env.DB.prepare('SELECT field, target_id FROM record_refs WHERE record_id = ? ORDER BY 1, 2')
+    .bind(recordId)
+    .all();
+  return rows.results;
+}
+
+describe('reference fields: writes', () => {
+  it('a create with references keeps them in order, and the index of references follows patches', async () => {
+    const { editor, workspaceId, contact, acme, globex } = await setup();
+    const ada = await createOne(editor.key, contact.id, [
+      fv('first', 'Ada'),
+      fv('company', acme.id),
+      fv('partners', [globex.id, acme.id]),
+    ]);
+    expect(ada.fieldValues).toEqual([fv('first', 'Ada'), fv('company', acme.id), fv('partners', [globex.id, acme.id])]);
+    expect(await refs(ada.id)).toEqual([
+      { field: 'company', target_id: acme.id },
+      { field: 'partners', target_id: acme.id },
+      { field: 'partners', target_id: globex.id },
+    ]);
+    const patched = await call('PATCH', `/workspaces/${workspaceId}/records/${ada.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('company', globex.id), fv('partners', null)] },
+    });
+    expect(patched.status).toBe(200);
+    expect(await refs(ada.id)).toEqual([{ field: 'company', target_id: globex.id }]);
+  });
+
+  it('a missing, deleted, hidden or other-object id is refused alike, at its pointer, and nothing is written', async () => {
+    const { editor, workspaceId, contact, company, acme, globex, hidden } = await setup();
+    const other = await createOne(editor.key, contact.id, [fv('first', 'Other')]);
+    const gone = await createOne(editor.key, company.id, [fv('title', 'Gone')]);
+    expect((await call('DELETE', `/workspaces/${workspaceId}/records/${gone.id}`, { key: editor.key })).status).toBe(
+      200,
+    );
+    const before = await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>();
+    const answers = [];
+    for (const id of [999_999, gone.id, hidden.id, other.id]) {
+      const answer = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: [
+          { objectId: contact.id, fieldValues: [fv('first', 'A'), fv('company', acme.id)] },
+          { objectId: contact.id, fieldValues: [fv('first', 'B'), fv('partners', [globex.id, id])] },
+        ],
+      });
+      expectProblem(answer, 422, 'unprocessable');
+      const { instance: _instance, requestId: _requestId, ...rest } = answer.body;
+      answers.push(JSON.stringify(rest).replaceAll(String(id), 'ID'));
+      expect(answer.body.errors).toEqual([
+        {
+          pointer: '/1/fieldValues/1/value/1',
+          code: 'invalid_reference',
+          message: `expected the id of a live record of object ${company.id} that you can read`,
+        },
+      ]);
+    }
+    expect(new Set(answers).size).toBe(1);
+    const after = await env.DB.prepare('SELECT count(*) AS n FROM records').first<{ n: number }>();
+    expect(after?.n).toBe(before?.n);
+  });
+});
+
+describe('reference fields: deletes', () => {
+  it('a referenced record is not deleted (409 naming readable referencers); once released it is', async () => {
+    const { editor, outsider, workspaceId, otherWorkspace, contact, acme } = await setup();
+    const ada = await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('company', acme.id)]);
+    const refused = await call('DELETE', `/workspaces/${workspaceId}/records/${acme.id}`, { key: editor.key });
+    expectProblem(refused, 409, 'record_referenced');
+    expect(refused.body.detail).toBe('1 live record reference this record; delete or change them first.');
+    expect(refused.body.errors).toEqual([
+      {
+        recordId: ada.id,
+        code: 'record_referenced',
+        message: `record ${ada.id} of object ${contact.id} references it by company`,
+      },
+    ]);
+    const read = await call('GET', `/records/${acme.id}`, { key: editor.key });
+    expect(read.body.deleted).toBe(false);
+    // Released, Acme can be deleted: here by the outsider, an editor of the other workspace.
+    const released = await call('PATCH', `/workspaces/${workspaceId}/records/${ada.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('company', null)] },
+    });
+    expect(released.status).toBe(200);
+    const deleted = await call('DELETE', `/workspaces/${otherWorkspace}/records/${acme.id}`, { key: outsider.key });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.deleted).toBe(true);
+  });
+
+  it('a keep reference lets the delete through and stays; a restore back to a deleted restrict target is refused', async () => {
+    const { editor, workspaceId, contact, acme, globex } = await setup();
+    const ada = await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('partners', [globex.id])]);
+    const deleted = await call('DELETE', `/workspaces/${workspaceId}/records/${globex.id}`, { key: editor.key });
+    expect(deleted.status).toBe(200);
+    const read = await call('GET', `/records/${ada.id}`, { key: editor.key });
+    expect(read.body.fieldValues).toEqual([fv('first', 'Ada'), fv('partners', [globex.id])]);
+
+    const bob = await createOne(editor.key, contact.id, [fv('first', 'Bob'), fv('company', acme.id)]);
+    expect((await call('DELETE', `/workspaces/${workspaceId}/records/${bob.id}`, { key: editor.key })).status).toBe(
+      200,
+    );
+    // Bob is deleted, so nothing live references Acme any more.
+    expect((await call('DELETE', `/workspaces/${workspaceId}/records/${acme.id}`, { key: editor.key })).status).toBe(
+      200,
+    );
+    const restore = await call('POST', `/workspaces/${workspaceId}/records/${bob.id}/restore`, { key: editor.key });
+    expectProblem(restore, 422, 'unprocessable');
+    expect(restore.body.errors[0].code).toBe('invalid_reference');
+    expect((await call('GET', `/records/${bob.id}`, { key: editor.key })).body.deleted).toBe(true);
+    // Restoring the target first is always allowed; then the referencing record comes back.
+    expect(
+      (await call('POST', `/workspaces/${workspaceId}/records/${acme.id}/restore`, { key: editor.key })).status,
+    ).toBe(200);
+    const back = await call('POST', `/workspaces/${workspaceId}/records/${bob.id}/restore`, { key: editor.key });
+    expect(back.status).toBe(200);
+    expect(back.body.deleted).toBe(false);
+  });
+
+  it('20 deletes racing 20 writes that reference their targets never leave a live record referencing a deleted one', async () => {
+    const { editor, workspaceId, contact, company } = await setup();
+    const targets = [];
+    for (let i = 0; i < 20; i++) targets.push(await createOne(editor.key, company.id, [fv('title', `T${i}`)]));
+    const patchable = [];
+    for (let i = 0; i < 20; i++) patchable.push(await createOne(editor.key, contact.id, [fv('first', `P${i}`)]));
+    const gone = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await createOne(editor.key, contact.id, [fv('first', `R${i}`), fv('company', targets[i].id)]);
+      gone.push(r);
+    }
+    // Each restorable record first lets go of its target (deleted, so nothing live holds it).
+    for (const r of gone)
+      expect((await call('DELETE', `/workspaces/${workspaceId}/records/${r.id}`, { key: editor.key })).status).toBe(
+        200,
+      );
+    const races = targets.flatMap((target, i) => {
+      const write =
+        i % 3 === 0
+          ? call('POST', '/records/batch', {
+              key: editor.key,
+              body: [{ objectId: contact.id, fieldValues: [fv('first', `C${i}`), fv('company', target.id)] }],
+            })
+          : i % 3 === 1
+            ? call('PATCH', `/workspaces/${workspaceId}/records/${patchable[i].id}`, {
+                key: editor.key,
+                body: { fieldValues: [fv('company', target.id)] },
+              })
+            : call('POST', `/workspaces/${workspaceId}/records/${gone[i].id}/restore`, { key: editor.key });
+      const del = call('DELETE', `/workspaces/${workspaceId}/records/${target.id}`, { key: editor.key });
+      return i % 2 === 0 ? [write, del] : [del, write];
+    });
+    const answers = await Promise.all(races);
+    for (const answer of answers) expect([200, 201, 409, 422]).toContain(answer.status);
+    const dangling = await env.DB.prepare(
+      `SELECT r.record_id, r.target_id FROM record_refs r JOIN records s ON s.id = r.record_id AND s.deleted = 0
+       JOIN records t ON t.id = r.target_id AND t.deleted = 1 WHERE r.field = 'company'`,
+    ).all();
+    expect(dangling.results).toEqual([]);
+    // Each pair ended one way or the other: the write, or the delete.
+    for (let i = 0; i < 20; i++) {
+      const [a, b] = [answers[2 * i], answers[2 * i + 1]];
+      const statuses = [a?.status, b?.status].sort();
+      expect(statuses.filter((s) => s === 200 || s === 201).length).toBe(1);
+    }
+  });
+});
