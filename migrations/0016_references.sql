@@ -45,7 +45,8 @@ BEGIN
   SELECT RAISE(ABORT, 'invalid_reference') FROM reference_fields f
     JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name, json_each(e.value, '$.value') t
   WHERE f.object_id = NEW.object_id
-    AND NOT EXISTS (SELECT 1 FROM record_refs r WHERE r.record_id = NEW.id AND r.field = f.name AND r.target_id = t.value)
+    AND NOT EXISTS (SELECT 1 FROM record_refs r
+      WHERE r.record_id = NEW.id AND r.field = f.name AND r.target_id = t.value)
     AND NOT EXISTS (SELECT 1 FROM records x
       WHERE x.id = t.value AND x.object_id = f.target AND x.deleted = 0 AND EXISTS (SELECT 1 FROM record_workspaces w
         JOIN memberships m ON m.workspace_id = w.workspace_id AND m.user_id = NEW.updated_by WHERE w.record_id = x.id));

@@ -47,6 +47,7 @@ const definitionInput = {
     { name: 'firstName', type: 'text', required: true },
     { name: 'lastName', type: 'text' },
     { name: 'stage', type: 'select', options: ['lead', 'customer'] },
+    { name: 'company', type: 'reference', target: 2 },
   ],
 };
 
@@ -160,7 +161,22 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   getMe: { response: { userId: 1, workspaces: [{ workspaceId: 1, role: 'editor' }] } },
   deleteRecord: { request: {}, response: { ...contact, version: 2, deleted: true, updatedAt: AT + 60_000 } },
   restoreRecord: { request: {}, response: { ...contact, version: 3, updatedAt: AT + 120_000 } },
-  getRecord: { response: contact },
+  getRecord: {
+    response: {
+      ...contact,
+      fieldValues: [...contact.fieldValues, { fieldName: 'company', value: 7 }],
+      expanded: { company: { id: 7, objectId: 2, name: 'Analytical Engines Ltd', deleted: false } },
+    },
+  },
+  listReferencingRecords: {
+    response: {
+      items: [
+        { recordId: 1, objectId: 1, field: 'company', name: 'Ada Lovelace' },
+        { recordId: 4, objectId: 1, field: 'company', name: 'Charles Babbage' },
+      ],
+      nextCursor: cursor,
+    },
+  },
   getWorkspaceRecord: { response: contact },
   createUser: { request: { name: 'Ada' }, response: { id: 1, name: 'Ada' } },
   listUsers: {

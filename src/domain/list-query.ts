@@ -15,6 +15,8 @@ export interface ListQuery {
   filter: ListFilter;
   limit: number;
   cursor?: string;
+  /** Reference fields whose records each item shows in `expanded` (`expand=a,b`). */
+  expand?: string[];
 }
 
 /** A page of one of the admin API's lists. */
@@ -57,8 +59,10 @@ function single(
 export function parseListQuery(params: URLSearchParams): Result<ListQuery> {
   const { values, problems } = single(
     params,
-    (name) => ['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter'].includes(name) || name.startsWith('field.'),
+    (name) =>
+      ['limit', 'cursor', 'objectId', 'deleted', 'updatedAfter', 'expand'].includes(name) || name.startsWith('field.'),
   );
+  let expand: string[] | undefined;
   const filter: ListFilter = { deleted: 'exclude', fields: [] };
   let limit = 50;
   let cursor: string | undefined;
@@ -69,6 +73,8 @@ export function parseListQuery(params: URLSearchParams): Result<ListQuery> {
       else limit = n;
     } else if (name === 'cursor') {
       cursor = raw;
+    } else if (name === 'expand') {
+      expand = raw.split(',');
     } else if (name === 'objectId' || name === 'updatedAfter') {
       const n = integer(raw, 0, Number.MAX_SAFE_INTEGER);
       if (n === undefined) problems.push(bad(name, 'invalid_type', 'expected a non-negative integer'));
@@ -84,7 +90,10 @@ export function parseListQuery(params: URLSearchParams): Result<ListQuery> {
   }
   filter.fields.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, value: { filter, limit, ...(cursor === undefined ? {} : { cursor }) } };
+  return {
+    ok: true,
+    value: { filter, limit, ...(cursor === undefined ? {} : { cursor }), ...(expand === undefined ? {} : { expand }) },
+  };
 }
 
 /** Parses the change feed's query string. */

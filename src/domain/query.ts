@@ -28,7 +28,7 @@ export const MAX_LIMIT = 100;
  */
 export type FieldRef =
   | { kind: 'system'; name: SystemField; type: FieldType }
-  | { kind: 'value'; name: string; type: FieldType; indexed: boolean; ready: boolean };
+  | { kind: 'value'; name: string; type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean };
 
 export type Expr = { and: Expr[] } | { or: Expr[] } | { not: Expr } | { field: FieldRef; op: Op; value?: unknown };
 
@@ -47,6 +47,8 @@ export interface Query {
   /** The keys, ending with `id` (the tie-break) unless it came earlier. */
   sort: SortKey[];
   fields?: string[];
+  /** Reference fields whose records each item shows in `expanded`. */
+  expand?: string[];
   limit: number;
   cursor?: string;
   count: boolean;
@@ -85,10 +87,15 @@ const ORDERED = new Set<FieldType>(['number', 'integer', 'date', 'datetime', 'te
 /** Every scalar type compares by equality: the types an index keeps. */
 const EQUATABLE = INDEXABLE;
 
-/** Which operators a field of `type` takes (`system` for the record's own properties). */
-export function opsFor(type: FieldType, system: SystemField | undefined): readonly Op[] {
+/**
+ * Which operators a field of `type` takes (`system` for the record's own properties). A reference
+ * compares by id; one that holds several ids matches `eq`, `contains` and `in` when it holds any of
+ * the ids named, and `ne`, `nin` when it holds none of them.
+ */
+export function opsFor(type: FieldType, system: SystemField | undefined, multiple = false): readonly Op[] {
   const ops: Op[] = ['exists'];
-  if (EQUATABLE.has(type)) ops.push('eq', 'ne', 'in', 'nin');
+  if (EQUATABLE.has(type) || type === 'reference') ops.push('eq', 'ne', 'in', 'nin');
+  if (multiple) ops.push('contains');
   if (ORDERED.has(type)) ops.push('lt', 'lte', 'gt', 'gte');
   if ((type === 'text' && system === undefined) || type === 'multiSelect' || system === 'name') ops.push('contains');
   if ((type === 'text' && system === undefined) || type === 'email' || type === 'url' || system === 'name')
@@ -97,7 +104,10 @@ export function opsFor(type: FieldType, system: SystemField | undefined): readon
 }
 
 /** The fields of the objects in view: one type per name, or `conflict` when objects disagree. */
-export type Catalog = Map<string, { type: FieldType; indexed: boolean; ready: boolean } | 'conflict'>;
+export type Catalog = Map<
+  string,
+  { type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean } | 'conflict'
+>;
 
 /**
  * The catalog of `defs`. `building` holds, per object id, the indexed fields whose index is still
@@ -113,8 +123,11 @@ export function catalogOf(
       const known = catalog.get(field.name);
       const indexed = isIndexed(field);
       const ready = indexed && !(building.get(def.id) ?? []).includes(field.name);
-      if (known === undefined) catalog.set(field.name, { type: field.type, indexed, ready });
-      else if (known === 'conflict' || known.type !== field.type) catalog.set(field.name, 'conflict');
+      const multiple = field.type === 'reference' ? field.multiple === true : undefined;
+      if (known === undefined)
+        catalog.set(field.name, { type: field.type, indexed, ready, ...(multiple === undefined ? {} : { multiple }) });
+      else if (known === 'conflict' || known.type !== field.type || known.multiple !== multiple)
+        catalog.set(field.name, 'conflict');
       else {
         known.indexed &&= indexed;
         known.ready &&= ready;
@@ -126,7 +139,7 @@ export function catalogOf(
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
 
-const KEYS = new Set(['filter', 'search', 'sort', 'fields', 'limit', 'cursor', 'count']);
+const KEYS = new Set(['filter', 'search', 'sort', 'fields', 'limit', 'cursor', 'count', 'expand']);
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** Checks a query body against the fields in view; every problem at once. */
@@ -148,7 +161,8 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
     if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the objects in view');
     if (known === 'conflict')
       return void add(at, 'ambiguous_field', 'objects in view define this field with different types');
-    return { kind: 'value', name, type: known.type, indexed: known.indexed, ready: known.ready };
+    const { type, indexed, ready, multiple } = known;
+    return { kind: 'value', name, type, indexed, ready, ...(multiple === true ? { multiple } : {}) };
   };
 
   let conditions = 0;
@@ -184,7 +198,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
       return void add(pointer(at, 'op'), 'invalid_value', `expected one of ${OPS.join(', ')}`);
     if (field === undefined) return undefined;
     const system = field.kind === 'system' ? field.name : undefined;
-    if (!opsFor(field.type, system).includes(op as Op)) {
+    if (!opsFor(field.type, system, field.kind === 'value' && field.multiple === true).includes(op as Op)) {
       return void add(pointer(at, 'op'), 'invalid_operator', `${String(op)} does not apply to a ${field.type} field`);
     }
     const problem = valueProblem(field, op as Op, node.value);
@@ -222,9 +236,14 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
           add(pointer(at, 'direction'), 'invalid_value', 'expected asc or desc');
         const field = resolve(key.field, pointer(at, 'field'));
         if (field === undefined) return;
-        const sortable = field.kind === 'system' ? SORTABLE_SYSTEM.has(field.name) : field.indexed;
+        const sortable =
+          field.kind === 'system' ? SORTABLE_SYSTEM.has(field.name) : field.indexed && field.multiple !== true;
         if (!sortable)
-          return add(pointer(at, 'field'), 'not_sortable', 'sort by id, a system field or an indexed field');
+          return add(
+            pointer(at, 'field'),
+            'not_sortable',
+            'sort by id, a system field or an indexed field (not a reference of several ids)',
+          );
         if (sort.some((s) => s.field.name === field.name))
           return add(pointer(at, 'field'), 'duplicate', 'sorted by twice');
         sort.push({ field, direction: direction === 'desc' ? 'desc' : 'asc' });
@@ -252,6 +271,25 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
     }
   }
 
+  let expand: string[] | undefined;
+  if (input.expand !== undefined) {
+    if (!Array.isArray(input.expand) || input.expand.length > 200)
+      add('/expand', 'invalid_type', 'expected an array of at most 200 field names');
+    else {
+      expand = [];
+      input.expand.forEach((name: unknown, i) => {
+        const at = pointer('', 'expand', i);
+        if (typeof name !== 'string') return add(at, 'invalid_type', 'expected string');
+        const known = catalog.get(name);
+        if (known === undefined) return add(at, 'unknown_field', 'no field of this name in the objects in view');
+        if (known === 'conflict' || known.type !== 'reference')
+          return add(at, 'not_a_reference', `${name} is not a reference field`);
+        if (expand?.includes(name)) return add(at, 'duplicate', 'field named more than once');
+        expand?.push(name);
+      });
+    }
+  }
+
   let limit = 50;
   if (input.limit !== undefined) {
     if (!Number.isSafeInteger(input.limit) || (input.limit as number) < 1 || (input.limit as number) > MAX_LIMIT)
@@ -271,6 +309,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
       relevance,
       sort,
       ...(fields === undefined ? {} : { fields }),
+      ...(expand === undefined ? {} : { expand }),
       limit,
       ...(typeof input.cursor === 'string' ? { cursor: input.cursor } : {}),
       count: input.count === true,
@@ -299,7 +338,7 @@ function valueProblem(field: FieldRef, op: Op, value: unknown): ValueProblem | u
     }
     return undefined;
   }
-  if (op === 'contains' || op === 'startsWith') {
+  if ((op === 'contains' || op === 'startsWith') && field.type !== 'reference') {
     if (typeof value !== 'string') return { code: 'invalid_type', message: 'expected string' };
     return value === '' ? { code: 'invalid_value', message: 'expected a non-empty string' } : undefined;
   }
@@ -325,6 +364,8 @@ function scalarProblem(field: FieldRef, value: unknown): string | undefined {
       return typeof value === 'string' && isEmail(value) ? undefined : 'expected an email address';
     case 'url':
       return typeof value === 'string' && isHttpUrl(value) ? undefined : 'expected an absolute http or https URL';
+    case 'reference':
+      return Number.isSafeInteger(value) && (value as number) >= 0 ? undefined : 'expected a record id';
     default:
       return typeof value === 'string' ? undefined : 'expected string';
   }

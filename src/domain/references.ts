@@ -1,4 +1,4 @@
-import { pointer } from '../core/problem.ts';
+import { pointer, type InputProblem } from '../core/problem.ts';
 import type { FieldValueOut } from '../schemas/record.ts';
 import type { Caller } from './access.ts';
 import { recordAccess } from './access.ts';
@@ -95,4 +95,26 @@ export function expandedOf(
         : null;
   }
   return out;
+}
+
+/**
+ * Problems with the fields an `expand` names: each must be a reference field of at least one of
+ * `defs` (the record's object, or the objects in view). `at(i)` places the problem of the i-th.
+ */
+export function expandProblems(
+  fields: readonly string[],
+  defs: readonly ObjectDef[],
+  at: (i: number) => { pointer: string } | { query: string },
+): InputProblem[] {
+  const seen = new Set<string>();
+  return fields.flatMap((name, i) => {
+    const twice = seen.has(name);
+    seen.add(name);
+    if (twice) return [{ ...at(i), code: 'duplicate', message: 'field named more than once' }];
+    const fields = defs.flatMap((def) => def.fields.filter((field) => field.name === name));
+    if (fields.length === 0) return [{ ...at(i), code: 'unknown_field', message: `no field named ${name}` }];
+    return fields.some((field) => field.type === 'reference')
+      ? []
+      : [{ ...at(i), code: 'not_a_reference', message: `${name} is not a reference field` }];
+  });
 }

@@ -12,6 +12,8 @@ import { MAX_PAGE_BYTES } from '../storage/store.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { feedItem } from '../domain/feed-item.ts';
+import { expandProblems } from '../domain/references.ts';
+import { withExpanded } from './expand.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 
 /**
@@ -54,14 +56,19 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const query = parseListQuery(sent.params);
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
   if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
-  const { filter, limit, cursor } = query.value;
+  const { filter, limit, cursor, expand } = query.value;
   const secret = await secretOf(context);
   const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
   const after = await settle(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
-  const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1);
-  member(page.caller, workspaceId, []);
-  const items = pageOf(page.records.slice(0, limit));
+  const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, expand !== undefined);
+  const caller = member(page.caller, workspaceId, []);
+  const shown = page.records.slice(0, limit);
+  if (expand !== undefined) {
+    const wrong = expandProblems(expand, page.objects, () => ({ query: 'expand' }));
+    if (wrong.length > 0) throw invalidQuery(wrong);
+  }
+  const items = pageOf(await withExpanded(context, caller, shown, expand));
   const last = items.at(-1);
   const nextCursor =
     (page.records.length > items.length || page.sizeCut) && last !== undefined

@@ -11,6 +11,7 @@ import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Queries, type Position } from '../storage/query.ts';
+import { withExpanded } from './expand.ts';
 import { pageOf } from './lists.ts';
 
 /**
@@ -35,7 +36,8 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   const after =
     query.cursor === undefined ? undefined : ((await readPosition(secret, query.cursor, scope, '/cursor')) as Position);
   const page = await queries.page(workspaceId, query, after);
-  const items = pageOf(page.records.map((record) => project(record, query.fields)));
+  const expanded = await withExpanded(context, caller, page.records, query.expand);
+  const items = pageOf(expanded.map((record) => project(record, query.fields)));
   const cut = items.length < page.records.length;
   const next = cut ? page.positions[items.length - 1] : page.next;
   return json({

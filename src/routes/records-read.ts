@@ -2,22 +2,31 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { recordAccess } from '../domain/access.ts';
 import { bearerToken, sha256Hex } from '../http/auth.ts';
-import { notFound, unauthorized } from '../http/errors.ts';
+import { expandProblems } from '../domain/references.ts';
+import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { recordResponse } from '../http/respond.ts';
+import { expandParam, withExpanded } from './expand.ts';
 
 /** GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}: viewers may read. */
-export async function readRecord(request: IRequest, { recall }: Context): Promise<Response> {
+export async function readRecord(request: IRequest, context: Context): Promise<Response> {
+  const { recall } = context;
   const keyHash = await sha256Hex(bearerToken(request));
   const inWorkspace = request.params.workspaceId !== undefined;
   const { recordId, workspaceId } = inWorkspace
     ? pathIds(request.params, 'workspaceId', 'recordId')
     : { ...pathIds(request.params, 'recordId'), workspaceId: undefined };
-  const { caller, records } = await recall.recordContext(keyHash, [recordId]);
+  const expand = expandParam(new URL(request.url).searchParams.get('expand'));
+  const { caller, records, objects } = await recall.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);
   if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none') {
     throw notFound('Record');
   }
-  return recordResponse(record);
+  if (expand === undefined) return recordResponse(record);
+  const def = objects.get(record.objectId);
+  const problems = expandProblems(expand, def === undefined ? [] : [def], () => ({ query: 'expand' }));
+  if (problems.length > 0) throw invalidQuery(problems);
+  const [expanded] = await withExpanded(context, caller, [record], expand);
+  return recordResponse(expanded ?? record);
 }

@@ -1,10 +1,10 @@
 import * as v from 'valibot';
 import { Id } from './common.ts';
-import { FieldValue, RecordSchema } from './record.ts';
+import { FieldValue, ReadRecordSchema, RecordSchema } from './record.ts';
 import { Role } from './admin.ts';
 
 /** GET /workspaces/{workspaceId}/records: a page, and the cursor of the next one (null on the last). */
-export const RecordPage = v.strictObject({ items: v.array(RecordSchema), nextCursor: v.nullable(v.string()) });
+export const RecordPage = v.strictObject({ items: v.array(ReadRecordSchema), nextCursor: v.nullable(v.string()) });
 
 /**
  * One committed change: `created` carries the record as created; `updated` the fields that

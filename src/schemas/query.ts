@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { Id } from './common.ts';
 import { maxChars } from './max-chars.ts';
-import { BatchItemSchema, RecordSchema } from './record.ts';
+import { BatchItemSchema, ReadRecordSchema, RecordSchema } from './record.ts';
 
 /**
  * The query body as /openapi.json documents it. The body is checked by domain/query.ts, which
@@ -81,6 +81,15 @@ export const QueryBody = v.strictObject({
   fields: v.exactOptional(
     v.pipe(v.array(v.string()), v.description("Only these field values in each record's `fieldValues`.")),
   ),
+  expand: v.exactOptional(
+    v.pipe(
+      v.array(v.string()),
+      v.description(
+        'Reference fields to expand: each record gains `expanded` with the records they reference (id, objectId, ' +
+          'name, deleted) that the caller can read. A field that is not a reference in view: 400.',
+      ),
+    ),
+  ),
   limit: v.exactOptional(v.pipe(Id, v.minValue(1), v.maxValue(100))),
   cursor: v.exactOptional(
     v.pipe(
@@ -92,7 +101,7 @@ export const QueryBody = v.strictObject({
 });
 
 export const QueryPage = v.strictObject({
-  items: v.array(RecordSchema),
+  items: v.array(ReadRecordSchema),
   nextCursor: v.nullable(v.string()),
   count: v.exactOptional(v.strictObject({ value: Id, exact: v.boolean() })),
 });

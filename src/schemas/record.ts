@@ -27,6 +27,38 @@ export const RecordSchema = v.strictObject({
   isTemplate: v.boolean(),
 });
 export type RecordOut = v.InferOutput<typeof RecordSchema>;
+
+/** A referenced record as `expand` shows it to a reader who can read it. */
+export const ExpandedReference = v.strictObject({
+  id: Id,
+  objectId: Id,
+  name: RecordSchema.entries.name,
+  deleted: v.boolean(),
+});
+
+/** A record as reads answer it: with `expanded` when the request asked to expand reference fields. */
+export const ReadRecordSchema = v.strictObject({
+  ...RecordSchema.entries,
+  expanded: v.exactOptional(
+    v.pipe(
+      v.record(FieldName, v.nullable(v.union([ExpandedReference, v.array(ExpandedReference)]))),
+      v.description(
+        'Present when `expand` named reference fields: for each, the record it references (an array for a field of ' +
+          'several ids), or `null` when it holds none or the caller cannot read it (such an id is left out of an ' +
+          'array). Nothing else is said of a record the caller cannot read.',
+      ),
+    ),
+  ),
+});
+
+/** A live record that references another, as `GET /records/{id}/referenced-by` lists it. */
+export const Referencing = v.strictObject({
+  recordId: Id,
+  objectId: Id,
+  field: FieldName,
+  name: RecordSchema.entries.name,
+});
+export const ReferencingPage = v.strictObject({ items: v.array(Referencing), nextCursor: v.nullable(v.string()) });
 export type FieldValueOut = v.InferOutput<typeof FieldValue>;
 
 /** One element of a batch's answer, in request order. */

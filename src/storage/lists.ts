@@ -7,7 +7,18 @@ import { retrying } from './retry.ts';
 import { MAX_TUPLE_CHARS, packTuples } from './writes.ts';
 import type { Caller } from '../domain/access.ts';
 import type { RecordKeys } from '../domain/record-keys.ts';
-import { callerOf, callerStatement, MAX_PAGE_BYTES, recordsOf, sizedPage, type RecordReadRow } from './store.ts';
+import type { ObjectDef } from '../domain/definition.ts';
+import {
+  callerOf,
+  callerStatement,
+  MAX_PAGE_BYTES,
+  OBJECTS_IN_VIEW,
+  recordsOf,
+  sizedPage,
+  toObjectDef,
+  type ObjectRow,
+  type RecordReadRow,
+} from './store.ts';
 import type { D1 } from './sessions.ts';
 
 /** How long the change feed keeps a change: at least 7 days. */
@@ -72,7 +83,8 @@ export class Lists {
     filter: ListFilter,
     afterId: number,
     limit: number,
-  ): Promise<{ caller: Caller | undefined; records: RecordOut[]; sizeCut: boolean }> {
+    withObjects = false,
+  ): Promise<{ caller: Caller | undefined; records: RecordOut[]; sizeCut: boolean; objects: ObjectDef[] }> {
     const page = this.db
       .prepare(LIST)
       .bind(
@@ -84,10 +96,19 @@ export class Lists {
         JSON.stringify(filter.fields),
         limit,
       );
-    const [caller, rows] = await this.read([callerStatement(this.db, keyHash), page]);
+    const [caller, rows, objects] = await this.read([
+      callerStatement(this.db, keyHash),
+      page,
+      ...(withObjects ? [this.db.prepare(OBJECTS_IN_VIEW).bind(workspaceId)] : []),
+    ]);
     const results = (rows?.results ?? []) as (RecordReadRow & { size_cut: number })[];
     // The records' size ended the page: more may follow.
-    return { caller: callerOf(caller), records: recordsOf(results), sizeCut: results.at(-1)?.size_cut === 1 };
+    return {
+      caller: callerOf(caller),
+      records: recordsOf(results),
+      sizeCut: results.at(-1)?.size_cut === 1,
+      objects: ((objects?.results ?? []) as ObjectRow[]).map(toObjectDef),
+    };
   }
 
   /** Up to `limit` changes of the workspace's records after `afterSeq`, the prune horizon, and the caller. */

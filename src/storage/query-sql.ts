@@ -85,7 +85,9 @@ export function shares(query: Query): boolean {
           ? expr.or.reduce((n, e) => n + leaves(e), 0)
           : 'not' in expr
             ? leaves(expr.not)
-            : expr.field.kind === 'value' && !(expr.op === 'contains' && expr.field.type === 'multiSelect')
+            : expr.field.kind === 'value' &&
+                !(expr.op === 'contains' && expr.field.type === 'multiSelect') &&
+                expr.field.multiple !== true
               ? 1
               : 0;
   return leaves(query.filter) > 1;
@@ -127,6 +129,13 @@ export function compile(sql: Sql, expr: Expr): string {
   if (op === 'contains' && field.type === 'multiSelect') {
     return `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
       WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value = ${sql.param(value)})`;
+  }
+  if (field.kind === 'value' && field.multiple === true && op !== 'exists') {
+    // A reference of several ids: does it hold any of the ids named?
+    const ids = op === 'in' || op === 'nin' ? `SELECT value FROM ${sql.list(value as unknown[])}` : sql.param(value);
+    const holds = `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
+      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value IN (${ids}))`;
+    return op === 'ne' || op === 'nin' ? `(NOT ${holds})` : holds;
   }
   const v = valueOf(sql, field);
   switch (op) {

@@ -13,6 +13,7 @@ import type { D1 } from './sessions.ts';
 import {
   callerOf,
   callerStatement,
+  OBJECTS_IN_VIEW,
   recordsOf,
   sizedPage,
   toObjectDef,
@@ -55,10 +56,6 @@ export const COUNT_SCAN = 20_000;
 const SORT_KEYS: Partial<Record<SystemField, string>> = { createdAt: 'c', updatedAt: 'u', name: 'n' };
 
 /** The objects whose current definition lists the workspace `?`, and their fields' index builds. */
-const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids,
-    (SELECT json_group_array(b.field) FROM index_builds b WHERE b.object_id = o.id) AS building
-  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
-  WHERE EXISTS (SELECT 1 FROM json_each(v.workspace_ids) j WHERE j.value = ?)`;
 
 export interface View {
   caller: Caller | undefined;
@@ -77,12 +74,19 @@ export interface QueryPage {
   count?: { value: number; exact: boolean };
 }
 
-/** An `eq` or `in` on an indexed field that every match must meet: the walk can read the workspace's keys of it. */
+/**
+ * An `eq` or `in` on an indexed field (or an `eq` or `contains` of one id on a reference of several)
+ * that every match must meet: the walk can read the workspace's keys of it.
+ */
 function driverOf(query: Query): { field: FieldRef; values: unknown[] } | undefined {
   const filter = query.filter;
   const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
   for (const e of top) {
-    if ('field' in e && (e.op === 'eq' || e.op === 'in') && e.field.kind === 'value' && e.field.ready)
+    if (!('field' in e) || e.field.kind !== 'value' || !e.field.ready) continue;
+    // A reference of several ids has a key per id: a walk of several ids could meet a record twice.
+    if (e.field.multiple === true) {
+      if (e.op === 'eq' || e.op === 'contains') return { field: e.field, values: [e.value] };
+    } else if (e.op === 'eq' || e.op === 'in')
       return { field: e.field, values: e.op === 'eq' ? [e.value] : (e.value as unknown[]) };
   }
   return undefined;
@@ -442,7 +446,7 @@ export class Queries {
     workspaceId: number,
     query: Query,
     plan: SearchPlan | undefined,
-    key: { name: string; field: boolean },
+    key: SortKeyOf,
     desc: boolean,
     after: Position | undefined,
     since: Since | undefined,
@@ -492,7 +496,7 @@ export class Queries {
     query: Query,
     plan: SearchPlan | undefined,
     at: {
-      key: { name: string; field: boolean };
+      key: SortKeyOf;
       desc: boolean;
       walk: 'values' | 'missing';
       from: Position | undefined;
@@ -506,8 +510,9 @@ export class Queries {
         const past = from === undefined ? '' : `AND rw.record_id ${desc ? '<' : '>'} ${sql.param(from[1])}`;
         // By the record's own index row (its primary key): the workspace's keys are kept by value.
         return `(SELECT rw.record_id AS id, NULL AS v FROM record_workspaces rw WHERE rw.workspace_id = ?2 ${past}
-          AND NOT EXISTS (SELECT 1 FROM record_index x WHERE x.record_id = rw.record_id
-            AND x.field = ${sql.param(key.name.slice(2))} AND x.value IS NOT NULL)
+          AND NOT EXISTS (SELECT 1 FROM ${key.reference === true ? 'record_refs' : 'record_index'} x
+            WHERE x.record_id = rw.record_id AND x.field = ${sql.param(key.name.slice(2))}
+            ${key.reference === true ? '' : 'AND x.value IS NOT NULL'})
           ORDER BY rw.record_id ${desc ? 'DESC' : ''} LIMIT ${SCAN_BOUND})`;
       }
       const past =
@@ -618,14 +623,20 @@ export class Queries {
 
 type Count = { value: number; exact: boolean };
 
+/** A key of `record_sort`: its name, whether it is a field's, and whether that field is a reference (record_refs). */
+type SortKeyOf = { name: string; field: boolean; reference?: boolean };
+
 /** The key of `record_sort` a sort by `field` walks, if the workspace keeps one. */
-function keyOf(field: FieldRef | undefined): { name: string; field: boolean } | undefined {
+function keyOf(field: FieldRef | undefined): SortKeyOf | undefined {
   if (field === undefined) return undefined;
   if (field.kind === 'system') {
     const name = SORT_KEYS[field.name];
     return name === undefined ? undefined : { name, field: false };
   }
-  return field.ready ? { name: `f:${field.name}`, field: true } : undefined;
+  if (!field.ready) return undefined;
+  return field.type === 'reference'
+    ? { name: `f:${field.name}`, field: true, reference: true }
+    : { name: `f:${field.name}`, field: true };
 }
 
 /** The statement that says how far an id walk reads, bounded: its count and its last id. */

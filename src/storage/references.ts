@@ -1,5 +1,6 @@
 import type { InputProblem } from '../core/problem.ts';
 import type { ReferenceClaim, ReferencedRow } from '../domain/references.ts';
+import type { Meter } from './meter.ts';
 import type { D1 } from './sessions.ts';
 
 /**
@@ -114,34 +115,40 @@ export type ReferencingAfter = [number, string, number];
  */
 export async function referencingPage(
   db: D1,
+  meter: Meter,
   id: number,
   workspaceIds: readonly number[],
   after: ReferencingAfter | undefined,
   limit: number,
 ): Promise<Referencing[]> {
-  const rows = await db
+  const statement = db
     .prepare(
       `SELECT r.record_id AS recordId, r.object_id AS objectId, r.field, s.name
        FROM record_refs r JOIN records s ON s.id = r.record_id AND s.deleted = 0
        WHERE r.target_id = ?1 AND (r.object_id, r.field, r.record_id) > (?3, ?4, ?5) AND ${READABLE}
        ORDER BY r.object_id, r.field, r.record_id LIMIT ?6`,
     )
-    .bind(id, JSON.stringify(workspaceIds), after?.[0] ?? -1, after?.[1] ?? '', after?.[2] ?? -1, limit)
-    .all<Referencing>();
-  return rows.results;
+    .bind(id, JSON.stringify(workspaceIds), after?.[0] ?? -1, after?.[1] ?? '', after?.[2] ?? -1, limit);
+  return (await meter.d1(() => statement.all<Referencing>())).results;
 }
 
 /** The records of `ids` with the workspaces each is shared with: what a page's expand shows. One read. */
-export async function referencedRows(db: D1, ids: readonly number[]): Promise<Map<number, ReferencedRow>> {
+export async function referencedRows(
+  db: D1,
+  meter: Meter,
+  ids: readonly number[],
+): Promise<Map<number, ReferencedRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db
+  const statement = db
     .prepare(
       `SELECT x.id, x.object_id, x.name, x.deleted,
          (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = x.id) AS shared
        FROM records x WHERE x.id IN (SELECT value FROM json_each(?1))`,
     )
-    .bind(JSON.stringify(ids))
-    .all<{ id: number; object_id: number; name: string; deleted: number; shared: string }>();
+    .bind(JSON.stringify(ids));
+  const rows = await meter.d1(() =>
+    statement.all<{ id: number; object_id: number; name: string; deleted: number; shared: string }>(),
+  );
   return new Map(
     rows.results.map((row) => [
       row.id,

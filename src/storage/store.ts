@@ -209,3 +209,9 @@ function toRecord(row: RecordRow, sharedWorkspaceIds: number[]): RecordOut {
     isTemplate: row.is_template === 1,
   };
 }
+
+/** The current definitions of the objects shared with workspace ?, with the fields whose index is being built. */
+export const OBJECTS_IN_VIEW = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids,
+    (SELECT json_group_array(b.field) FROM index_builds b WHERE b.object_id = o.id) AS building
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+  WHERE EXISTS (SELECT 1 FROM json_each(v.workspace_ids) j WHERE j.value = ?)`;

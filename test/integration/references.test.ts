@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace } from './helpers.ts';
+import { admin, call, createOne, expectProblem, newUser, newWorkspace, rowsRead } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -28,6 +28,7 @@ async function setup() {
         { name: 'first', type: 'text', required: true },
         { name: 'company', type: 'reference', target: company.id },
         { name: 'partners', type: 'reference', target: company.id, multiple: true, onDelete: 'keep' },
+        { name: 'email', type: 'email', unique: true },
       ],
     })
   ).body;
@@ -65,7 +66,7 @@ describe('reference fields: writes', () => {
     expect(await refs(ada.id)).toEqual([{ field: 'company', target_id: globex.id }]);
   });
 
-  it('a missing, deleted, hidden or other-object id is refused alike, at its pointer, and nothing is written', async () => {
+  it('a missing, deleted, hidden or other-object id is refused alike at its pointer; nothing is written', async () => {
     const { editor, workspaceId, contact, company, acme, globex, hidden } = await setup();
     const other = await createOne(editor.key, contact.id, [fv('first', 'Other')]);
     const gone = await createOne(editor.key, company.id, [fv('title', 'Gone')]);
@@ -126,7 +127,7 @@ describe('reference fields: deletes', () => {
     expect(deleted.body.deleted).toBe(true);
   });
 
-  it('a keep reference lets the delete through and stays; a restore back to a deleted restrict target is refused', async () => {
+  it('a keep reference lets a delete through; restoring a record with a deleted target is refused', async () => {
     const { editor, workspaceId, contact, acme, globex } = await setup();
     const ada = await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('partners', [globex.id])]);
     const deleted = await call('DELETE', `/workspaces/${workspaceId}/records/${globex.id}`, { key: editor.key });
@@ -155,13 +156,13 @@ describe('reference fields: deletes', () => {
     expect(back.body.deleted).toBe(false);
   });
 
-  it('20 deletes racing 20 writes that reference their targets never leave a live record referencing a deleted one', async () => {
+  it('20 deletes racing 20 writes that reference their targets: no live record references a deleted one', async () => {
     const { editor, workspaceId, contact, company } = await setup();
-    const targets = [];
+    const targets: any[] = [];
     for (let i = 0; i < 20; i++) targets.push(await createOne(editor.key, company.id, [fv('title', `T${i}`)]));
-    const patchable = [];
+    const patchable: any[] = [];
     for (let i = 0; i < 20; i++) patchable.push(await createOne(editor.key, contact.id, [fv('first', `P${i}`)]));
-    const gone = [];
+    const gone: any[] = [];
     for (let i = 0; i < 20; i++) {
       const r = await createOne(editor.key, contact.id, [fv('first', `R${i}`), fv('company', targets[i].id)]);
       gone.push(r);
@@ -199,6 +200,187 @@ describe('reference fields: deletes', () => {
       const [a, b] = [answers[2 * i], answers[2 * i + 1]];
       const statuses = [a?.status, b?.status].sort();
       expect(statuses.filter((s) => s === 200 || s === 201).length).toBe(1);
+    }
+  });
+});
+
+describe('reference fields: definitions', () => {
+  it('a reference needs a known target, takes no index flags, and keeps its type, target and arity', async () => {
+    const { workspaceId, company, contact } = await setup();
+    const base = { name: 'Deal', workspaceIds: [workspaceId] };
+    const missing = await admin('POST', '/admin/objects', { ...base, fields: [{ name: 'c', type: 'reference' }] });
+    expectProblem(missing, 400, 'invalid_request');
+    expect(missing.body.errors).toEqual([
+      { pointer: '/fields/0/target', code: 'required', message: 'a reference field needs a target' },
+    ]);
+    const flags = await admin('POST', '/admin/objects', {
+      ...base,
+      fields: [
+        { name: 'c', type: 'reference', target: company.id, indexed: true },
+        { name: 't', type: 'text', target: company.id },
+      ],
+    });
+    expectProblem(flags, 400, 'invalid_request');
+    expect(flags.body.errors.map((e: { pointer: string }) => e.pointer)).toEqual([
+      '/fields/0/indexed',
+      '/fields/1/target',
+    ]);
+    const unknown = await admin('POST', '/admin/objects', {
+      ...base,
+      fields: [{ name: 'c', type: 'reference', target: 99_999 }],
+    });
+    expectProblem(unknown, 422, 'unprocessable');
+    expect(unknown.body.errors).toEqual([
+      { pointer: '/fields/0/target', code: 'unknown_object', message: 'no such object' },
+    ]);
+
+    const current = (await admin('GET', `/admin/objects/${contact.id}`)).body;
+    const { id: _id, version: _version, ...input } = current;
+    const retarget = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: input.fields.map((f: { name: string }) => (f.name === 'company' ? { ...f, target: contact.id } : f)),
+    });
+    expectProblem(retarget, 422, 'unprocessable');
+    expect(retarget.body.errors[0]).toMatchObject({ pointer: '/fields/1/target', code: 'fixed' });
+    const retype = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: input.fields.map((f: { name: string }) =>
+        f.name === 'first' ? { ...f, type: 'reference', target: 1 } : f,
+      ),
+    });
+    expectProblem(retype, 422, 'unprocessable');
+    expect(retype.body.errors[0]).toMatchObject({ pointer: '/fields/0/type', code: 'fixed' });
+    expect((await admin('GET', `/admin/objects/${contact.id}`)).body.version).toBe(current.version);
+    // Self references are allowed: a contact's manager.
+    const self = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: [...input.fields, { name: 'manager', type: 'reference', target: contact.id, onDelete: 'keep' }],
+    });
+    expect(self.status).toBe(200);
+  });
+});
+
+describe('reference fields: every write path checks them', () => {
+  it('a patch, a patch batch and an upsert are refused at the pointer of the bad id, and change nothing', async () => {
+    const { editor, workspaceId, contact, acme, hidden } = await setup();
+    const ada = await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('company', acme.id)]);
+    const one = await call('PATCH', `/workspaces/${workspaceId}/records/${ada.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('partners', [acme.id, hidden.id])] },
+    });
+    expectProblem(one, 422, 'unprocessable');
+    expect(one.body.errors).toMatchObject([{ pointer: '/fieldValues/0/value/1', code: 'invalid_reference' }]);
+    const batch = await call('PATCH', `/workspaces/${workspaceId}/records/batch`, {
+      key: editor.key,
+      body: [{ id: ada.id, fieldValues: [fv('first', 'Ada B'), fv('company', hidden.id)] }],
+    });
+    expectProblem(batch, 422, 'unprocessable');
+    expect(batch.body.errors).toMatchObject([{ pointer: '/0/fieldValues/1/value', code: 'invalid_reference' }]);
+    const upsert = await call('POST', `/objects/${contact.id}/records/upsert`, {
+      key: editor.key,
+      body: {
+        matchOn: 'email',
+        items: [
+          { fieldValues: [fv('first', 'New'), fv('email', 'new@example.com'), fv('company', acme.id)] },
+          { fieldValues: [fv('first', 'Other'), fv('email', 'other@example.com'), fv('partners', [hidden.id])] },
+        ],
+      },
+    });
+    expectProblem(upsert, 422, 'unprocessable');
+    expect(upsert.body.errors).toMatchObject([
+      { pointer: '/items/1/fieldValues/2/value/0', code: 'invalid_reference' },
+    ]);
+    const read = await call('GET', `/records/${ada.id}`, { key: editor.key });
+    expect(read.body.version).toBe(ada.version);
+    expect(read.body.fieldValues).toEqual(ada.fieldValues);
+    const created = await env.DB.prepare("SELECT id FROM records WHERE object_id = ? AND name IN ('New', 'Other')")
+      .bind(contact.id)
+      .all();
+    expect(created.results).toEqual([]);
+  });
+});
+
+describe('reference fields: queries', () => {
+  it('eq, ne, in, nin, exists and contains find records by reference; a sort by one walks its keys', async () => {
+    const { editor, workspaceId, contact, acme, globex } = await setup();
+    const a = await createOne(editor.key, contact.id, [fv('first', 'A'), fv('company', acme.id)]);
+    const b = await createOne(editor.key, contact.id, [
+      fv('first', 'B'),
+      fv('company', globex.id),
+      fv('partners', [acme.id, globex.id]),
+    ]);
+    const c = await createOne(editor.key, contact.id, [fv('first', 'C'), fv('partners', [globex.id])]);
+    const ids = async (filter: unknown, extra: Record<string, unknown> = {}) => {
+      const answer = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+        key: editor.key,
+        body: { filter: { and: [{ field: 'objectId', op: 'eq', value: contact.id }, filter] }, ...extra },
+      });
+      expect(answer.status).toBe(200);
+      return answer.body.items.map((r: { id: number }) => r.id);
+    };
+    expect(await ids({ field: 'company', op: 'eq', value: acme.id })).toEqual([a.id]);
+    expect(await ids({ field: 'company', op: 'ne', value: acme.id })).toEqual([b.id, c.id]);
+    expect(await ids({ field: 'company', op: 'in', value: [acme.id, globex.id] })).toEqual([a.id, b.id]);
+    expect(await ids({ field: 'company', op: 'nin', value: [acme.id] })).toEqual([b.id, c.id]);
+    expect(await ids({ field: 'company', op: 'exists', value: false })).toEqual([c.id]);
+    expect(await ids({ field: 'partners', op: 'contains', value: globex.id })).toEqual([b.id, c.id]);
+    expect(await ids({ field: 'partners', op: 'eq', value: acme.id })).toEqual([b.id]);
+    expect(await ids({ field: 'partners', op: 'in', value: [acme.id, globex.id] })).toEqual([b.id, c.id]);
+    expect(await ids({ field: 'partners', op: 'nin', value: [acme.id] })).toEqual([a.id, c.id]);
+    expect(await ids({ field: 'partners', op: 'ne', value: globex.id })).toEqual([a.id]);
+    const sorted = await ids(
+      { field: 'first', op: 'exists', value: true },
+      { sort: [{ field: 'company', direction: 'desc' }] },
+    );
+    expect(sorted).toEqual([b.id, a.id, c.id]);
+    const bad = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: editor.key,
+      body: {
+        filter: { field: 'company', op: 'contains', value: acme.id },
+        sort: [{ field: 'partners' }],
+      },
+    });
+    expectProblem(bad, 400, 'invalid_request');
+    expect(bad.body.errors.map((e: { pointer: string }) => e.pointer)).toEqual(['/filter/op', '/sort/0/field']);
+    const wrongValue = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: editor.key,
+      body: { filter: { field: 'partners', op: 'contains', value: 'acme' } },
+    });
+    expectProblem(wrongValue, 400, 'invalid_request');
+    expect(wrongValue.body.errors).toMatchObject([{ pointer: '/filter/value', message: 'expected a record id' }]);
+  });
+
+  it('an eq on a reference walks its keys: full pages at a cost that grows with the page', async () => {
+    const { editor, workspaceId, contact, acme, globex } = await setup();
+    const values = (i: number) => [fv('first', `N${i}`), fv('company', i % 10 === 0 ? acme.id : globex.id)];
+    for (let k = 0; k < 6; k++)
+      expect(
+        (
+          await call('POST', '/records/batch', {
+            key: editor.key,
+            body: Array.from({ length: 20 }, (_, j) => ({ objectId: contact.id, fieldValues: values(k * 20 + j) })),
+          })
+        ).status,
+      ).toBe(201);
+    for (const [target, expected] of [
+      [acme.id, 12],
+      [globex.id, 108],
+    ] as const) {
+      const seen: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const answer = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+          key: editor.key,
+          body: { filter: { field: 'company', op: 'eq', value: target }, limit: 10, ...(cursor ? { cursor } : {}) },
+        });
+        expect(answer.status).toBe(200);
+        if (answer.body.nextCursor !== null) expect(answer.body.items).toHaveLength(10);
+        expect(rowsRead(answer)).toBeLessThan(200);
+        seen.push(...answer.body.items.map((r: { id: number }) => r.id));
+        cursor = answer.body.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+      expect(seen).toHaveLength(expected);
+      expect(new Set(seen).size).toBe(expected);
     }
   });
 });

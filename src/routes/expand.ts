@@ -1,0 +1,24 @@
+import type { Context } from '../context.ts';
+import type { Caller } from '../domain/access.ts';
+import { expandedOf, referencedIds } from '../domain/references.ts';
+import type { FieldValueOut } from '../schemas/record.ts';
+import { referencedRows } from '../storage/references.ts';
+
+/** Names in `expand=a,b` (a query parameter), in order; empty names are kept, for the check to refuse. */
+export const expandParam = (raw: string | null): string[] | undefined => (raw === null ? undefined : raw.split(','));
+
+/**
+ * Each record with `expanded`: what its reference fields in `fields` name, as the caller may see
+ * it. One D1 read for the whole page (none when nothing is referenced or nothing asked).
+ */
+export async function withExpanded<T extends { fieldValues: FieldValueOut[] }>(
+  context: Context,
+  caller: Caller,
+  records: readonly T[],
+  fields: readonly string[] | undefined,
+): Promise<(T & { expanded?: ReturnType<typeof expandedOf> })[]> {
+  if (fields === undefined) return [...records];
+  const ids = referencedIds(records, fields);
+  const rows = await referencedRows(context.reads, context.meter, ids);
+  return records.map((record) => ({ ...record, expanded: expandedOf(record, fields, rows, caller) }));
+}
