@@ -384,3 +384,150 @@ describe('reference fields: queries', () => {
     }
   });
 });
+
+describe('reference fields: expand and referenced-by', () => {
+  /**
+   * The access matrix: `reader` reads only `workspaceId`; `hidden` is a company only the outsider's
+   * workspace holds; Ada (shared with both workspaces) references Acme, Globex (then deleted: keep)
+   * and, as the outsider wrote it, the hidden company.
+   */
+  async function matrix() {
+    const s = await setup();
+    const reader = await newUser('reader');
+    await admin('PUT', `/admin/workspaces/${s.workspaceId}/members/${reader.id}`, { role: 'viewer' });
+    const ada = await createOne(s.outsider.key, s.contact.id, [
+      fv('first', 'Ada'),
+      fv('company', s.hidden.id),
+      fv('partners', [s.globex.id, s.hidden.id, s.acme.id]),
+    ]);
+    const bob = await createOne(s.editor.key, s.contact.id, [fv('first', 'Bob'), fv('company', s.acme.id)]);
+    expect(
+      (await call('DELETE', `/workspaces/${s.workspaceId}/records/${s.globex.id}`, { key: s.editor.key })).status,
+    ).toBe(200);
+    return { ...s, reader, ada, bob };
+  }
+  const shown = (r: { id: number; name: string }, objectId: number, deleted = false) => ({
+    id: r.id,
+    objectId,
+    name: r.name,
+    deleted,
+  });
+
+  it('a read, a list and a query expand what the caller can read, and null (or nothing) for the rest', async () => {
+    const { reader, outsider, workspaceId, company, contact, acme, globex, hidden, ada, bob } = await matrix();
+    const one = await call('GET', `/records/${ada.id}?expand=company,partners`, { key: reader.key });
+    expect(one.status).toBe(200);
+    expect(one.body.fieldValues).toEqual(ada.fieldValues);
+    expect(one.body.expanded).toEqual({
+      company: null,
+      partners: [shown(globex, company.id, true), shown(acme, company.id)],
+    });
+    const theirs = await call('GET', `/records/${ada.id}?expand=company`, { key: outsider.key });
+    expect(theirs.body.expanded).toEqual({ company: shown(hidden, company.id) });
+
+    const list = await call('GET', `/workspaces/${workspaceId}/records?objectId=${contact.id}&expand=company`, {
+      key: reader.key,
+    });
+    expect(list.status).toBe(200);
+    const byId = new Map(list.body.items.map((r: { id: number; expanded: unknown }) => [r.id, r.expanded]));
+    expect(byId.get(ada.id)).toEqual({ company: null });
+    expect(byId.get(bob.id)).toEqual({ company: shown(acme, company.id) });
+
+    const query = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: reader.key,
+      body: { filter: { field: 'company', op: 'eq', value: acme.id }, fields: ['first'], expand: ['company'] },
+    });
+    expect(query.body.items).toEqual([
+      expect.objectContaining({
+        id: bob.id,
+        fieldValues: [fv('first', 'Bob')],
+        expanded: { company: shown(acme, company.id) },
+      }),
+    ]);
+    // Without expand, no `expanded` at all.
+    expect((await call('GET', `/records/${bob.id}`, { key: reader.key })).body.expanded).toBeUndefined();
+  });
+
+  it('expand costs one D1 read for a page, and refuses a field that is not a reference', async () => {
+    const { reader, workspaceId, contact, ada } = await matrix();
+    const plain = await call('GET', `/workspaces/${workspaceId}/records?objectId=${contact.id}`, { key: reader.key });
+    const expanded = await call('GET', `/workspaces/${workspaceId}/records?objectId=${contact.id}&expand=partners`, {
+      key: reader.key,
+    });
+    const trips = (a: { headers: Headers }) => {
+      const match = /d1;dur=[\d.]+;desc="(\d+) round trip/.exec(a.headers.get('Server-Timing') ?? '');
+      if (match === null) throw new Error('no D1 round trips in Server-Timing');
+      return Number(match[1]);
+    };
+    expect(trips(plain)).toBe(1);
+    expect(trips(expanded)).toBe(2);
+    expect(expanded.body.items.length).toBeGreaterThan(1);
+    for (const [path, parameter] of [
+      [`/records/${ada.id}?expand=first`, 'expand'],
+      [`/records/${ada.id}?expand=nope`, 'expand'],
+      [`/workspaces/${workspaceId}/records?expand=first`, 'expand'],
+    ] as const) {
+      const answer = await call('GET', path, { key: reader.key });
+      expectProblem(answer, 400, 'invalid_request');
+      expect(answer.body.errors[0].query).toBe(parameter);
+    }
+    const query = await call('POST', `/workspaces/${workspaceId}/records/query`, {
+      key: reader.key,
+      body: { expand: ['first', 'company', 'company'] },
+    });
+    expectProblem(query, 400, 'invalid_request');
+    expect(query.body.errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code])).toEqual([
+      ['/expand/0', 'not_a_reference'],
+      ['/expand/2', 'duplicate'],
+    ]);
+  });
+
+  it('referenced-by lists live readable referencers in pages, and is 404 to one who cannot read the record', async () => {
+    const { reader, outsider, editor, workspaceId, contact, acme, hidden, ada, bob } = await matrix();
+    const more = [];
+    for (let i = 0; i < 4; i++)
+      more.push(await createOne(editor.key, contact.id, [fv('first', `M${i}`), fv('company', acme.id)]));
+    expect((await call('DELETE', `/workspaces/${workspaceId}/records/${more[3].id}`, { key: editor.key })).status).toBe(
+      200,
+    );
+    const seen: unknown[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Awaited<ReturnType<typeof call>> = await call(
+        'GET',
+        `/records/${acme.id}/referenced-by?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`,
+        { key: reader.key },
+      );
+      expect(page.status).toBe(200);
+      seen.push(...page.body.items);
+      cursor = page.body.nextCursor;
+    } while (cursor !== null);
+    const item = (r: { id: number; name: string }, field: string) => ({
+      recordId: r.id,
+      objectId: contact.id,
+      field,
+      name: r.name,
+    });
+    expect(seen).toEqual([
+      item(bob, 'company'),
+      item(more[0], 'company'),
+      item(more[1], 'company'),
+      item(more[2], 'company'),
+      item(ada, 'partners'),
+    ]);
+    // The hidden company: the reader cannot read it, so it is missing to them; its owner sees Ada.
+    const refused = await call('GET', `/records/${hidden.id}/referenced-by`, { key: reader.key });
+    const missing = await call('GET', `/records/999999/referenced-by`, { key: reader.key });
+    expectProblem(refused, 404, 'not_found');
+    const { instance: _a, requestId: _b, ...refusedBody } = refused.body;
+    const { instance: _c, requestId: _d, ...missingBody } = missing.body;
+    expect(refusedBody).toEqual(missingBody);
+    const owner = await call('GET', `/records/${hidden.id}/referenced-by`, { key: outsider.key });
+    expect(owner.body.items.map((r: { recordId: number; field: string }) => [r.recordId, r.field])).toEqual([
+      [ada.id, 'company'],
+      [ada.id, 'partners'],
+    ]);
+    const forged = await call('GET', `/records/${acme.id}/referenced-by?cursor=abc.def`, { key: reader.key });
+    expectProblem(forged, 400, 'invalid_request');
+  });
+});
