@@ -98,13 +98,15 @@ const restoreRefused: InputProblem = {
   status: 422,
 };
 
+const CHANGE_THEM = 'change or delete them first.';
+
 /** The refusal of a delete that live records hold back: how many, and the first of them the caller can read. */
 async function referencedError(context: Context, caller: Caller, recordId: number): Promise<HttpError> {
   const { count, readable } = await restricting(context.env.DB, recordId, [...caller.roles.keys()], REFERENCING_SHOWN);
   const many = count > REFERENCING_COUNT ? `more than ${REFERENCING_COUNT}` : String(count);
   return new HttpError(409, {
     code: 'record_referenced',
-    detail: `${many} live record${count === 1 ? '' : 's'} reference this record; delete or change them first.`,
+    detail: `${many} live ${count === 1 ? 'record references' : 'records reference'} this record; ${CHANGE_THEM}`,
     errors: readable.map((r) => ({
       recordId: r.recordId,
       code: 'record_referenced',

@@ -105,6 +105,10 @@ describe('clients of /openapi.json', () => {
           ],
         },
       });
+      expect(result.references.expanded).toEqual({
+        ceo: { id: result.created[0].id, objectId: result.created[0].objectId, name: 'Ada Lovelace', deleted: false },
+      });
+      expect(result.references.referencedBy).toEqual([{ recordId: expect.any(Number), field: 'ceo' }]);
       expect(result.admin.userDeleted).toBe(204);
       expect(result.admin.keyAfterDelete).toBe(401);
       expect(result.admin.keyed.replayed).toBe('true');

@@ -22,6 +22,8 @@ export interface WalkThrough {
     /** A keyed workspace create sent twice: the ids answered, and whether the second was a replay. */
     keyed: { ids: (number | undefined)[]; replayed: string | null };
   };
+  /** A Company whose `ceo` references the first record: read with it expanded, and what references it. */
+  references: { expanded: unknown; referencedBy: { recordId: number; field: string }[] };
   /** The user's client: the bookmark each request sent, and the one each answer carried. */
   bookmarks: { sent: (string | null)[]; answered: (string | null)[] };
 }
@@ -134,6 +136,31 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
   const workspaceInUse = await admin.DELETE('/admin/workspaces/{workspaceId}', {
     params: { path: { workspaceId: String(workspace.id) } },
   });
+  // References: a field type, a read parameter and an operation of their own, typed like the rest.
+  const company = need(
+    await admin.POST('/admin/objects', {
+      body: {
+        name: 'Company',
+        workspaceIds: [workspace.id],
+        fields: [{ name: 'ceo', type: 'reference', target: object.id, onDelete: 'restrict' }],
+      },
+    }),
+  );
+  const [acme] = need(
+    await client.POST('/records/batch', {
+      body: [{ objectId: company.id, fieldValues: [{ fieldName: 'ceo', value: first.id }] }],
+    }),
+  );
+  const expanded = need(
+    await client.GET('/records/{recordId}', {
+      params: { path: { recordId: String(acme?.record.id) }, query: { expand: 'ceo' } },
+    }),
+  );
+  const referencedBy = need(
+    await client.GET('/records/{recordId}/referenced-by', {
+      params: { path: { recordId: String(first.id) }, query: { limit: 10 } },
+    }),
+  );
   const userDeleted = await admin.DELETE('/admin/users/{userId}', { params: { path: { userId: String(user.id) } } });
   const keyAfterDelete = await client.GET('/me');
   // An admin write with an Idempotency-Key, sent twice: one workspace, its answer replayed.
@@ -159,6 +186,10 @@ export async function walkThrough(baseUrl: string, adminToken: string): Promise<
     patched,
     stale: { status: stale.response.status, problem: problem(stale.error) },
     invalid: { status: invalid.response.status, problem: problem(invalid.error) },
+    references: {
+      expanded: expanded.expanded,
+      referencedBy: referencedBy.items.map((item) => ({ recordId: item.recordId, field: item.field })),
+    },
     bookmarks: bookmarks.seen,
   };
 }

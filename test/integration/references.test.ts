@@ -106,7 +106,7 @@ describe('reference fields: deletes', () => {
     const ada = await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('company', acme.id)]);
     const refused = await call('DELETE', `/workspaces/${workspaceId}/records/${acme.id}`, { key: editor.key });
     expectProblem(refused, 409, 'record_referenced');
-    expect(refused.body.detail).toBe('1 live record reference this record; delete or change them first.');
+    expect(refused.body.detail).toBe('1 live record references this record; change or delete them first.');
     expect(refused.body.errors).toEqual([
       {
         recordId: ada.id,
