@@ -97,22 +97,37 @@ export function definitionOut(def: ObjectDef): Record<string, unknown> {
 }
 
 /**
- * A definition replacing `current` keeps each reference field's type and target: records hold ids
- * of that target, which no later definition may reinterpret. A field that was not a reference may
- * not become one either (its values were written unchecked). 422 at the field's `type` or `target`.
+ * A definition replacing an object's versions (`history`, oldest first; the last is current) keeps
+ * each reference field whole: its type, target and arity, and a `keep` field never becomes
+ * `restrict` (records may reference deleted records by it already). A field name can be a
+ * reference only while it has always been one since it first appeared: a field that was not a
+ * reference may not become one, and a reference taken out may not come back (records keep the
+ * values of fields taken out, written unchecked against the new field). 422 at what changed.
  */
-export function referenceChanges(current: ObjectDef | undefined, input: ObjectDefinitionIn): InputProblem[] {
-  if (current === undefined) return [];
-  const before = new Map(current.fields.map((field) => [field.name, field]));
+export function referenceChanges(history: readonly (readonly FieldDef[])[], input: ObjectDefinitionIn): InputProblem[] {
+  const current = new Map((history.at(-1) ?? []).map((field) => [field.name, field]));
+  const ever = new Map<string, FieldDef[]>();
+  for (const fields of history)
+    for (const field of fields) ever.set(field.name, [...(ever.get(field.name) ?? []), field]);
   return input.fields.flatMap((field, i) => {
-    const was = before.get(field.name);
-    if (was === undefined || (was.type !== 'reference' && field.type !== 'reference')) return [];
-    if (was.type !== field.type)
-      return [fixed(pointer('', 'fields', i, 'type'), 'a field cannot become or stop being a reference')];
+    const at = (key: string): string => pointer('', 'fields', i, key);
+    const was = current.get(field.name);
+    const before = ever.get(field.name) ?? [];
+    if (field.type !== 'reference') {
+      return was?.type === 'reference' ? [fixed(at('type'), 'a reference field cannot stop being one')] : [];
+    }
+    if (was === undefined)
+      return before.length === 0
+        ? []
+        : [fixed(at('name'), 'this name held another field before: a reference needs a new name')];
+    if (was.type !== 'reference' || before.some((f) => f.type !== 'reference'))
+      return [fixed(at('type'), 'a field cannot become a reference')];
     if (was.target !== field.target)
-      return [fixed(pointer('', 'fields', i, 'target'), `the field references object ${String(was.target)} for good`)];
+      return [fixed(at('target'), `the field references object ${String(was.target)} for good`)];
     if ((was.multiple === true) !== (field.multiple === true))
-      return [fixed(pointer('', 'fields', i, 'multiple'), 'a reference field cannot change between one id and many')];
+      return [fixed(at('multiple'), 'a reference field cannot change between one id and many')];
+    if (was.onDelete === 'keep' && field.onDelete !== 'keep')
+      return [fixed(at('onDelete'), 'a keep reference cannot become restrict: records may reference deleted ones')];
     return [];
   });
 }

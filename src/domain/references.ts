@@ -98,8 +98,8 @@ export function expandedOf(
 }
 
 /**
- * Problems with the fields an `expand` names: each must be a reference field of at least one of
- * `defs` (the record's object, or the objects in view). `at(i)` places the problem of the i-th.
+ * Problems with the fields an `expand` names: each must be a reference field of every one of `defs`
+ * that has it (the record's object, or the objects in view), and of one at least. `at(i)` places the problem of the i-th.
  */
 export function expandProblems(
   fields: readonly string[],
@@ -113,8 +113,9 @@ export function expandProblems(
     if (twice) return [{ ...at(i), code: 'duplicate', message: 'field named more than once' }];
     const fields = defs.flatMap((def) => def.fields.filter((field) => field.name === name));
     if (fields.length === 0) return [{ ...at(i), code: 'unknown_field', message: `no field named ${name}` }];
-    return fields.some((field) => field.type === 'reference')
+    // Every object that has the field must hold references in it: an id elsewhere is only a number.
+    return fields.every((field) => field.type === 'reference')
       ? []
-      : [{ ...at(i), code: 'not_a_reference', message: `${name} is not a reference field` }];
+      : [{ ...at(i), code: 'not_a_reference', message: `${name} is not a reference field of every object in view` }];
   });
 }

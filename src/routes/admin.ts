@@ -298,9 +298,10 @@ async function definitionBody(
   const shape = definitionProblems(input);
   if (shape.length > 0) throw invalidBody(shape);
   const targets = input.fields.flatMap((field) => (field.target === undefined ? [] : [field.target]));
-  const [existing, objects] = await Promise.all([
+  const [existing, objects, history] = await Promise.all([
     adminStore(context).existingWorkspaces(input.workspaceIds),
-    adminStore(context).objects(objectId === undefined ? targets : [...targets, objectId]),
+    adminStore(context).objects(targets),
+    objectId === undefined ? [] : adminStore(context).fieldHistory(objectId),
   ]);
   const unknownTargets = input.fields.flatMap((field, i) =>
     field.target === undefined || objects.has(field.target) || field.target === objectId
@@ -314,7 +315,7 @@ async function definitionBody(
           },
         ],
   );
-  const changed = referenceChanges(objectId === undefined ? undefined : objects.get(objectId), input);
+  const changed = referenceChanges(history, input);
   const missing = input.workspaceIds.flatMap((id, i) =>
     existing.has(id)
       ? []

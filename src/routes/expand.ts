@@ -4,8 +4,12 @@ import { expandedOf, referencedIds } from '../domain/references.ts';
 import type { FieldValueOut } from '../schemas/record.ts';
 import { referencedRows } from '../storage/references.ts';
 
-/** Names in `expand=a,b` (a query parameter), in order; empty names are kept, for the check to refuse. */
-export const expandParam = (raw: string | null): string[] | undefined => (raw === null ? undefined : raw.split(','));
+/**
+ * Names in `expand=a,b` (a query parameter), in order; empty names are kept, for the check to
+ * refuse, and so is a second `expand` parameter (its names follow, so a name given twice is refused).
+ */
+export const expandParam = (params: URLSearchParams): string[] | undefined =>
+  params.has('expand') ? params.getAll('expand').flatMap((raw) => raw.split(',')) : undefined;
 
 /**
  * Each record with `expanded`: what its reference fields in `fields` name, as the caller may see

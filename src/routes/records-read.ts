@@ -16,7 +16,7 @@ export async function readRecord(request: IRequest, context: Context): Promise<R
   const { recordId, workspaceId } = inWorkspace
     ? pathIds(request.params, 'workspaceId', 'recordId')
     : { ...pathIds(request.params, 'recordId'), workspaceId: undefined };
-  const expand = expandParam(new URL(request.url).searchParams.get('expand'));
+  const expand = expandParam(new URL(request.url).searchParams);
   const { caller, records, objects } = await recall.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);

@@ -1,5 +1,5 @@
 import type { Role } from '../domain/access.ts';
-import type { ObjectDef } from '../domain/definition.ts';
+import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import { OBJECTS, toObjectDef, type ObjectRow } from './store.ts';
@@ -85,6 +85,15 @@ export class AdminStore {
       true,
     );
     return new Set(rows.map((row) => row.id));
+  }
+
+  /** The fields of every version of an object, oldest first (empty: no such object). */
+  async fieldHistory(objectId: number): Promise<FieldDef[][]> {
+    const rows = await this.all<{ fields: string }>(
+      this.db.prepare('SELECT fields FROM object_versions WHERE object_id = ? ORDER BY version').bind(objectId),
+      true,
+    );
+    return rows.map((row) => JSON.parse(row.fields) as FieldDef[]);
   }
 
   /** The current definitions of the objects of `ids` that exist, by id. One round trip. */

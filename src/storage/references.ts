@@ -92,11 +92,14 @@ export async function restricting(
   limit: number,
 ): Promise<{ count: number; readable: Referencing[] }> {
   const [count, readable] = await db.batch([
-    db.prepare(`SELECT count(*) AS n FROM (SELECT 1 ${RESTRICTING} LIMIT ${REFERENCING_COUNT + 1})`).bind(id),
+    db
+      .prepare(`SELECT count(*) AS n FROM (SELECT DISTINCT r.record_id ${RESTRICTING} LIMIT ${REFERENCING_COUNT + 1})`)
+      .bind(id),
     db
       .prepare(
-        `SELECT r.record_id AS recordId, r.object_id AS objectId, r.field, s.name ${RESTRICTING} AND ${READABLE}
-         ORDER BY r.object_id, r.field, r.record_id LIMIT ?3`,
+        `SELECT r.record_id AS recordId, r.object_id AS objectId, group_concat(r.field, ', ') AS field, s.name
+         ${RESTRICTING} AND ${READABLE}
+         GROUP BY r.record_id ORDER BY r.object_id, r.record_id LIMIT ?3`,
       )
       .bind(id, JSON.stringify(workspaceIds), limit),
   ]);
@@ -110,8 +113,10 @@ export async function restricting(
 export type ReferencingAfter = [number, string, number];
 
 /**
- * Live records referencing record `id` that a reader of `workspaceIds` can read, by (objectId,
- * field, recordId), after `after`, at most `limit`: a walk of the index by target.
+ * Live records referencing record `id` by a reference field of their object's current definition
+ * (a field taken out keeps its values, which reference nothing any more) that a reader of
+ * `workspaceIds` can read, by (objectId, field, recordId), after `after`, at most `limit`: a walk
+ * of the index by target.
  */
 export async function referencingPage(
   db: D1,
@@ -126,6 +131,7 @@ export async function referencingPage(
       `SELECT r.record_id AS recordId, r.object_id AS objectId, r.field, s.name
        FROM record_refs r JOIN records s ON s.id = r.record_id AND s.deleted = 0
        WHERE r.target_id = ?1 AND (r.object_id, r.field, r.record_id) > (?3, ?4, ?5) AND ${READABLE}
+         AND EXISTS (SELECT 1 FROM reference_fields f WHERE f.object_id = r.object_id AND f.name = r.field)
        ORDER BY r.object_id, r.field, r.record_id LIMIT ?6`,
     )
     .bind(id, JSON.stringify(workspaceIds), after?.[0] ?? -1, after?.[1] ?? '', after?.[2] ?? -1, limit);

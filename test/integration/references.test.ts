@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace, rowsRead } from './helpers.ts';
+import { admin, call, createOne, type Answer, expectProblem, newUser, newWorkspace, rowsRead } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -482,7 +482,7 @@ describe('reference fields: expand and referenced-by', () => {
     ]);
   });
 
-  it('referenced-by lists live readable referencers in pages, and is 404 to one who cannot read the record', async () => {
+  it('referenced-by lists live readable referencers in pages; 404 to one who cannot read the record', async () => {
     const { reader, outsider, editor, workspaceId, contact, acme, hidden, ada, bob } = await matrix();
     const more = [];
     for (let i = 0; i < 4; i++)
@@ -493,7 +493,7 @@ describe('reference fields: expand and referenced-by', () => {
     const seen: unknown[] = [];
     let cursor: string | null = null;
     do {
-      const page: Awaited<ReturnType<typeof call>> = await call(
+      const page: Answer = await call(
         'GET',
         `/records/${acme.id}/referenced-by?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`,
         { key: reader.key },
@@ -529,5 +529,82 @@ describe('reference fields: expand and referenced-by', () => {
     ]);
     const forged = await call('GET', `/records/${acme.id}/referenced-by?cursor=abc.def`, { key: reader.key });
     expectProblem(forged, 400, 'invalid_request');
+  });
+});
+
+describe('reference fields: what redefinitions may not do (from a review)', () => {
+  it('a reference taken out cannot come back, a field cannot become one, keep cannot become restrict', async () => {
+    const { editor, contact, company, acme } = await setup();
+    await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('company', acme.id)]);
+    const current = (await admin('GET', `/admin/objects/${contact.id}`)).body;
+    const { id: _id, version: _version, ...input } = current;
+    const without = input.fields.filter((f: { name: string }) => f.name !== 'company');
+    expect((await admin('PUT', `/admin/objects/${contact.id}`, { ...input, fields: without })).status).toBe(200);
+    const back = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: [...without, { name: 'company', type: 'reference', target: contact.id }],
+    });
+    expectProblem(back, 422, 'unprocessable');
+    expect(back.body.errors).toMatchObject([{ pointer: '/fields/3/name', code: 'fixed' }]);
+    const again = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: [...without, { name: 'company', type: 'reference', target: company.id }],
+    });
+    expectProblem(again, 422, 'unprocessable');
+    const first = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: without.map((f: { name: string }) =>
+        f.name === 'first' ? { name: 'first', type: 'reference', target: company.id } : f,
+      ),
+    });
+    expect(first.body.errors).toMatchObject([{ pointer: '/fields/0/type', code: 'fixed' }]);
+    const restrict = await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: without.map((f: { name: string }) => (f.name === 'partners' ? { ...f, onDelete: 'restrict' } : f)),
+    });
+    expect(restrict.body.errors).toMatchObject([{ pointer: '/fields/1/onDelete', code: 'fixed' }]);
+    // Referenced-by and deletes follow the current definition: the field taken out references nothing.
+    expect((await call('GET', `/records/${acme.id}/referenced-by`, { key: editor.key })).body.items).toEqual([]);
+  });
+
+  it('a record referencing by two fields is counted once in a refused delete', async () => {
+    const { editor, workspaceId, contact, company, acme } = await setup();
+    const current = (await admin('GET', `/admin/objects/${contact.id}`)).body;
+    const { id: _id, version: _version, ...input } = current;
+    await admin('PUT', `/admin/objects/${contact.id}`, {
+      ...input,
+      fields: [...input.fields, { name: 'employer', type: 'reference', target: company.id }],
+    });
+    const ada = await createOne(editor.key, contact.id, [
+      fv('first', 'Ada'),
+      fv('company', acme.id),
+      fv('employer', acme.id),
+    ]);
+    const refused = await call('DELETE', `/workspaces/${workspaceId}/records/${acme.id}`, { key: editor.key });
+    expectProblem(refused, 409, 'record_referenced');
+    expect(refused.body.detail).toBe('1 live record references this record; change or delete them first.');
+    expect(refused.body.errors).toEqual([
+      {
+        recordId: ada.id,
+        code: 'record_referenced',
+        message: `record ${ada.id} of object ${contact.id} references it by company, employer`,
+      },
+    ]);
+  });
+
+  it('expand refuses a field that some object in view holds as a plain number, and a second expand', async () => {
+    const { editor, workspaceId, contact, acme } = await setup();
+    await admin('POST', '/admin/objects', {
+      name: 'Other',
+      workspaceIds: [workspaceId],
+      fields: [{ name: 'company', type: 'integer' }],
+    });
+    const ada = await createOne(editor.key, contact.id, [fv('first', 'Ada'), fv('company', acme.id)]);
+    const list = await call('GET', `/workspaces/${workspaceId}/records?expand=company`, { key: editor.key });
+    expectProblem(list, 400, 'invalid_request');
+    expect(list.body.errors).toMatchObject([{ query: 'expand', code: 'not_a_reference' }]);
+    const twice = await call('GET', `/records/${ada.id}?expand=company&expand=company`, { key: editor.key });
+    expectProblem(twice, 400, 'invalid_request');
+    expect(twice.body.errors).toMatchObject([{ query: 'expand', code: 'duplicate' }]);
   });
 });
