@@ -7,8 +7,8 @@
  * generated type names the record objects' class through a global declaration, not an import:
  * no module imports the object's code to know its environment.
  */
-export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS'> &
-  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS'>> & {
+export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES'> &
+  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES'>> & {
     /** `off` turns the limiter off: only the chaos build and the benchmark set it. */
     RATE_LIMITS?: string;
     /** Test builds only: the first webhook retry's wait and the failing time before disabling, in ms. */

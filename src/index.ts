@@ -9,6 +9,7 @@ import { revocationFloor } from './storage/sessions.ts';
 export { RecordObject } from './record-object.ts';
 export { WebhookObject } from './webhook-object.ts';
 export { IndexBuildObject } from './index-build-object.ts';
+export { ImportObject } from './import-object.ts';
 
 const router = buildRouter();
 

@@ -39,6 +39,19 @@ const patched = {
   updatedAt: AT + 60_000,
 };
 
+const noRows = { processed: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+const importExample = {
+  id: 1,
+  workspaceId: 1,
+  objectId: 1,
+  mode: 'create',
+  format: 'csv',
+  status: 'succeeded',
+  rows: { processed: 200_000, created: 199_998, updated: 0, unchanged: 0, failed: 2 },
+  createdAt: AT,
+  finishedAt: AT + 95_000,
+};
+
 const definitionInput = {
   name: 'Contact',
   workspaceIds: [1],
@@ -167,6 +180,11 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       fieldValues: [...contact.fieldValues, { fieldName: 'company', value: 7 }],
       expanded: { company: { id: 7, objectId: 2, name: 'Analytical Engines Ltd', deleted: false } },
     },
+  },
+  createImport: { response: { ...importExample, status: 'queued', rows: noRows } },
+  getImport: { response: importExample },
+  cancelImport: {
+    response: { ...importExample, status: 'cancelled', rows: { ...importExample.rows, processed: 500, created: 498 } },
   },
   listReferencingRecords: {
     response: {

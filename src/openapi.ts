@@ -103,7 +103,7 @@ export function errorStatuses(op: Operation): number[] {
   const statuses = new Set<number>([...op.errors, 400, 500, 503]);
   if (op.auth !== 'none') statuses.add(401);
   if (op.auth === 'key') statuses.add(429);
-  if (op.body !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
+  if (op.body !== undefined || op.fileBody !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
   if (hasParams) [400, 404, 405].forEach((s) => statuses.add(s));
   if (op.idempotencyKey === true) [400, 409, 422].forEach((s) => statuses.add(s));
   if (op.query !== undefined) statuses.add(400);
@@ -201,15 +201,22 @@ function operationObject(op: Operation): Record<string, unknown> {
   for (const q of op.query ?? []) parameters.push({ in: 'query', required: false, ...q });
   const okHeaders: Record<string, unknown> = { ...COMMON_HEADERS };
   if (op.ok.etag === true) okHeaders.ETag = ref('ETag');
+  if (op.ok.location === true) okHeaders.Location = stringHeader('Where the resource created is read.');
   if (op.idempotencyKey === true) okHeaders['Idempotent-Replayed'] = ref('IdempotentReplayed');
   const examples = EXAMPLES[op.operationId] ?? {};
   const example = (value: unknown) => (value === undefined ? {} : { example: value });
   const okSchema =
     op.ok.schema !== undefined ? schema(op.ok.schema) : op.path === '/openapi.json' ? { type: 'object' } : undefined;
+  const files = (types: Record<string, string>) =>
+    Object.fromEntries(
+      Object.entries(types).map(([type, text]) => [type, { schema: { type: 'string' }, example: text }]),
+    );
   const okContent =
-    okSchema === undefined
-      ? {}
-      : { content: { 'application/json': { schema: okSchema, ...example(examples.response) } } };
+    op.fileAnswer !== undefined
+      ? { content: files(op.fileAnswer) }
+      : okSchema === undefined
+        ? {}
+        : { content: { 'application/json': { schema: okSchema, ...example(examples.response) } } };
   const responses: Record<string, unknown> = {
     [op.ok.status]: { description: 'Success', headers: okHeaders, ...okContent },
   };
@@ -232,6 +239,7 @@ function operationObject(op: Operation): Record<string, unknown> {
     description: op.description,
     ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
+    ...(op.fileBody === undefined ? {} : { requestBody: { required: true, content: files(op.fileBody) } }),
     ...(op.body === undefined
       ? {}
       : {

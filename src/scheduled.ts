@@ -1,5 +1,6 @@
 import type { Env } from './env.ts';
 import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
+import { Imports } from './storage/imports.ts';
 import { Lists } from './storage/lists.ts';
 import { recordKeys } from './domain/record-keys.ts';
 import { Meter } from './storage/meter.ts';
@@ -26,6 +27,8 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
     ['keys of records written before', () => new Lists(env.DB, meter).fillKeys(recordKeys)],
     // An index build whose start was lost (or whose object lost its alarm) is taken up again.
     ['index builds started', () => startIndexBuilds(env)],
+    // An import whose start was lost (or whose object lost its alarm) goes on.
+    ['imports started', () => startImports(env, meter)],
   ];
   for (const [what, step] of steps) {
     try {
@@ -35,6 +38,12 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
       console.error(JSON.stringify({ scheduled: what, error: error instanceof Error ? error.message : String(error) }));
     }
   }
+}
+
+async function startImports(env: Env, meter: Meter): Promise<number> {
+  const ids = await new Imports(env.DB, meter).unfinished();
+  await Promise.all(ids.map((id) => env.IMPORTS.getByName(String(id)).start(id)));
+  return ids.length;
 }
 
 async function wakeAllWebhooks(env: Env, meter: Meter): Promise<number> {

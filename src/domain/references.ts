@@ -99,7 +99,8 @@ export function expandedOf(
 
 /**
  * Problems with the fields an `expand` names: each must be a reference field of every one of `defs`
- * that has it (the record's object, or the objects in view), and of one at least. `at(i)` places the problem of the i-th.
+ * that has it (the record's object, or the objects in view), and of one at least. `at(i)` places
+ * the problem of the i-th.
  */
 export function expandProblems(
   fields: readonly string[],

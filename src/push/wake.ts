@@ -1,4 +1,5 @@
 import type { Context } from '../context.ts';
+import type { Env } from '../env.ts';
 import { workspacesOfAnswer, writesRecords } from '../domain/webhook.ts';
 import { Meter } from '../storage/meter.ts';
 import { Webhooks } from '../storage/webhooks.ts';
@@ -17,10 +18,10 @@ export function forgetSubscriptions(workspaceId: number): void {
 }
 
 /** The active subscriptions of the workspaces: from memory when fresh, else one D1 read for the rest. */
-async function activeIn(context: Context, workspaceIds: readonly number[], now: number): Promise<number[]> {
+async function activeIn(env: Env, workspaceIds: readonly number[], now: number): Promise<number[]> {
   const missing = workspaceIds.filter((id) => (known.get(id)?.until ?? 0) <= now);
   if (missing.length > 0) {
-    const read = await new Webhooks(context.env.DB, new Meter()).activeIn(missing);
+    const read = await new Webhooks(env.DB, new Meter()).activeIn(missing);
     for (const [id, ids] of read) known.set(id, { ids, until: now + ACTIVE_TTL_MS });
     if (known.size > 10_000) known.clear();
   }
@@ -38,7 +39,7 @@ export function wakeAfterWrite(request: Request, response: Response, context: Co
   const answer = response.clone();
   context.waitUntil(
     (async () => {
-      const ids = await activeIn(context, workspacesOfAnswer(await answer.json()), Date.now());
+      const ids = await activeIn(context.env, workspacesOfAnswer(await answer.json()), Date.now());
       await Promise.all(ids.map((id) => context.env.WEBHOOKS.getByName(String(id)).wake(id)));
     })().catch((error: unknown) =>
       console.error(
@@ -46,4 +47,18 @@ export function wakeAfterWrite(request: Request, response: Response, context: Co
       ),
     ),
   );
+}
+
+/**
+ * Wakes the active subscriptions of these workspaces after records of theirs changed outside a
+ * request (an import's chunk). Best effort, as after a request: a lost wake-up only waits for the
+ * subscription's catch-up alarm.
+ */
+export async function wakeWorkspaces(env: Env, workspaceIds: readonly number[]): Promise<void> {
+  try {
+    const ids = await activeIn(env, workspaceIds, Date.now());
+    await Promise.all(ids.map((id) => env.WEBHOOKS.getByName(String(id)).wake(id)));
+  } catch (error) {
+    console.error(JSON.stringify({ message: 'webhook wake-up failed', workspaceIds, error: String(error) }));
+  }
 }

@@ -33,7 +33,11 @@ export interface Operation {
   body?: v.GenericSchema;
   /** The body may be left out altogether. */
   bodyOptional?: true;
-  ok: { status: number; schema?: v.GenericSchema; etag?: boolean };
+  ok: { status: number; schema?: v.GenericSchema; etag?: boolean; location?: boolean };
+  /** A request body that is a file rather than JSON: each media type it may have, with an example. */
+  fileBody?: Record<string, string>;
+  /** An answer that is a file rather than JSON (streamed): each media type, with an example. */
+  fileAnswer?: Record<string, string>;
   /** Honours an `If-Match` request header. */
   ifMatch?: boolean;
   /** This write accepts the `Idempotency-Key` request header. */

@@ -38,6 +38,15 @@ import { QueryBody, QueryPage, UpsertAnswer } from '../schemas/query.ts';
 import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
 import { readRecord } from './records-read.ts';
 import { referencedBy } from './referenced-by.ts';
+import { cancelImport, createImport, getImport, importErrors } from './imports.ts';
+import { exportRecords } from './export.ts';
+import { ImportSchema } from '../schemas/imports.ts';
+
+/** A record as an NDJSON export line shows it. */
+const EXAMPLE_NDJSON_RECORD =
+  '{"id":1,"objectId":1,"objectVersion":1,"name":"Ada Lovelace","fieldValues":[{"fieldName":"firstName",' +
+  '"value":"Ada"}],"creationType":"System","version":1,"deleted":false,"sharedWorkspaceIds":[1],"ownedBy":1,' +
+  '"createdAt":1795392601008,"createdBy":1,"updatedAt":1795392601008,"updatedBy":1,"isTemplate":false}\n';
 import type { Operation, QueryParameter } from './operation.ts';
 import {
   DeliveryList,
@@ -261,6 +270,121 @@ export const operations: Operation[] = [
     ok: { status: 200, schema: items },
     idempotencyKey: true,
     errors: [403, 409, 422],
+  },
+  {
+    method: 'GET',
+    path: '/workspaces/:workspaceId/records/export',
+    handler: exportRecords,
+    operationId: 'exportRecords',
+    tag: 'Records',
+    summary: 'Download every live record of an object shared with a workspace',
+    description:
+      'Streamed in id order, read a page at a time (the memory it takes does not grow with the workspace): ' +
+      '`format=ndjson` (the default) answers one record per line as reads show it; `format=csv` a header ' +
+      '`id,name,version,updatedAt` and a column per field of the current definition (a string as it is, other ' +
+      'values as JSON, no value empty). A record changed during the download appears once. Members (viewers too).',
+    auth: 'key',
+    ok: { status: 200 },
+    fileAnswer: {
+      'application/x-ndjson': EXAMPLE_NDJSON_RECORD,
+      'text/csv': 'id,name,version,updatedAt,firstName,lastName\r\n1,Ada Lovelace,2,1795392661008,Ada,Lovelace\r\n',
+    },
+    query: [
+      {
+        name: 'objectId',
+        description: 'The object whose records to export (required).',
+        schema: { type: 'integer', minimum: 0 },
+      },
+      {
+        name: 'format',
+        description: '`ndjson` (default) or `csv`.',
+        schema: { type: 'string', enum: ['ndjson', 'csv'] },
+      },
+    ],
+    errors: [],
+  },
+  {
+    method: 'POST',
+    path: '/workspaces/:workspaceId/imports',
+    handler: createImport,
+    operationId: 'createImport',
+    tag: 'Records',
+    summary: 'Import a file of records in the background',
+    description:
+      'Editors of the workspace. The body (up to 100 MB, with its Content-Length) is NDJSON (`application/x-ndjson`: ' +
+      'a line is `{ "fieldValues": [...], "isTemplate"? }`) or CSV (`text/csv`, RFC 4180: a header row naming ' +
+      "fields, cells parsed by their field's type, an empty cell no value, several values as a JSON array or " +
+      "separated by `;`). It is kept in R2 and applied in chunks, each one D1 transaction with the import's " +
+      'position, so every row is applied exactly once through restarts. Records are created with ' +
+      '`creationType: "System"` by the importer; `mode=upsert&matchOn=<unique field>` patches the record holding ' +
+      "each row's value instead. A row that fails is skipped and listed; the others are applied. A file that is " +
+      'not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.',
+    auth: 'key',
+    fileBody: {
+      'application/x-ndjson': '{"fieldValues":[{"fieldName":"firstName","value":"Ada"}]}\n',
+      'text/csv': 'firstName,lastName\r\nAda,Lovelace\r\n"Grace ""Amazing""",Hopper\r\n',
+    },
+    ok: { status: 202, schema: ImportSchema, location: true },
+    query: [
+      {
+        name: 'objectId',
+        description: 'The object the rows are records of (required).',
+        schema: { type: 'integer', minimum: 0 },
+      },
+      {
+        name: 'mode',
+        description: '`create` (default) or `upsert`.',
+        schema: { type: 'string', enum: ['create', 'upsert'] },
+      },
+      {
+        name: 'matchOn',
+        description: 'An upsert: the unique field that finds the record to patch.',
+        schema: { type: 'string' },
+      },
+    ],
+    idempotencyKey: true,
+    errors: [403],
+  },
+  {
+    method: 'GET',
+    path: '/imports/:importId',
+    handler: getImport,
+    operationId: 'getImport',
+    tag: 'Records',
+    summary: 'Follow an import: its status and counts',
+    description: 'The importer only; anyone else: 404.',
+    auth: 'key',
+    ok: { status: 200, schema: ImportSchema },
+    errors: [],
+  },
+  {
+    method: 'DELETE',
+    path: '/imports/:importId',
+    handler: cancelImport,
+    operationId: 'cancelImport',
+    tag: 'Records',
+    summary: 'Cancel an import',
+    description: 'No chunk starts after it; the rows applied stay. An import already finished: 409.',
+    auth: 'key',
+    ok: { status: 200, schema: ImportSchema },
+    errors: [409],
+  },
+  {
+    method: 'GET',
+    path: '/imports/:importId/errors',
+    handler: importErrors,
+    operationId: 'listImportErrors',
+    tag: 'Records',
+    summary: 'The rows an import skipped, and why',
+    description:
+      'NDJSON, streamed in row order: `{ "row": <1-based data row>, "errors": [ { pointer, code, message } ] }`.',
+    auth: 'key',
+    ok: { status: 200 },
+    fileAnswer: {
+      'application/x-ndjson':
+        '{"row":2,"errors":[{"pointer":"/fieldValues/0/value","code":"invalid_type","message":"expected integer"}]}\n',
+    },
+    errors: [],
   },
   {
     method: 'PATCH',

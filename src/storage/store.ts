@@ -58,6 +58,15 @@ const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
 export const callerStatement = (db: D1, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
 export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
 
+/** A user as a caller (by id, not by key: work done for them in the background); none once deleted. */
+export const userStatement = (db: D1, userId: number): D1PreparedStatement =>
+  db
+    .prepare(
+      `SELECT u.id AS user_id, m.workspace_id, m.role FROM users u
+       LEFT JOIN memberships m ON m.user_id = u.id WHERE u.id = ?`,
+    )
+    .bind(userId);
+
 /** The current definitions of the objects whose ids are in the JSON array bound to `?`. */
 export const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version

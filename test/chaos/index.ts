@@ -5,6 +5,7 @@ import type { Env } from '../../src/env.ts';
 // Webhook deliveries are not under chaos here: the production class as it is.
 export { WebhookObject } from '../../src/webhook-object.ts';
 export { IndexBuildObject } from '../../src/index-build-object.ts';
+import { ImportObject as ProductionImport } from '../../src/import-object.ts';
 import { chaosEnv, type ChaosVars } from './faults.ts';
 
 /**
@@ -15,6 +16,19 @@ export class RecordObject extends Production {
   constructor(ctx: DurableObjectState, env: Env & ChaosVars) {
     // CHAOS_RESTART: the object resets itself (losing its memory and every call in flight)
     // after a write commits and before it answers.
+    super(
+      ctx,
+      chaosEnv(env, 'object', undefined, () => ctx.abort('chaos: restart after commit')),
+    );
+  }
+}
+
+/**
+ * The production import object on faulty D1 and record objects; CHAOS_RESTART (or a test's
+ * decision) resets it right after a chunk commits, before it hears so.
+ */
+export class ImportObject extends ProductionImport {
+  constructor(ctx: DurableObjectState, env: Env & ChaosVars) {
     super(
       ctx,
       chaosEnv(env, 'object', undefined, () => ctx.abort('chaos: restart after commit')),

@@ -2,6 +2,8 @@ import worker from '../../src/index.ts';
 import { RecordObject as Production } from '../../src/record-object.ts';
 import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts';
 import { IndexBuildObject as ProductionIndexBuild } from '../../src/index-build-object.ts';
+import { ImportObject as ProductionImport } from '../../src/import-object.ts';
+import { importChunk } from '../../src/patching/import-chunk.ts';
 import type { Env } from '../../src/env.ts';
 import { loggingD1 } from '../d1-log.ts';
 import { withProductionLimits } from '../limits.ts';
@@ -67,6 +69,55 @@ export class IndexBuildObject extends ProductionIndexBuild {
 
   restart(): void {
     this.ctx.abort('test: restart');
+  }
+}
+
+/**
+ * The production import object, on the limited D1. A test may hold it (its alarms then do
+ * nothing) and run its chunks one at a time, some of them losing D1's reply after the chunk
+ * committed, as a dropped connection or a restart right after the commit would.
+ */
+export class ImportObject extends ProductionImport {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, limited(env));
+  }
+
+  override async alarm(): Promise<void> {
+    if ((await this.ctx.storage.get('held')) === true) return;
+    return super.alarm();
+  }
+
+  async hold(): Promise<void> {
+    await this.ctx.storage.put('held', true);
+  }
+
+  /** One chunk; `loseReply`: its D1 batch commits, and then the call fails as if the reply were lost. */
+  async stepOnce(id: number, loseReply = false): Promise<{ more: boolean; error?: string }> {
+    const env = limited(this.env);
+    const db = env.DB;
+    const losing: Env = !loseReply
+      ? env
+      : {
+          ...env,
+          DB: {
+            ...db,
+            prepare: (sql: string) => db.prepare(sql),
+            batch: async (statements: D1PreparedStatement[]) => {
+              await db.batch(statements);
+              throw new Error('Network connection lost.');
+            },
+          } as unknown as D1Database,
+        };
+    try {
+      return { more: (await importChunk(losing, id)).more };
+    } catch (error) {
+      return { more: true, error: String(error) };
+    }
+  }
+
+  async release(id: number): Promise<void> {
+    await this.ctx.storage.delete('held');
+    await this.start(id);
   }
 }
 

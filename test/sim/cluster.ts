@@ -106,6 +106,9 @@ export class Cluster {
       // Runs have no webhook subscriptions: a wake-up, were one sent, is answered and does nothing.
       WEBHOOKS: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['WEBHOOKS'],
       INDEX_BUILDS: { getByName: () => ({ start: () => Promise.resolve() }) } as unknown as Env['INDEX_BUILDS'],
+      // Runs send no imports through the Worker (they run chunks themselves): never called.
+      IMPORTS: {} as Env['IMPORTS'],
+      IMPORT_FILES: {} as Env['IMPORT_FILES'],
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',

@@ -1,0 +1,375 @@
+import type { Caller } from '../domain/access.ts';
+import { recordAccess } from '../domain/access.ts';
+import { planCreate, type NewRecord } from '../domain/create.ts';
+import type { ObjectDef } from '../domain/definition.ts';
+import { blankRecord, csvRecords, csvRow, ndjsonRow, type RowRead } from '../domain/import-rows.ts';
+import { applyPatch, patchProblems } from '../domain/patch.ts';
+import { referenceClaims } from '../domain/references.ts';
+import type { Env } from '../env.ts';
+import type { InputProblem } from '../http/errors.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import { Imports, isChunkMoved, type ChunkDone, type ImportState } from '../storage/imports.ts';
+import { Meter } from '../storage/meter.ts';
+import { claimsOf, isUniqueViolation, uniqueClashes, uniqueHolders } from '../storage/record-index.ts';
+import { isInvalidReference, referenceProblems } from '../storage/references.ts';
+import { RecordWrites, VersionConflict } from '../storage/writes.ts';
+import { turnInObject } from './objects.ts';
+
+/**
+ * One chunk of an import: the rows after the import's position, read from its file in R2, checked
+ * one by one and written in one D1 transaction with the import's new position and counts. A chunk
+ * that D1 finds applied already (its reply was lost, the object restarted) or cancelled changes
+ * nothing: the position guard aborts it. Rows D1 refuses (a unique value held, a reference the
+ * importer may not make) are found, listed as failed, and the chunk is written without them.
+ */
+
+/** Rows a chunk creates at most (three statements each: D1 takes 1,000 per invocation). */
+export const CREATE_ROWS = 100;
+/** Rows a chunk of an upsert takes at most: each matched record takes its turn in its object. */
+export const UPSERT_ROWS = 20;
+/** Bytes of the file a chunk reads; a row longer than the bigger read fails the import. */
+const READ_BYTES = 2 * 1024 * 1024;
+const MAX_ROW_BYTES = 8 * 1024 * 1024;
+/** Times a chunk is computed again after D1 refused some of its rows or lost a race. */
+const ATTEMPTS = 8;
+const TURN_MS = 10_000;
+
+/** A row of the chunk: its number in the file (1-based), where it ends in the file, and what it holds. */
+interface Row {
+  number: number;
+  end: number;
+  read: RowRead;
+}
+
+/** Runs one chunk of import `id`: whether more remain, and the workspace whose records it wrote. */
+export async function importChunk(
+  env: Env,
+  id: number,
+  now: () => number = Date.now,
+): Promise<{ more: boolean; workspaceId?: number }> {
+  const meter = new Meter();
+  const imports = new Imports(env.DB, meter);
+  const { state, caller, def } = await imports.context(id);
+  if (state === undefined) return { more: false };
+  if (state.status !== 'queued' && state.status !== 'running') {
+    // Finished (a cancel, or a chunk whose reply was lost): its file is no longer needed.
+    await dropFile(env, state.file);
+    return { more: false };
+  }
+  if (
+    caller?.roles.get(state.workspace_id) !== 'editor' ||
+    def === undefined ||
+    !def.workspaceIds.includes(state.workspace_id)
+  ) {
+    await imports.fail(id, state.position, now());
+    await dropFile(env, state.file);
+    return { more: false };
+  }
+  const rows = await readRows(env, state, def, state.mode === 'upsert' ? UPSERT_ROWS : CREATE_ROWS);
+  if (rows === undefined) {
+    await imports.fail(id, state.position, now());
+    await dropFile(env, state.file);
+    return { more: false };
+  }
+  const writes = new RecordWrites(env.DB, meter);
+  const failed = new Map<number, InputProblem[]>();
+  for (let attempt = 1; ; attempt++) {
+    const plan = await planChunk(env, writes, state, caller, def, rows.rows, failed, now());
+    const done: ChunkDone = {
+      from: state.position,
+      to: plan.to ?? rows.to,
+      processed: plan.processed,
+      created: plan.creates.length,
+      updated: plan.updates.filter((u) => u.record !== undefined).length,
+      unchanged: plan.updates.filter((u) => u.record === undefined).length,
+      failed: plan.errors.length,
+      errors: plan.errors,
+      last: plan.to === undefined && rows.atEnd,
+      now: now(),
+    };
+    const statements = [
+      ...imports.chunk(id, done),
+      ...writes.inserts(plan.creates.map((c) => c.record)),
+      ...(plan.updates.length === 0
+        ? []
+        : writes.batchWrites(
+            plan.updates.map(({ base, record }) => (record === undefined ? { base } : { base, record })),
+            plan.updates.flatMap(({ base, record }) =>
+              record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
+            ),
+          )),
+    ];
+    try {
+      await meter.d1(() => env.DB.batch(statements));
+      if (done.last) await dropFile(env, state.file);
+      return { more: !done.last, workspaceId: state.workspace_id };
+    } catch (error) {
+      if (isChunkMoved(error)) return { more: true };
+      if (attempt >= ATTEMPTS) throw error;
+      if (error instanceof Error && error.message.includes('version_conflict')) continue;
+      if (error instanceof VersionConflict) continue;
+      const refused = await refusedRows(env, caller, def, plan, error);
+      if (refused === undefined) throw error;
+      for (const [number, problems] of refused) failed.set(number, problems);
+    }
+  }
+}
+
+/** An import's file once it is finished: best effort (a file left behind costs storage, not correctness). */
+export async function dropFile(env: Env, file: string): Promise<void> {
+  await env.IMPORT_FILES.delete(file).catch((error: unknown) =>
+    console.error(JSON.stringify({ message: 'import file not deleted', file, error: String(error) })),
+  );
+}
+
+/** The rows after the import's position, at most `max`; undefined when the file cannot be read as its format. */
+async function readRows(
+  env: Env,
+  state: ImportState,
+  def: ObjectDef,
+  max: number,
+): Promise<{ rows: Row[]; to: number; atEnd: boolean } | undefined> {
+  for (let length = READ_BYTES; length <= MAX_ROW_BYTES; length *= 4) {
+    const object = await env.IMPORT_FILES.get(state.file, { range: { offset: state.position, length } });
+    if (object === null) return undefined;
+    const bytes = new Uint8Array(await object.arrayBuffer());
+    const atEnd = state.position + bytes.length >= state.size;
+    const read =
+      state.format === 'ndjson'
+        ? ndjsonRows(bytes, atEnd, max, state)
+        : csvChunk(bytes, atEnd, max, state, def, JSON.parse(state.columns ?? '[]') as string[]);
+    if (read === undefined) return undefined;
+    if (read.to > state.position || atEnd) return { ...read, atEnd: atEnd && read.to >= state.size };
+  }
+  return undefined;
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+function ndjsonRows(bytes: Uint8Array, atEnd: boolean, max: number, state: ImportState): { rows: Row[]; to: number } {
+  const rows: Row[] = [];
+  let start = 0;
+  while (rows.length < max && start < bytes.length) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end < 0) {
+      if (!atEnd) break;
+      end = bytes.length;
+    }
+    const line = bytes.subarray(start, end);
+    start = end + 1;
+    let text: string;
+    try {
+      text = decoder.decode(line);
+    } catch {
+      rows.push(failedRow(rows.length, state, start, 'invalid_encoding', 'the line is not UTF-8'));
+      continue;
+    }
+    if (text.trim() === '') continue;
+    rows.push({
+      number: state.processed + rows.length + 1,
+      end: state.position + Math.min(start, bytes.length),
+      read: ndjsonRow(text),
+    });
+  }
+  return { rows, to: state.position + Math.min(start, bytes.length) };
+}
+
+function failedRow(index: number, state: ImportState, end: number, code: string, message: string): Row {
+  return {
+    number: state.processed + index + 1,
+    end: state.position + end,
+    read: { ok: false, problems: [{ pointer: '', code, message }] },
+  };
+}
+
+function csvChunk(
+  bytes: Uint8Array,
+  atEnd: boolean,
+  max: number,
+  state: ImportState,
+  def: ObjectDef,
+  columns: readonly string[],
+): { rows: Row[]; to: number } | undefined {
+  const cut = atEnd ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
+  let text: string;
+  try {
+    text = decoder.decode(bytes.subarray(0, cut));
+  } catch {
+    return undefined;
+  }
+  const encoder = new TextEncoder();
+  const rows: Row[] = [];
+  let at = 0;
+  let offset = state.position;
+  while (rows.length < max) {
+    const { records, consumed } = csvRecords(text.slice(at), atEnd, 1);
+    const record = records[0];
+    if (record === undefined) break;
+    offset += encoder.encode(text.slice(at, at + consumed)).byteLength;
+    at += consumed;
+    if (blankRecord(record)) continue;
+    rows.push({ number: state.processed + rows.length + 1, end: offset, read: csvRow(record, columns, def) });
+  }
+  return { rows, to: offset };
+}
+
+interface ChunkPlan {
+  /** Where the chunk ends when it stops before its last row (an upsert meeting a value twice). */
+  to: number | undefined;
+  processed: number;
+  creates: { number: number; record: NewRecord }[];
+  updates: { number: number; base: RecordOut; record?: RecordOut }[];
+  errors: { row: number; errors: InputProblem[] }[];
+}
+
+/** Strips a one-element batch's `/0` from a problem's pointer: a row's problems point into the row. */
+const inRow = ({ status: _status, ...problem }: InputProblem): InputProblem =>
+  problem.pointer === undefined ? problem : { ...problem, pointer: problem.pointer.replace(/^\/0(?=\/|$)/, '') };
+
+async function planChunk(
+  env: Env,
+  writes: RecordWrites,
+  state: ImportState,
+  caller: Caller,
+  def: ObjectDef,
+  rows: readonly Row[],
+  failed: ReadonlyMap<number, InputProblem[]>,
+  now: number,
+): Promise<ChunkPlan> {
+  const plan: ChunkPlan = { to: undefined, processed: 0, creates: [], updates: [], errors: [] };
+  const objects = new Map([[def.id, def]]);
+  const create = (row: Row, fieldValues: RecordOut['fieldValues'], isTemplate?: boolean): void => {
+    const planned = planCreate(
+      caller,
+      [{ objectId: def.id, fieldValues, ...(isTemplate ? { isTemplate } : {}) }],
+      objects,
+      now,
+    );
+    if (planned.ok)
+      plan.creates.push({ number: row.number, record: { ...(planned.value[0] as NewRecord), creationType: 'System' } });
+    else plan.errors.push({ row: row.number, errors: planned.problems.map(inRow) });
+  };
+  const good: { row: Row; fieldValues: RecordOut['fieldValues']; isTemplate?: boolean }[] = [];
+  for (const row of rows) {
+    const known = failed.get(row.number);
+    if (known !== undefined) plan.errors.push({ row: row.number, errors: known });
+    else if (!row.read.ok) plan.errors.push({ row: row.number, errors: row.read.problems });
+    else
+      good.push({
+        row,
+        fieldValues: row.read.row.fieldValues,
+        ...(row.read.row.isTemplate ? { isTemplate: true } : {}),
+      });
+  }
+  plan.processed = rows.length;
+  if (state.mode === 'create') {
+    for (const g of good) create(g.row, g.fieldValues, g.isTemplate);
+    return plan;
+  }
+  // Upsert: the record holding each row's matched value is patched, the others created. A value
+  // met twice in one chunk ends the chunk before its second row (the next chunk sees the first).
+  const matchOn = state.match_on as string;
+  const matched = good.flatMap((g) => {
+    const value = g.fieldValues.find((f) => f.fieldName === matchOn)?.value;
+    if (value !== undefined && value !== null) return [g];
+    plan.errors.push({
+      row: g.row.number,
+      errors: [{ pointer: '/fieldValues', code: 'required', message: `${matchOn} is required to match a record` }],
+    });
+    return [];
+  });
+  const claims = claimsOf(
+    matched.map((g) => ({ objectId: def.id, fieldValues: g.fieldValues.filter((f) => f.fieldName === matchOn) })),
+    () => def.fields,
+    (i) => String(i),
+  );
+  const seen = new Set<string>();
+  const cutAt = claims.findIndex((claim) => {
+    const key = JSON.stringify(claim.key);
+    const twice = seen.has(key);
+    seen.add(key);
+    return twice;
+  });
+  const taken = cutAt < 0 ? matched : matched.slice(0, cutAt);
+  if (cutAt >= 0) {
+    const stop = matched[cutAt]?.row.number as number;
+    const last = rows.filter((r) => r.number < stop).at(-1);
+    plan.to = last?.end ?? state.position;
+    plan.processed = rows.filter((r) => r.number < stop).length;
+    plan.errors = plan.errors.filter((e) => e.row < stop);
+  }
+  const holders = await uniqueHolders(env.DB, claims.slice(0, taken.length));
+  const ids = [...new Set(holders.filter((h): h is number => h !== undefined))];
+  const deadline = Date.now() + TURN_MS;
+  const current = ids.length === 0 ? new Map<number, RecordOut>() : await writes.current(ids, deadline);
+  const turns = new Map(
+    await Promise.all(
+      ids.map(async (recordId) => {
+        const record = current.get(recordId) as RecordOut;
+        const turn = await turnInObject(env, recordId, record.version, deadline);
+        return [recordId, turn.newer ?? record] as const;
+      }),
+    ),
+  );
+  taken.forEach((g, i) => {
+    const holder = holders[i];
+    if (holder === undefined) return create(g.row, g.fieldValues, g.isTemplate);
+    const base = turns.get(holder) as RecordOut;
+    const patch = { fieldValues: g.fieldValues };
+    const problems = patchProblems(base, recordAccess(caller, base.sharedWorkspaceIds), def, patch, '');
+    if (problems.length > 0) return plan.errors.push({ row: g.row.number, errors: problems.map(inRow) });
+    const applied = applyPatch(base, def, patch, caller.userId, now, '');
+    if (!applied.ok) return plan.errors.push({ row: g.row.number, errors: [inRow(applied.problem)] });
+    plan.updates.push({ number: g.row.number, base, ...(applied.changed ? { record: applied.record } : {}) });
+  });
+  plan.errors.sort((a, b) => a.row - b.row);
+  return plan;
+}
+
+/**
+ * The rows D1 refused a chunk for, with their problems: unique values held (by another record or
+ * an earlier row) and references the importer may not make. Undefined: not a refusal of rows.
+ */
+async function refusedRows(
+  env: Env,
+  caller: Caller,
+  def: ObjectDef,
+  plan: ChunkPlan,
+  error: unknown,
+): Promise<Map<number, InputProblem[]> | undefined> {
+  type Written = { number: number; fieldValues: RecordOut['fieldValues']; base: RecordOut['fieldValues']; id?: number };
+  const written: Written[] = [
+    ...plan.creates.map((c) => ({ number: c.number, fieldValues: c.record.fieldValues, base: [] })),
+    ...plan.updates.flatMap((u) =>
+      u.record === undefined
+        ? []
+        : [{ number: u.number, fieldValues: u.record.fieldValues, base: u.base.fieldValues, id: u.base.id }],
+    ),
+  ];
+  const refused = new Map<number, InputProblem[]>();
+  const add = (pointer: string | undefined, problem: InputProblem): void => {
+    const number = Number(pointer?.split('/')[1]);
+    if (Number.isSafeInteger(number))
+      refused.set(number, [
+        ...(refused.get(number) ?? []),
+        inRow({ ...problem, pointer: pointer?.replace(/^\/\d+/, '') ?? '' }),
+      ]);
+  };
+  if (isUniqueViolation(error)) {
+    const claims = claimsOf(
+      written.map((w) => ({
+        objectId: def.id,
+        fieldValues: w.fieldValues,
+        ...(w.id === undefined ? {} : { id: w.id }),
+      })),
+      () => def.fields,
+      (i, name) =>
+        `/${written[i]?.number}/fieldValues/${written[i]?.fieldValues.findIndex((f) => f.fieldName === name)}`,
+    );
+    for (const clash of await uniqueClashes(env.DB, claims)) add(clash.pointer, clash);
+  } else if (isInvalidReference(error)) {
+    const claims = written.flatMap((w) => referenceClaims(def, w.fieldValues, w.base, `/${w.number}`));
+    for (const problem of await referenceProblems(env.DB, claims, caller.userId, '')) add(problem.pointer, problem);
+  } else return undefined;
+  return refused.size > 0 ? refused : undefined;
+}

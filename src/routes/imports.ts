@@ -1,0 +1,286 @@
+import type { IRequest } from 'itty-router';
+import type { Context } from '../context.ts';
+import { blankRecord, csvRecords, headerProblems } from '../domain/import-rows.ts';
+import { importFormat, importOut, matchOnProblems, parseImportQuery } from '../domain/imports.ts';
+import type { ObjectDef } from '../domain/object-def.ts';
+import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { forbidden, HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
+import { pathIds } from '../http/params.ts';
+import { queryOf } from '../http/query.ts';
+import { json } from '../http/respond.ts';
+import { keyRequest } from '../patching/idempotent.ts';
+import { dropFile } from '../patching/import-chunk.ts';
+import { Imports, type ImportState } from '../storage/imports.ts';
+
+/**
+ * Imports: `POST /workspaces/{id}/imports` keeps the file in R2 and queues it; an object per
+ * import applies it in the background (src/import-object.ts). The importer follows it with
+ * `GET /imports/{id}` and its skipped rows with `GET /imports/{id}/errors`, and may cancel it.
+ */
+
+/** The largest file an import takes: what a Worker may receive. */
+export const MAX_IMPORT_BYTES = 100 * 1024 * 1024;
+/** The start of a file read before it is kept: the first line or header must lie within it. */
+const HEAD_BYTES = 1024 * 1024;
+
+const badFile = (detail: string, errors?: InputProblem[]): HttpError =>
+  new HttpError(400, {
+    code: 'invalid_request',
+    title: 'Import file is invalid',
+    detail,
+    ...(errors ? { errors } : {}),
+  });
+
+export async function createImport(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const sent = queryOf(request.url);
+  const query = parseImportQuery(sent.params);
+  const key = keyRequest(request);
+  const known = await context.recall.createContext(keyHash, query.ok ? [query.value.objectId] : [], true);
+  const caller = known.caller;
+  if (caller === undefined) throw unauthorized();
+  const problems = [...sent.problems, ...(query.ok ? [] : query.problems), ...key.problems];
+  if (!query.ok || problems.length > 0) throw invalidQuery(problems);
+  const format = importFormat(request.headers.get('Content-Type') ?? '');
+  if (format === undefined)
+    throw new HttpError(415, {
+      code: 'unsupported_media_type',
+      detail: 'Send Content-Type: application/x-ndjson or text/csv (UTF-8).',
+    });
+  const length = Number(request.headers.get('Content-Length') ?? 'NaN');
+  if (!Number.isSafeInteger(length))
+    throw badFile('Send the file with its Content-Length.', [
+      { header: 'Content-Length', code: 'required', message: 'expected the length of the file' },
+    ]);
+  if (length > MAX_IMPORT_BYTES)
+    throw new HttpError(413, { code: 'payload_too_large', detail: `The limit is ${MAX_IMPORT_BYTES} bytes.` });
+  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
+  const def = known.objects.get(query.value.objectId);
+  if (def === undefined || !def.workspaceIds.includes(workspaceId)) throw notFound('Object');
+  if (caller.roles.get(workspaceId) !== 'editor') throw forbidden('Importing needs role editor in the workspace.');
+  const matchProblems = matchOnProblems(def, query.value);
+  if (matchProblems.length > 0) throw invalidQuery(matchProblems);
+
+  const file = `imports/${crypto.randomUUID()}`;
+  const kept = await keep(context, request, file, length, format, def);
+  const requestHash =
+    key.key === undefined
+      ? undefined
+      : await sha256Hex(JSON.stringify([key.path, new URL(request.url).search, format, kept.hash]));
+  const imports = new Imports(context.env.DB, context.meter);
+  const { state, again } = await imports.create({
+    userId: caller.userId,
+    workspaceId,
+    objectId: def.id,
+    mode: query.value.mode,
+    matchOn: query.value.matchOn,
+    format,
+    file,
+    size: length,
+    columns: kept.columns,
+    start: kept.start,
+    now: Date.now(),
+    key: key.key,
+    requestHash,
+  });
+  if (again) {
+    await context.env.IMPORT_FILES.delete(file);
+    if (state.request_hash !== requestHash || state.workspace_id !== workspaceId)
+      throw new HttpError(422, {
+        code: 'unprocessable',
+        title: 'Idempotency-Key reused',
+        detail: 'This key was used for another request.',
+        errors: [
+          {
+            header: 'Idempotency-Key',
+            code: 'idempotency_key_reused',
+            message: 'the key was used for a different request',
+          },
+        ],
+      });
+    return accepted(state, { 'Idempotent-Replayed': 'true' });
+  }
+  await startImport(context, state.id);
+  return accepted(state);
+}
+
+const accepted = (state: ImportState, headers: Record<string, string> = {}): Response =>
+  json(importOut(state), 202, { Location: `/imports/${state.id}`, ...headers });
+
+/** Hands the import to its object; should this be lost, the Cron Trigger starts it. */
+async function startImport(context: Context, id: number): Promise<void> {
+  try {
+    await context.env.IMPORTS.getByName(String(id)).start(id);
+  } catch (error) {
+    console.error(JSON.stringify({ message: 'import not started', id, error: String(error) }));
+  }
+}
+
+/**
+ * Streams the body into R2 as `file`, after reading its start: a file that is not NDJSON or CSV
+ * of this object at all is refused (400) before anything is kept. Returns the body's SHA-256 (what
+ * a keyed request is compared by), a CSV file's columns and where its rows start.
+ */
+async function keep(
+  context: Context,
+  request: Request,
+  file: string,
+  length: number,
+  format: 'ndjson' | 'csv',
+  def: ObjectDef,
+): Promise<{ hash: string; columns?: string[]; start: number }> {
+  const reader = (request.body ?? new ReadableStream<Uint8Array>()).getReader();
+  const head: Uint8Array[] = [];
+  let read = 0;
+  let done = false;
+  while (read < HEAD_BYTES && !done) {
+    const next = await reader.read();
+    if (next.done) done = true;
+    else {
+      head.push(next.value);
+      read += next.value.byteLength;
+    }
+  }
+  const bytes = concat(head);
+  const start = format === 'csv' ? csvHeader(bytes, done, def) : ndjsonHead(bytes, done);
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of head) controller.enqueue(chunk);
+      if (done) controller.close();
+    },
+    async pull(controller) {
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+  });
+  const [toFile, toHash] = body.tee();
+  const digest = new crypto.DigestStream('SHA-256');
+  const hashing = toHash.pipeTo(digest);
+  const fixed = new FixedLengthStream(length);
+  const piping = toFile.pipeTo(fixed.writable);
+  try {
+    await context.env.IMPORT_FILES.put(file, fixed.readable);
+    await Promise.all([piping, hashing]);
+  } catch {
+    await context.env.IMPORT_FILES.delete(file).catch(() => undefined);
+    throw badFile('The body ended before its Content-Length, or ran past it.');
+  }
+  const hash = [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  return { hash, ...start };
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** The file's first line must be a JSON object: else it is not NDJSON at all. */
+function ndjsonHead(bytes: Uint8Array, whole: boolean): { start: number } {
+  let start = 0;
+  for (;;) {
+    const end = bytes.indexOf(0x0a, start);
+    if (end < 0 && !whole) throw badFile(`The first line is longer than ${HEAD_BYTES} bytes.`);
+    const line = bytes.subarray(start, end < 0 ? bytes.length : end);
+    let text: string;
+    try {
+      text = utf8.decode(line);
+    } catch {
+      throw badFile('The file is not UTF-8 text.');
+    }
+    if (text.trim() !== '') {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        throw badFile('The file is not NDJSON: its first line is not JSON.');
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        throw badFile('The file is not NDJSON of create elements: its first line is not a JSON object.');
+      return { start: 0 };
+    }
+    if (end < 0) throw badFile('The file holds no rows.');
+    start = end + 1;
+  }
+}
+
+/** A CSV file's header: columns naming fields of the object, each once. Its rows start after it. */
+function csvHeader(bytes: Uint8Array, whole: boolean, def: ObjectDef): { columns: string[]; start: number } {
+  const cut = whole ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
+  let text: string;
+  try {
+    text = utf8.decode(bytes.subarray(0, cut));
+  } catch {
+    throw badFile('The file is not UTF-8 text.');
+  }
+  const { records, consumed } = csvRecords(text.replace(/^\uFEFF/, ''), whole, 1);
+  const header = records[0];
+  if (header === undefined || blankRecord(header))
+    throw badFile(whole ? 'The file holds no header row.' : `The header is longer than ${HEAD_BYTES} bytes.`);
+  if ('error' in header) throw badFile(`The header row is not CSV: ${header.error}.`);
+  const wrong = headerProblems(header.cells, def);
+  if (wrong.length > 0) throw badFile('The header row must name fields of the object, each once.', wrong);
+  const bom = text.startsWith('\uFEFF') ? 3 : 0;
+  return {
+    columns: header.cells,
+    start: bom + new TextEncoder().encode(text.replace(/^\uFEFF/, '').slice(0, consumed)).byteLength,
+  };
+}
+
+/** The import `importId` if it is the caller's (anyone else's, or none: 404). */
+async function ownImport(request: IRequest, context: Context): Promise<{ state: ImportState; userId: number }> {
+  const keyHash = await sha256Hex(bearerToken(request));
+  const { importId } = pathIds(request.params, 'importId');
+  const [{ caller }, state] = await Promise.all([
+    context.recall.createContext(keyHash, []),
+    new Imports(context.env.DB, context.meter).get(importId),
+  ]);
+  if (caller === undefined) throw unauthorized();
+  if (state === undefined || state.user_id !== caller.userId) throw notFound('Import');
+  return { state, userId: caller.userId };
+}
+
+/** GET /imports/{importId}: its status and counts. */
+export async function getImport(request: IRequest, context: Context): Promise<Response> {
+  const { state } = await ownImport(request, context);
+  return json(importOut(state));
+}
+
+/** DELETE /imports/{importId}: cancels it; the rows applied stay. A finished import answers 409. */
+export async function cancelImport(request: IRequest, context: Context): Promise<Response> {
+  const { state, userId } = await ownImport(request, context);
+  const now = await new Imports(context.env.DB, context.meter).cancel(state.id, userId, Date.now());
+  if (now === undefined) throw notFound('Import');
+  if (now.status !== 'cancelled')
+    throw new HttpError(409, { code: 'conflict', detail: `The import has ${now.status}: there is nothing to cancel.` });
+  await dropFile(context.env, now.file);
+  return json(importOut(now));
+}
+
+/** Rows of errors read per D1 call while streaming them. */
+const ERRORS_PAGE = 500;
+
+/** GET /imports/{importId}/errors: the skipped rows, one JSON line each, streamed in row order. */
+export async function importErrors(request: IRequest, context: Context): Promise<Response> {
+  const { state } = await ownImport(request, context);
+  const imports = new Imports(context.env.DB, context.meter);
+  const encoder = new TextEncoder();
+  let after = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const rows = await imports.errors(state.id, after, ERRORS_PAGE);
+      for (const row of rows) controller.enqueue(encoder.encode(`{"row":${row.row},"errors":${row.errors}}\n`));
+      after = rows.at(-1)?.row ?? after;
+      if (rows.length < ERRORS_PAGE) controller.close();
+    },
+  });
+  return new Response(body, { headers: { 'Content-Type': 'application/x-ndjson' } });
+}

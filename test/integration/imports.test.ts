@@ -1,0 +1,236 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { admin, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+
+const FIELDS = [
+  { name: 'first', type: 'text', required: true },
+  { name: 'last', type: 'text' },
+  { name: 'age', type: 'integer' },
+  { name: 'vip', type: 'boolean' },
+  { name: 'tags', type: 'multiSelect', options: ['a', 'b', 'c'] },
+  { name: 'email', type: 'email', unique: true },
+];
+
+async function setup() {
+  const editor = await newUser('editor');
+  const viewer = await newUser('viewer');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
+  const object = (
+    await admin('POST', '/admin/objects', {
+      name: 'Person',
+      workspaceIds: [workspaceId],
+      nameTemplate: '{first} {last}',
+      fields: FIELDS,
+    })
+  ).body;
+  return { editor, viewer, workspaceId, object };
+}
+
+function upload(
+  key: string,
+  workspaceId: number,
+  query: string,
+  body: string,
+  type = 'application/x-ndjson',
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  return call('POST', `/workspaces/${workspaceId}/imports?${query}`, {
+    key,
+    raw: body,
+    headers: { 'Content-Type': type, ...headers },
+  });
+}
+
+/** Polls the import until it is no longer queued or running. */
+async function finished(key: string, id: number, timeoutMs = 30_000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await call('GET', `/imports/${id}`, { key });
+    expect(answer.status).toBe(200);
+    if (answer.body.status !== 'queued' && answer.body.status !== 'running') return answer.body;
+    if (Date.now() > until) throw new Error(`import ${id} still ${answer.body.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function errorLines(key: string, id: number): Promise<any[]> {
+  const { exports } = await import('cloudflare:workers');
+  const res = await exports.default.fetch(`http://records.test/imports/${id}/errors`, {
+    headers: { Authorization: `Bearer ${key}` },
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('Content-Type')).toBe('application/x-ndjson');
+  const text = await res.text();
+  return text === ''
+    ? []
+    : text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+}
+
+async function records(objectId: number) {
+  const rows = await env.DB.prepare(
+    'SELECT id, name, field_values, creation_type, created_by FROM records WHERE object_id = ? ORDER BY id',
+  )
+    .bind(objectId)
+    .all<{ id: number; name: string; field_values: string; creation_type: string; created_by: number }>();
+  return rows.results;
+}
+
+describe('imports: NDJSON and CSV files applied in the background', () => {
+  it('an NDJSON file creates System records by the importer; bad rows are skipped and listed', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const lines = [
+      JSON.stringify({ fieldValues: [fv('first', 'Ada'), fv('last', 'Lovelace'), fv('age', 36)] }),
+      JSON.stringify({ fieldValues: [fv('first', 'Bad'), fv('age', 'old')] }),
+      '',
+      'not json',
+      JSON.stringify({ fieldValues: [fv('first', 'Grace'), fv('email', 'g@example.com')], isTemplate: true }),
+    ];
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, lines.join('\n'));
+    expect(answer.status).toBe(202);
+    expect(answer.headers.get('Location')).toBe(`/imports/${answer.body.id}`);
+    expect(answer.body).toMatchObject({
+      workspaceId,
+      objectId: object.id,
+      mode: 'create',
+      format: 'ndjson',
+      status: 'queued',
+    });
+    const done = await finished(editor.key, answer.body.id);
+    expect(done).toMatchObject({
+      status: 'succeeded',
+      rows: { processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2 },
+    });
+    expect(done.finishedAt).toBeGreaterThanOrEqual(done.createdAt);
+    const made = await records(object.id);
+    expect(made.map((r) => [r.name, r.creation_type, r.created_by])).toEqual([
+      ['Ada Lovelace', 'System', editor.id],
+      ['Grace', 'System', editor.id],
+    ]);
+    expect(await errorLines(editor.key, answer.body.id)).toEqual([
+      { row: 2, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_type', message: 'expected integer' }] },
+      { row: 3, errors: [{ pointer: '', code: 'invalid_row', message: 'the line is not JSON' }] },
+    ]);
+    // The feed shows them as any create.
+    const feed = await call('GET', `/workspaces/${workspaceId}/changes`, { key: editor.key });
+    expect(
+      feed.body.items.filter((c: { type: string }) => c.type === 'created').map((c: any) => c.record.name),
+    ).toEqual(['Ada Lovelace', 'Grace']);
+  });
+
+  it("a CSV file with quotes, commas, CRLF and empty cells is read by its header and the fields' types", async () => {
+    const { editor, workspaceId, object } = await setup();
+    const csv =
+      'first,last,age,vip,tags\r\n' +
+      '"Lovelace, Ada","The ""Countess""",36,true,a;b\r\n' +
+      'Grace,"Hopper\r\nRear Admiral",,false,"[""c""]"\r\n' +
+      'Alan,Turing,41,maybe,\r\n' +
+      'Only,two\r\n' +
+      'Last,Line,7,,';
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, csv, 'text/csv; charset=utf-8');
+    expect(answer.status).toBe(202);
+    const done = await finished(editor.key, answer.body.id);
+    expect(done.rows).toEqual({ processed: 5, created: 3, updated: 0, unchanged: 0, failed: 2 });
+    const made = (await records(object.id)).map((r) => JSON.parse(r.field_values));
+    expect(made).toEqual([
+      [
+        fv('first', 'Lovelace, Ada'),
+        fv('last', 'The "Countess"'),
+        fv('age', 36),
+        fv('vip', true),
+        fv('tags', ['a', 'b']),
+      ],
+      [fv('first', 'Grace'), fv('last', 'Hopper\r\nRear Admiral'), fv('vip', false), fv('tags', ['c'])],
+      [fv('first', 'Last'), fv('last', 'Line'), fv('age', 7)],
+    ]);
+    expect((await errorLines(editor.key, answer.body.id)).map((e) => [e.row, e.errors[0].code])).toEqual([
+      [3, 'invalid_type'],
+      [4, 'invalid_row'],
+    ]);
+  });
+});
+
+describe('imports: what is refused at once', () => {
+  it('a file that is not NDJSON or CSV of the object, a wrong type, a viewer, a stranger: refused, nothing kept', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    const stranger = await newUser('stranger');
+    const q = `objectId=${object.id}`;
+    const before = await env.DB.prepare('SELECT count(*) AS n FROM imports').first();
+    const files = (await env.IMPORT_FILES.list()).objects.length;
+    const cases: [Answer, number, string][] = [
+      [await upload(editor.key, workspaceId, q, '[1,2]\n'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, q, 'hello\n'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, q, '\n\n'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, q, 'first,nope\r\nA,B\r\n', 'text/csv'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, q, 'first,"a\r\n', 'text/csv'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, q, '{}', 'application/json'), 415, 'unsupported_media_type'],
+      [await upload(editor.key, workspaceId, q, '{}', 'text/csv; charset=latin1'), 415, 'unsupported_media_type'],
+      [await upload(editor.key, workspaceId, 'objectId=x', '{}\n'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, `${q}&mode=upsert&matchOn=first`, '{}\n'), 400, 'invalid_request'],
+      [await upload(editor.key, workspaceId, `${q}&mode=upsert`, '{}\n'), 400, 'invalid_request'],
+      [await upload(viewer.key, workspaceId, q, '{}\n'), 403, 'forbidden'],
+      [await upload(stranger.key, workspaceId, q, '{}\n'), 404, 'not_found'],
+      [await upload(editor.key, workspaceId, 'objectId=999999', '{}\n'), 404, 'not_found'],
+    ];
+    for (const [answer, status, code] of cases) expectProblem(answer, status, code);
+    expect(cases[3]?.[0].body.errors).toEqual([
+      { pointer: '/columns/1', code: 'unknown_field', message: 'column "nope" is not a field of the object' },
+    ]);
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM imports').first()).toEqual(before);
+    expect((await env.IMPORT_FILES.list()).objects).toHaveLength(files);
+  });
+
+  it("an import is its importer's alone: another member reads 404", async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, '{"fieldValues":[]}\n');
+    expect(answer.status).toBe(202);
+    expectProblem(await call('GET', `/imports/${answer.body.id}`, { key: viewer.key }), 404, 'not_found');
+    expectProblem(await call('DELETE', `/imports/${answer.body.id}`, { key: viewer.key }), 404, 'not_found');
+    expectProblem(await call('GET', `/imports/${answer.body.id}/errors`, { key: viewer.key }), 404, 'not_found');
+    await finished(editor.key, answer.body.id);
+  });
+});
+
+describe('imports: upsert', () => {
+  it("patches the record holding each row's unique value, creates the others, counts unchanged rows", async () => {
+    const { editor, workspaceId, object } = await setup();
+    const ada = await createOne(editor.key, object.id, [
+      fv('first', 'Ada'),
+      fv('email', 'ada@example.com'),
+      fv('age', 36),
+    ]);
+    const alan = await createOne(editor.key, object.id, [fv('first', 'Alan'), fv('email', 'alan@example.com')]);
+    const csv =
+      'email,age,first\r\n' +
+      'ADA@example.com,37,Ada\r\n' +
+      'alan@example.com,,Alan\r\n' +
+      'grace@example.com,85,Grace\r\n' +
+      ',1,Nobody\r\n' +
+      'grace@example.com,86,Grace\r\n';
+    const answer = await upload(
+      editor.key,
+      workspaceId,
+      `objectId=${object.id}&mode=upsert&matchOn=email`,
+      csv,
+      'text/csv',
+    );
+    expect(answer.status).toBe(202);
+    const done = await finished(editor.key, answer.body.id);
+    expect(done.rows).toEqual({ processed: 5, created: 1, updated: 2, unchanged: 1, failed: 1 });
+    const read = await call('GET', `/records/${ada.id}`, { key: editor.key });
+    // Matched whatever the case (as unique emails compare), and patched with the value sent.
+    expect(read.body.fieldValues).toEqual([fv('first', 'Ada'), fv('age', 37), fv('email', 'ADA@example.com')]);
+    expect(read.body.version).toBe(2);
+    expect((await call('GET', `/records/${alan.id}`, { key: editor.key })).body.version).toBe(1);
+    const graces = (await records(object.id)).filter((r) => r.name === 'Grace');
+    expect(graces).toHaveLength(1);
+    expect(JSON.parse(graces[0]?.field_values ?? '[]')).toContainEqual(fv('age', 86));
+    expect((await errorLines(editor.key, answer.body.id)).map((e) => [e.row, e.errors[0].code])).toEqual([
+      [4, 'required'],
+    ]);
+  });
+});
