@@ -155,7 +155,7 @@ describe('imports: NDJSON and CSV files applied in the background', () => {
 });
 
 describe('imports: what is refused at once', () => {
-  it('a file that is not NDJSON or CSV of the object, a wrong type, a viewer, a stranger: refused, nothing kept', async () => {
+  it('a file that is not NDJSON or CSV of the object, a wrong type, a viewer, a stranger: refused at once', async () => {
     const { editor, viewer, workspaceId, object } = await setup();
     const stranger = await newUser('stranger');
     const q = `objectId=${object.id}`;
