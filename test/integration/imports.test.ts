@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
+import { admin, bulkRecords, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
@@ -155,7 +155,7 @@ describe('imports: NDJSON and CSV files applied in the background', () => {
 });
 
 describe('imports: what is refused at once', () => {
-  it('a file that is not NDJSON or CSV of the object, a wrong type, a viewer, a stranger: refused at once', async () => {
+  it('a file not NDJSON or CSV of the object, a wrong type, a viewer, a stranger: refused at once', async () => {
     const { editor, viewer, workspaceId, object } = await setup();
     const stranger = await newUser('stranger');
     const q = `objectId=${object.id}`;
@@ -232,5 +232,208 @@ describe('imports: upsert', () => {
     expect((await errorLines(editor.key, answer.body.id)).map((e) => [e.row, e.errors[0].code])).toEqual([
       [4, 'required'],
     ]);
+  });
+});
+
+const importObject = (id: number): any => env.IMPORTS.getByName(String(id));
+
+describe('imports: exactly once through lost replies, restarts and cancels', () => {
+  it('a chunk whose reply is lost after it committed is not applied again: every row once, counts exact', async () => {
+    const { editor, workspaceId, object } = await setup();
+    // Held before it is created: the object of the import to come takes no alarm of its own.
+    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
+    await importObject(next).hold();
+    const lines = Array.from({ length: 250 }, (_, i) =>
+      JSON.stringify({ fieldValues: [fv('first', `P${i}`), fv('age', i % 50 === 7 ? 'x' : i)] }),
+    );
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, lines.join('\n'));
+    expect(answer.body.id).toBe(next);
+    const stub = importObject(next);
+    // Chunk 1 commits and its reply is lost; run again, it finds the import moved and goes on.
+    expect(await stub.stepOnce(next, true)).toEqual({ more: true, error: 'Error: Network connection lost.' });
+    expect(await stub.stepOnce(next)).toEqual({ more: true });
+    // Chunk 2 the same, twice over.
+    expect((await stub.stepOnce(next, true)).error).toBeDefined();
+    expect((await stub.stepOnce(next, true)).error).toBeDefined();
+    expect(await stub.stepOnce(next)).toEqual({ more: true });
+    expect(await stub.stepOnce(next)).toEqual({ more: false });
+    const done = (await call('GET', `/imports/${next}`, { key: editor.key })).body;
+    expect(done).toMatchObject({ status: 'succeeded', rows: { processed: 250, created: 245, failed: 5 } });
+    const names = (await records(object.id)).map((r) => r.name);
+    expect(names).toHaveLength(245);
+    expect(new Set(names).size).toBe(245);
+    expect((await errorLines(editor.key, next)).map((e) => e.row)).toEqual([8, 58, 108, 158, 208]);
+    const changes = await env.DB.prepare(
+      `SELECT count(*) AS n FROM changes c JOIN records r ON r.id = c.record_id
+       WHERE r.object_id = ? AND c.type = 'created'`,
+    )
+      .bind(object.id)
+      .first();
+    expect(changes).toEqual({ n: 245 });
+    // Its file is gone once it finished.
+    expect((await env.IMPORT_FILES.list()).objects.map((o) => o.key)).not.toContain(
+      (await env.DB.prepare('SELECT file FROM imports WHERE id = ?').bind(next).first<{ file: string }>())?.file,
+    );
+  });
+
+  it('a cancelled import takes no more chunks; the rows applied stay', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
+    await importObject(next).hold();
+    const lines = Array.from({ length: 300 }, (_, i) => JSON.stringify({ fieldValues: [fv('first', `C${i}`)] }));
+    await upload(editor.key, workspaceId, `objectId=${object.id}`, lines.join('\n'));
+    expect(await importObject(next).stepOnce(next)).toEqual({ more: true });
+    const cancelled = await call('DELETE', `/imports/${next}`, { key: editor.key });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', rows: { processed: 100, created: 100 } });
+    expect(await importObject(next).stepOnce(next)).toEqual({ more: false });
+    expect(await records(object.id)).toHaveLength(100);
+    // Cancelling again answers the same; an import that finished has nothing to cancel.
+    expect((await call('DELETE', `/imports/${next}`, { key: editor.key })).body.status).toBe('cancelled');
+  });
+
+  it('an Idempotency-Key sent again answers the same import; with another file it is refused', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const file = `${JSON.stringify({ fieldValues: [fv('first', 'Once')] })}\n`;
+    const headers = { 'Idempotency-Key': 'import-once' };
+    const first = await upload(editor.key, workspaceId, `objectId=${object.id}`, file, 'application/x-ndjson', headers);
+    const again = await upload(editor.key, workspaceId, `objectId=${object.id}`, file, 'application/x-ndjson', headers);
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(202);
+    expect(again.body.id).toBe(first.body.id);
+    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+    const other = await upload(
+      editor.key,
+      workspaceId,
+      `objectId=${object.id}`,
+      `${file}\n{}`,
+      'application/x-ndjson',
+      headers,
+    );
+    expectProblem(other, 422, 'unprocessable');
+    expect(other.body.errors[0].code).toBe('idempotency_key_reused');
+    await finished(editor.key, first.body.id);
+    expect((await records(object.id)).map((r) => r.name)).toEqual(['Once']);
+    expectProblem(await call('DELETE', `/imports/${first.body.id}`, { key: editor.key }), 409, 'conflict');
+  });
+
+  it('rows that D1 refuses (a unique value held, a reference not allowed) are listed; the chunk goes on', async () => {
+    const { editor, workspaceId, object } = await setup();
+    await createOne(editor.key, object.id, [fv('first', 'Held'), fv('email', 'held@example.com')]);
+    const lines = [
+      { fieldValues: [fv('first', 'A'), fv('email', 'a@example.com')] },
+      { fieldValues: [fv('first', 'B'), fv('email', 'HELD@example.com')] },
+      { fieldValues: [fv('first', 'C'), fv('email', 'a@example.com')] },
+      { fieldValues: [fv('first', 'D')] },
+    ].map((line) => JSON.stringify(line));
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, lines.join('\n'));
+    const done = await finished(editor.key, answer.body.id);
+    expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2 });
+    expect((await records(object.id)).map((r) => r.name)).toEqual(['Held', 'A', 'D']);
+    expect(await errorLines(editor.key, answer.body.id)).toEqual([
+      {
+        row: 2,
+        errors: [
+          { pointer: '/fieldValues/1', code: 'unique_violation', message: 'another live record holds this value' },
+        ],
+      },
+      {
+        row: 3,
+        errors: [
+          {
+            pointer: '/fieldValues/1',
+            code: 'unique_violation',
+            message: 'another element of this request holds this value',
+          },
+        ],
+      },
+    ]);
+  });
+});
+
+describe('exports', () => {
+  async function download(key: string, path: string): Promise<Response> {
+    const { exports } = await import('cloudflare:workers');
+    return exports.default.fetch(`http://records.test${path}`, { headers: { Authorization: `Bearer ${key}` } });
+  }
+
+  it('streams every live record in id order, NDJSON as reads show them and CSV a column per field', async () => {
+    const { editor, viewer, workspaceId, object } = await setup();
+    const a = await createOne(editor.key, object.id, [
+      fv('first', 'Ada, "the first"'),
+      fv('tags', ['a', 'c']),
+      fv('age', 36),
+    ]);
+    const b = await createOne(editor.key, object.id, [fv('first', 'Line\nbreak'), fv('vip', true)]);
+    const gone = await createOne(editor.key, object.id, [fv('first', 'Gone')]);
+    await call('DELETE', `/workspaces/${workspaceId}/records/${gone.id}`, { key: editor.key });
+    const ndjson = await download(viewer.key, `/workspaces/${workspaceId}/records/export?objectId=${object.id}`);
+    expect(ndjson.status).toBe(200);
+    expect(ndjson.headers.get('Content-Type')).toBe('application/x-ndjson');
+    expect(ndjson.headers.get('Content-Disposition')).toBe(
+      `attachment; filename="records-${workspaceId}-${object.id}.ndjson"`,
+    );
+    const lines = (await ndjson.text())
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toEqual([a, b]);
+    const csv = await download(
+      viewer.key,
+      `/workspaces/${workspaceId}/records/export?objectId=${object.id}&format=csv`,
+    );
+    expect(csv.headers.get('Content-Type')).toBe('text/csv; charset=utf-8');
+    expect(await csv.text()).toBe(
+      'id,name,version,updatedAt,first,last,age,vip,tags,email\r\n' +
+        `${a.id},"Ada, ""the first""",1,${a.updatedAt},"Ada, ""the first""",,36,,"[""a"",""c""]",\r\n` +
+        `${b.id},"Line\nbreak",1,${b.updatedAt},"Line\nbreak",,,true,,\r\n`,
+    );
+    const refused = await call('GET', `/workspaces/${workspaceId}/records/export?objectId=${object.id}&format=xml`, {
+      key: viewer.key,
+    });
+    expectProblem(refused, 400, 'invalid_request');
+    const stranger = await newUser('stranger');
+    expectProblem(
+      await call('GET', `/workspaces/${workspaceId}/records/export?objectId=${object.id}`, { key: stranger.key }),
+      404,
+      'not_found',
+    );
+  });
+
+  it('an export of more records than one page while they change shows each once', async () => {
+    const { editor, workspaceId, object } = await setup();
+    await bulkRecords(object.id, workspaceId, 450, `json_array(json_object('fieldName', 'first', 'value', 'N' || i))`);
+    const ids = (await records(object.id)).map((r) => r.id);
+    const res = await download(editor.key, `/workspaces/${workspaceId}/records/export?objectId=${object.id}`);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const first = await reader.read();
+    text += decoder.decode(first.value);
+    // Between pages: a record already sent and one not yet sent change, and one more is created.
+    const sent = ids[0] as number;
+    const later = ids[400] as number;
+    for (const id of [sent, later])
+      expect(
+        (
+          await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
+            key: editor.key,
+            body: { fieldValues: [fv('age', 1)] },
+          })
+        ).status,
+      ).toBe(200);
+    const added = await createOne(editor.key, object.id, [fv('first', 'Added')]);
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      text += decoder.decode(next.value);
+    }
+    const exported = text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(exported.map((r) => r.id)).toEqual([...ids, added.id]);
+    expect(exported.find((r) => r.id === later).version).toBe(2);
+    expect(exported.find((r) => r.id === sent).version).toBe(1);
   });
 });
