@@ -30,10 +30,13 @@ export const chaos: {
   decide: ((call: OutgoingCall) => Fault) | undefined;
   delayMs: number;
   onLost: (() => Promise<void>) | undefined;
+  /** Whether the object that made this D1 batch resets right after it committed (a test's restart). */
+  restartAfter: ((sql: readonly string[]) => boolean) | undefined;
 } = {
   decide: undefined,
   delayMs: 0,
   onLost: undefined,
+  restartAfter: undefined,
 };
 
 export function lostConnection(): Error {
@@ -127,10 +130,12 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
   const chance = Number(env.CHAOS_RESTART ?? 0);
   // The restart nemesis: after a write of records commits, before anyone hears of it.
   const committed =
-    restart === undefined || chance <= 0
+    restart === undefined
       ? undefined
       : (sql: readonly string[]) => {
-          if (sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)) && Math.random() < chance) restart();
+          if (chaos.restartAfter?.(sql) === true) restart();
+          else if (chance > 0 && sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)))
+            if (Math.random() < chance) restart();
         };
   const db =
     from === 'worker'
