@@ -70,6 +70,10 @@ export default defineConfig({
       ...(process.env.BENCH_SCALE === '1'
         ? [workersProject('bench-scale', 'test/integration/wrangler.toml', 'test/bench/workers/scale.bench.test.ts')]
         : []),
+      // `npm run bench:import` only: an import of 200,000 rows beside the batch API.
+      ...(process.env.BENCH_IMPORT === '1'
+        ? [workersProject('bench-import', 'test/integration/wrangler.toml', 'test/bench/workers/import.bench.test.ts')]
+        : []),
       {
         // Over real HTTP against a locally started Worker.
         test: {

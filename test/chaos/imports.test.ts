@@ -23,7 +23,7 @@ async function finished(key: string, id: number): Promise<any> {
 }
 
 describe('imports under restarts, lost replies and failures', () => {
-  it('an import whose object restarts after commits, loses replies and meets failures applies every row once', async () => {
+  it('an import whose object restarts after commits, loses replies, meets failures applies each row once', async () => {
     const editor = await newUser('editor');
     const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
     const object = (
