@@ -63,9 +63,11 @@ END;
 
 -- 4. Deleting a record that a live record references by a `restrict` field is refused; restoring a
 -- record whose `restrict` reference names a deleted record is refused too (it would be a live record
--- referencing a deleted one). A record referencing itself does not keep itself alive.
+-- referencing a deleted one). A record referencing itself does not keep itself alive. A write
+-- computed from a stale version (NULL, or not higher) is left to the version guard: a conflict,
+-- recomputed on what D1 holds, not a refusal.
 CREATE TRIGGER record_refs_on_delete BEFORE UPDATE OF deleted ON records
-WHEN NEW.deleted = 1 AND OLD.deleted = 0
+WHEN NEW.deleted = 1 AND OLD.deleted = 0 AND NEW.version > OLD.version
 BEGIN
   SELECT RAISE(ABORT, 'record_referenced') WHERE EXISTS (SELECT 1 FROM record_refs r
     JOIN records s ON s.id = r.record_id AND s.deleted = 0 AND s.id <> NEW.id
@@ -74,7 +76,7 @@ BEGIN
 END;
 
 CREATE TRIGGER record_refs_on_restore BEFORE UPDATE OF deleted ON records
-WHEN NEW.deleted = 0 AND OLD.deleted = 1
+WHEN NEW.deleted = 0 AND OLD.deleted = 1 AND NEW.version > OLD.version
 BEGIN
   SELECT RAISE(ABORT, 'invalid_reference') WHERE EXISTS (SELECT 1 FROM record_refs r
     JOIN reference_fields f ON f.object_id = r.object_id AND f.name = r.field AND f.on_delete = 'restrict'

@@ -120,3 +120,18 @@ export function expandProblems(
       : [{ ...at(i), code: 'not_a_reference', message: `${name} is not a reference field of every object in view` }];
   });
 }
+
+/**
+ * Whether a queued write must commit on its own, not folded into a group's final state: a delete,
+ * a restore, or a patch that sets a reference field. D1 checks references against each state it
+ * is given, so a state that only a group passes through would never be checked.
+ */
+export const commitsAlone = (call: {
+  def: ObjectDef;
+  patch: { fieldValues?: readonly FieldValueOut[] };
+  action?: 'delete' | 'restore';
+}): boolean =>
+  call.action !== undefined ||
+  (call.patch.fieldValues ?? []).some(
+    ({ fieldName }) => call.def.fields.find((f) => f.name === fieldName)?.type === 'reference',
+  );

@@ -165,10 +165,12 @@ export const forbidden = (detail: string): HttpError =>
 
 /**
  * Problems found while checking a well-shaped body against definitions and stored records.
- * The status is that of the first problem in request order.
+ * The status is that of the first problem in request order (`status` when there is none: a
+ * refusal the ledger kept without its problems).
  */
-export function rejected(problems: readonly InputProblem[]): HttpError {
-  const first = problems[0]?.status ?? 422;
+export function rejected(problems: readonly InputProblem[], status = 422): HttpError {
+  if (problems.length === 0 && status === 503) return busy();
+  const first = problems[0]?.status ?? status;
   const byStatus: Record<number, [ProblemCode, string]> = {
     403: ['forbidden', 'Forbidden'],
     404: ['not_found', 'Record not found'],
@@ -176,7 +178,8 @@ export function rejected(problems: readonly InputProblem[]): HttpError {
     422: ['unprocessable', 'Request cannot be applied'],
   };
   const [code, title] = byStatus[first] ?? ['unprocessable', 'Request cannot be applied'];
-  const specific = problems[0]?.code === 'record_deleted' ? 'record_deleted' : code;
+  const own = problems[0]?.code;
+  const specific = own === 'record_deleted' || own === 'record_referenced' ? own : code;
   const listed = problems.map((p) => (p.status === first ? withoutStatus(p) : p));
   return new HttpError(first, { code: specific, title, detail: summary(problems, 'request'), errors: listed });
 }

@@ -94,7 +94,7 @@ export async function createRecords(
     }
     const outcome = result.finished.get(writeId) as LedgerOutcome;
     const failure = failureOf(outcome);
-    if (failure !== undefined) throw rejected(problemsOf(outcome));
+    if (failure !== undefined) throw rejected(problemsOf(outcome), failure.status);
     return { value: (await writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [] };
   });
 }

@@ -143,7 +143,8 @@ async function commit(
       const finished = result.finished.get(writeId) as LedgerOutcome;
       // Answered as it was first answered: the same status and problems.
       const failure = failureOf(finished);
-      if (failure !== undefined) return { refused: failure.status === 503 ? busy() : rejected(problemsOf(finished)) };
+      if (failure !== undefined)
+        return { refused: failure.status === 503 ? busy() : rejected(problemsOf(finished), failure.status) };
       return { records: (await writes.answered(finished, deadline + CALL_DEADLINE_MS)) ?? [] };
     } catch (error) {
       if (isInvalidReference(error)) {

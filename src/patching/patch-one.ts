@@ -24,7 +24,7 @@ export function refused(status: number, problem: InputProblem | undefined): Http
       title: 'Precondition failed',
       detail: 'If-Match does not match the current version.',
     });
-  return rejected(problem === undefined ? [] : [{ ...problem, status }]);
+  return rejected(problem === undefined ? [] : [{ ...problem, status }], status);
 }
 
 /**

@@ -243,7 +243,8 @@ export async function upsertRecords(
         }
         const outcome = result.finished.get(writeId) as LedgerOutcome;
         const failure = failureOf(outcome);
-        if (failure !== undefined) throw rejected(failure.problem === undefined ? [] : [failure.problem]);
+        if (failure !== undefined)
+          throw rejected(failure.problem === undefined ? [] : [failure.problem], failure.status);
         const answered = (await writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [];
         const done = 'r' in outcome ? (outcome.u ?? []) : [];
         return { value: answered.map((record, i) => ({ result: done[i] ?? 'updated', record })) };

@@ -1,5 +1,6 @@
 import { isUniqueViolation, uniqueViolation } from '../storage/record-index.ts';
 import { invalidReference, isInvalidReference, isRecordReferenced } from '../storage/references.ts';
+import { commitsAlone } from '../domain/references.ts';
 
 /** A delete D1 refused because live records reference the record (the Worker says which). */
 const referenced = {
@@ -132,7 +133,13 @@ export class RecordQueue {
           continue;
         }
         const group: PatchEntry[] = [head];
-        while (group.length < MAX_GROUP && this.queue[0]?.kind === 'patch')
+        // A delete, a restore or a change of references commits alone: D1 checks each such state.
+        while (
+          !commitsAlone(head.call) &&
+          group.length < MAX_GROUP &&
+          this.queue[0]?.kind === 'patch' &&
+          !commitsAlone(this.queue[0].call)
+        )
           group.push(this.queue.shift() as PatchEntry);
         await this.applyGroup(group);
       }
@@ -204,31 +211,24 @@ export class RecordQueue {
             refused: error instanceof Error ? error.message : String(error),
           }),
         );
-        entry.answer(
-          isInvalidReference(error)
-            ? { status: 422, problem: invalidReference('/fieldValues'), work: meter.work() }
-            : isRecordReferenced(error)
-              ? { status: 409, problem: referenced, work: meter.work() }
-              : isUniqueViolation(error)
-                ? {
-                    status: 409,
-                    problem: {
-                      pointer: '/fieldValues',
-                      code: 'unique_violation',
-                      message: uniqueViolation('').message,
-                    },
-                    work: meter.work(),
-                  }
-                : {
-                    status: 422,
-                    problem: {
-                      pointer: '',
-                      code: 'storage_refused',
-                      message: 'storage refused this change; nothing was written',
-                    },
-                    work: meter.work(),
+        const refusal: { status: 409 | 422; problem: InputProblem } = isInvalidReference(error)
+          ? { status: 422, problem: invalidReference('/fieldValues') }
+          : isRecordReferenced(error)
+            ? { status: 409, problem: referenced }
+            : isUniqueViolation(error)
+              ? {
+                  status: 409,
+                  problem: { pointer: '/fieldValues', code: 'unique_violation', message: uniqueViolation('').message },
+                }
+              : {
+                  status: 422,
+                  problem: {
+                    pointer: '',
+                    code: 'storage_refused',
+                    message: 'storage refused this change; nothing was written',
                   },
-        );
+                };
+        await this.refuse(entry, refusal, meter);
       }
     }
   }
@@ -310,6 +310,29 @@ export class RecordQueue {
   }
 
   /** A call answered 503 "busy" only once the ledger holds that failure: else it committed, and that is its answer. */
+  /**
+   * Answers a refusal storage made once the ledger holds it: the call may have committed before
+   * (its reply lost, a twin ran it), and then what committed is the answer, never the refusal.
+   */
+  private async refuse(
+    entry: PatchEntry,
+    refusal: { status: 409 | 422; problem: InputProblem },
+    meter: Meter,
+  ): Promise<void> {
+    const writes = this.storage(meter);
+    const deadline = this.clock.now() + TURN_TIMEOUT_MS;
+    try {
+      const committed = await writes.fence(entry.call.callId, refusal.status, deadline, [refusal.problem]);
+      entry.answer(
+        committed === undefined
+          ? { ...refusal, work: meter.work() }
+          : await this.answerOf(committed, writes, meter, deadline),
+      );
+    } catch {
+      entry.answer({ status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() });
+    }
+  }
+
   private async late(entry: PatchEntry, meter: Meter): Promise<void> {
     const writes = this.storage(meter);
     const deadline = this.clock.now() + TURN_TIMEOUT_MS;

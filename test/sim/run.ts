@@ -11,13 +11,15 @@ import { ADMIN_TOKEN, Cluster, NO_FAULTS, type Faults, type Injected } from './c
 import { SqliteD1 } from './sqlite-d1.ts';
 import { foldCase } from '../../src/core/fold.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
-import { World } from './world.ts';
+import { EPOCH, World } from './world.ts';
 
 /**
  * One simulated run: a few clients send concurrent patches, batches (some changing nothing),
  * creates, deletes and restores, with and without Idempotency-Key and If-Match, through the
  * production Worker and objects, while the network fails calls, loses replies and resets
- * objects. Then, with the faults off, the history is checked against what the service holds.
+ * objects. Some writes set, change or clear references to a few companies while others delete
+ * and restore those companies. Then, with the faults off, the history is checked against what
+ * the service holds.
  */
 
 /** Each run draws how hostile its network is, from calm to 1 call in 2 failing or losing its reply. */
@@ -39,7 +41,10 @@ export interface RunReport {
   /** Virtual milliseconds the run took. */
   virtualMs: number;
   injected: Injected;
-  /** How many answers of each status (and 503s that said the outcome is unknown), over the run's attempts. */
+  /**
+   * How many answers of each status (503s that said the outcome is unknown, and refusals for
+   * references, apart), over the run's attempts.
+   */
   answers: Record<string, number>;
   /** Keys still claimed after the run (their write lost with its coordinator): free once the lease ended. */
   leasedKeys: number;
@@ -57,6 +62,9 @@ interface Attempt {
   text: string;
   /** Answered 409 with Retry-After: the same key still running elsewhere. */
   retryAfter: boolean;
+  /** Virtual times the request was sent and answered. */
+  sentAt: number;
+  answeredAt: number;
   request: { method: string; path: string; body: unknown; headers: Record<string, string> };
 }
 
@@ -66,9 +74,40 @@ interface Setup {
   workspace: number;
   objectId: number;
   records: number[];
+  /** The records that Sim records reference: companies. */
+  companies: number[];
+  /** The reference fields of every object. */
+  referenceFields: ReferenceField[];
+  /**
+   * The virtual time setup ended: a run's clock starts again at 0, and a change is timed no
+   * earlier than its record's last (so a run's first changes of setup records are timed then).
+   */
+  setupEnd: number;
+}
+
+interface ReferenceField {
+  objectId: number;
+  name: string;
+  target: number;
+  multiple: boolean;
+  onDelete: 'restrict' | 'keep';
+}
+
+/** A request as a client sends it, with the tokens it writes. */
+interface Sent {
+  method: string;
+  path: string;
+  body: unknown;
+  tokens: string[];
+}
+
+interface FieldValue {
+  fieldName: string;
+  value: unknown;
 }
 
 const RECORDS = 3;
+const COMPANIES = 3;
 /** The values upserts match on. */
 // Codes beyond ASCII with case: their unique keys are the Worker's folds.
 const CODES = ['Äa', 'b', 'ΣC'];
@@ -99,6 +138,14 @@ async function setup(): Promise<Setup> {
     const { key } = await admin('POST', `/admin/users/${user.id}/keys`);
     const workspace = await admin('POST', '/admin/workspaces', { name: 'sim' });
     await admin('PUT', `/admin/workspaces/${workspace.id}/members/${user.id}`, { role: 'editor' });
+    // Sim records reference companies: `company` one of them (deleting it is refused while a live
+    // record holds it), `partners` several (a delete lets them stay).
+    const company = await admin('POST', '/admin/objects', {
+      name: 'SimCompany',
+      workspaceIds: [workspace.id],
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }],
+    });
     const object = await admin('POST', '/admin/objects', {
       name: 'Sim',
       workspaceIds: [workspace.id],
@@ -107,8 +154,27 @@ async function setup(): Promise<Setup> {
         { name: 'title', type: 'text' },
         { name: 'flag', type: 'boolean' },
         { name: 'code', type: 'text', unique: true },
+        { name: 'company', type: 'reference', target: company.id },
+        { name: 'partners', type: 'reference', target: company.id, multiple: true, onDelete: 'keep' },
       ],
     });
+    const made = await http.json(
+      'POST',
+      '/records/batch',
+      key,
+      Array.from({ length: COMPANIES }, (_, i) => ({
+        objectId: company.id,
+        fieldValues: [{ fieldName: 'title', value: `company-${i}` }],
+      })),
+    );
+    if (made.status !== 201) throw new Error(`setup: create answered ${made.status} ${made.text}`);
+    const companies = (made.body as { record: { id: number } }[]).map((item) => item.record.id);
+    // The first record holds a company, the second two partners, the third another company.
+    const links: FieldValue[][] = [
+      [{ fieldName: 'company', value: companies[0] }],
+      [{ fieldName: 'partners', value: [companies[1], companies[2]] }],
+      [{ fieldName: 'company', value: companies[1] }],
+    ];
     const created = await http.json(
       'POST',
       '/records/batch',
@@ -118,6 +184,7 @@ async function setup(): Promise<Setup> {
         fieldValues: [
           { fieldName: 'title', value: `setup-${i}` },
           { fieldName: 'flag', value: true },
+          ...(links[i] ?? []),
         ],
       })),
     );
@@ -129,6 +196,12 @@ async function setup(): Promise<Setup> {
       workspace: workspace.id as number,
       objectId: object.id as number,
       records: (created.body as { record: { id: number } }[]).map((item) => item.record.id),
+      companies,
+      referenceFields: [
+        { objectId: object.id, name: 'company', target: company.id, multiple: false, onDelete: 'restrict' },
+        { objectId: object.id, name: 'partners', target: company.id, multiple: true, onDelete: 'keep' },
+      ],
+      setupEnd: Math.ceil(world.now),
     };
     return prepared;
   } finally {
@@ -224,6 +297,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       headers: Record<string, string> = {},
     ): Promise<Answer> => {
       requests++;
+      const sentAt = world.now;
       const answer = await http.send(method, path, op === 'workspace' ? ADMIN_TOKEN : base.key, body, headers);
       if (process.env.SIM_TRACE)
         console.log(
@@ -238,16 +312,18 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         code: answer.code,
         text: answer.text,
         retryAfter: answer.retryAfter,
+        sentAt,
+        answeredAt: world.now,
         request: { method, path, body, headers: { ...headers } },
       });
       return answer;
     };
 
-    const { workspace, objectId, records } = base;
+    const { workspace, objectId, records, companies } = base;
     const clients = world.between(2, 4);
     const work = Array.from({ length: clients }, async (_, c) => {
       await world.sleep(world.between(0, 20));
-      const ops = world.between(1, 3);
+      const ops = world.between(1, 4);
       for (let o = 0; o < ops; o++) {
         const keyed = world.chance(0.5);
         const key = keyed ? `k-${c}-${o}` : undefined;
@@ -264,6 +340,16 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
           'delete',
           'restore',
           'workspace',
+          // Writes that set, change or clear references, racing deletes and restores of their targets.
+          'link',
+          'link',
+          'linkBatch',
+          'linkCreate',
+          'linkUpsert',
+          'companyDelete',
+          'companyDelete',
+          'companyRestore',
+          'orphan',
         ]);
         const headers: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
         if (kind === 'ifMatch') {
@@ -279,14 +365,36 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         // Upserts match on a unique code drawn from a few, so clients race on the same values.
         const codes = world.chance(0.5) ? [world.pick(CODES)] : CODES.filter(() => world.chance(0.5)).slice(0, 2);
         const upserted = codes.length === 0 ? [world.pick(CODES)] : codes;
-        const request = (a: number): { method: string; path: string; body: unknown; tokens: string[] } => {
+        const company = world.pick(companies);
+        // The references each element of a write sets: a company or none, and sometimes partners
+        // (none: a patch clears them).
+        const linked = Array.from({ length: RECORDS }, () => ({
+          company: world.pick<number | null>([...companies, null]),
+          partners: world.chance(0.3) ? companies.filter(() => world.chance(0.6)) : undefined,
+        }));
+        const links = (i: number, patch: boolean): FieldValue[] => {
+          const { company: to, partners } = linked[i] as (typeof linked)[number];
+          const clear = (fieldName: string): FieldValue[] => (patch ? [{ fieldName, value: null }] : []);
+          return [
+            ...(to === null ? clear('company') : [{ fieldName: 'company', value: to }]),
+            ...(partners === undefined
+              ? []
+              : partners.length === 0
+                ? clear('partners')
+                : [{ fieldName: 'partners', value: partners }]),
+          ];
+        };
+        const request = (a: number): Sent => {
           switch (kind) {
             case 'patch':
             case 'ifMatch':
+            case 'link':
               return {
                 method: 'PATCH',
                 path: `/workspaces/${workspace}/records/${id}`,
-                body: { fieldValues: [{ fieldName: 'title', value: token(a) }] },
+                body: {
+                  fieldValues: [{ fieldName: 'title', value: token(a) }, ...(kind === 'link' ? links(0, true) : [])],
+                },
                 tokens: [token(a)],
               };
             case 'batch':
@@ -302,7 +410,18 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
                 })),
                 tokens: batchIds.flatMap((_, i) => (noop[i] ? [] : [token(a, i)])),
               };
+            case 'linkBatch':
+              return {
+                method: 'PATCH',
+                path: `/workspaces/${workspace}/records/batch`,
+                body: batchIds.map((recordId, i) => ({
+                  id: recordId,
+                  fieldValues: [{ fieldName: 'title', value: token(a, i) }, ...links(i, true)],
+                })),
+                tokens: batchIds.map((_, i) => token(a, i)),
+              };
             case 'upsert':
+            case 'linkUpsert':
               return {
                 method: 'POST',
                 path: `/objects/${objectId}/records/upsert`,
@@ -313,6 +432,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
                       { fieldName: 'code', value: code },
                       { fieldName: 'title', value: token(a, i) },
                       { fieldName: 'flag', value: true },
+                      ...(kind === 'linkUpsert' ? links(i, false) : []),
                     ],
                   })),
                 },
@@ -322,6 +442,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
               // An admin write: its token is the new workspace's name.
               return { method: 'POST', path: '/admin/workspaces', body: { name: token(a) }, tokens: [token(a)] };
             case 'create':
+            case 'linkCreate':
               return {
                 method: 'POST',
                 path: '/records/batch',
@@ -330,31 +451,61 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
                   fieldValues: [
                     { fieldName: 'title', value: token(a, i) },
                     { fieldName: 'flag', value: true },
+                    ...(kind === 'linkCreate' ? links(i, false) : []),
                   ],
                 })),
                 tokens: Array.from({ length: creates }, (_, i) => token(a, i)),
               };
-            default:
+            default: {
+              // delete, restore, companyDelete, companyRestore
+              const restore = kind === 'restore' || kind === 'companyRestore';
+              const target = kind.startsWith('company') ? company : id;
               return {
-                method: kind === 'restore' ? 'POST' : 'DELETE',
-                path: `/workspaces/${workspace}/records/${id}${kind === 'restore' ? '/restore' : ''}`,
+                method: restore ? 'POST' : 'DELETE',
+                path: `/workspaces/${workspace}/records/${target}${restore ? '/restore' : ''}`,
                 body: undefined,
                 tokens: [],
               };
+            }
           }
         };
         // One operation, sent until its answer is final: a keyed one again under its key, an
         // unkeyed one only after a plain 503 ("nothing was written"), as a new write.
-        for (let a = 0; a < 6; a++) {
-          const { method, path, body, tokens } = request(a);
-          const answer = await send(kind, method, path, body, tokens, headers);
-          const again =
-            key !== undefined
-              ? answer.status >= 500 || (answer.status === 409 && answer.retryAfter)
-              : answer.status === 503 && !unknownOutcome(answer.text);
-          if (!again) break;
-          await world.sleep(world.between(5, 50) * (a + 1));
+        const operate = async (op: string, request: (a: number) => Sent, headers: Record<string, string>) => {
+          for (let a = 0; a < 6; a++) {
+            const { method, path, body, tokens } = request(a);
+            const answer = await send(op, method, path, body, tokens, headers);
+            const again =
+              key !== undefined
+                ? answer.status >= 500 || (answer.status === 409 && answer.retryAfter)
+                : answer.status === 503 && !unknownOutcome(answer.text);
+            if (!again) break;
+            await world.sleep(world.between(5, 50) * (a + 1));
+          }
+        };
+        if (kind !== 'orphan') {
+          await operate(kind, request, headers);
+          continue;
         }
+        // Three operations in a row, each under a key of its own if keyed: delete a Sim record,
+        // delete the company it references (allowed once nothing live references it), restore the
+        // record (refused while that company is deleted), as other clients race them.
+        const read = await send('read', 'GET', `/records/${id}`, undefined, []);
+        const held = (read.body as { fieldValues?: FieldValue[] } | undefined)?.fieldValues;
+        const target = held?.find((v) => v.fieldName === 'company')?.value;
+        const steps: [string, string, string][] = [
+          ['orphanDelete', 'DELETE', `/workspaces/${workspace}/records/${id}`],
+          [
+            'orphanCompany',
+            'DELETE',
+            `/workspaces/${workspace}/records/${typeof target === 'number' ? target : company}`,
+          ],
+          ['orphanRestore', 'POST', `/workspaces/${workspace}/records/${id}/restore`],
+        ];
+        for (const [s, [op, method, path]] of steps.entries())
+          await operate(op, () => ({ method, path, body: undefined, tokens: [] }), {
+            ...(key === undefined ? {} : { 'Idempotency-Key': `${key}-${s}` }),
+          });
       }
     });
     let finished = 0;
@@ -371,6 +522,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     for (const attempt of attempts) if (attempt.key !== undefined) lastOfKey.set(attempt.key, attempt);
     for (const [key, last] of lastOfKey) {
       const { method, path, body, headers } = last.request;
+      let sentAt = world.now;
       let answer = await check(method, path, body, headers);
       // A key whose write was lost with its coordinator stays claimed until its lease ends.
       if (answer.status === 409 && answer.retryAfter) {
@@ -378,6 +530,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         const waited = world.sleep(LEASE_MS + 1_000);
         await world.run();
         await waited;
+        sentAt = world.now;
         answer = await check(method, path, body, headers);
       }
       attempts.push({
@@ -387,6 +540,8 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         code: answer.code,
         text: answer.text,
         retryAfter: answer.retryAfter,
+        sentAt,
+        answeredAt: world.now,
       });
       if (!final(attempts.at(-1) as Attempt))
         violations.push(
@@ -421,16 +576,19 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       if (held.filter((f) => f.value === code).length > 1) violations.push(`code ${code} held by several live records`);
     for (const record of stored) {
       const folded = states.get(`${record.id}@${record.version}`);
-      if (JSON.stringify(byName(record)) !== JSON.stringify(folded))
+      if (!sameState(record, folded))
         violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
     }
-    violations.push(...checkKeys(base.d1));
+    violations.push(...checkKeys(base.d1, base.referenceFields));
+    violations.push(...checkReferences(base.d1, base.referenceFields), ...referencesInFeed(feed, base.referenceFields));
+    violations.push(...checkAnswers(attempts), ...checkLifecycle(feed, attempts, base.setupEnd));
     // One run in four (it costs a quarter of a run): the scheduled prune, with the clock moved on.
     if (world.chance(0.25))
       violations.push(...(await checkPruning(world, cluster, base.d1, attempts, check, feed.length, workspace)));
     const answers: Record<string, number> = {};
     for (const { status, text } of attempts) {
-      const label = status === 503 && unknownOutcome(text) ? '503 unknown' : String(status);
+      const refusal = referenceRefusal(text);
+      const label = status === 503 && unknownOutcome(text) ? '503 unknown' : `${status}${refusal ? ` ${refusal}` : ''}`;
       answers[label] = (answers[label] ?? 0) + 1;
     }
     return {
@@ -473,18 +631,20 @@ function statesOf(feed: readonly any[]): Map<string, any> {
  * Every record's keys and its entries per workspace are what the Worker computes from its name and
  * values, whatever path wrote it and whatever failed around it: its name's key, terms and folds,
  * its terms in each of its workspaces while it is live (none once deleted), its sort keys there
- * (creation, update, name, indexed values), and the unique key of its code.
+ * (creation, update, name, indexed values, one per id a reference holds), and the unique key of its
+ * code.
  */
-function checkKeys(d1: SqliteD1): string[] {
+function checkKeys(d1: SqliteD1, referenceFields: readonly ReferenceField[]): string[] {
   const violations: string[] = [];
   const rows = d1.db
     .prepare(
-      `SELECT r.id, r.name, r.field_values, r.deleted, r.name_key, r.terms, r.folds, r.created_at, r.updated_at,
+      `SELECT r.id, r.object_id, r.name, r.field_values, r.deleted, r.name_key, r.terms, r.folds, r.created_at,
+         r.updated_at,
          (SELECT json_group_array(workspace_id) FROM record_workspaces w WHERE w.record_id = r.id) AS workspaces,
          (SELECT json_group_array(json_array(workspace_id, term)) FROM (SELECT workspace_id, term FROM name_terms t
            WHERE t.record_id = r.id ORDER BY workspace_id, term)) AS entries,
          (SELECT json_group_array(json_array(workspace_id, key, value)) FROM (SELECT workspace_id, key, value
-           FROM record_sort s WHERE s.record_id = r.id ORDER BY workspace_id, key)) AS sorts,
+           FROM record_sort s WHERE s.record_id = r.id ORDER BY workspace_id, key, value)) AS sorts,
          (SELECT json_group_array(json_array(field, unique_key)) FROM (SELECT field, unique_key FROM record_index i
            WHERE i.record_id = r.id ORDER BY field)) AS indexed
        FROM records r ORDER BY r.id`,
@@ -510,6 +670,12 @@ function checkKeys(d1: SqliteD1): string[] {
       ['u', row.updated_at],
     ] as [string, unknown][];
     if (code !== undefined && code !== null) indexed.splice(1, 0, ['f:code', code]);
+    // A reference keeps a key per id it holds, live or deleted.
+    for (const field of referenceFields)
+      if (field.objectId === row.object_id)
+        for (const id of idsOf(values.find((v) => v.fieldName === field.name)?.value))
+          indexed.push([`f:${field.name}`, id]);
+    indexed.sort(([k1, v1], [k2, v2]) => (k1 === k2 ? Number(v1) - Number(v2) : k1 < k2 ? -1 : 1));
     const sorts = workspaces.flatMap((w) => indexed.map(([key, value]) => [w, key, value]));
     if (JSON.stringify(JSON.parse(String(row.sorts))) !== JSON.stringify(sorts))
       violations.push(`${at}: its sort keys per workspace differ from its columns`);
@@ -562,37 +728,27 @@ function checkHistory(
     }
   for (const [token, count] of written)
     if (count > 1) violations.push(`token ${token} written ${count} times (a write applied twice)`);
-  const records = (attempt: Attempt): any[] => {
-    if ((attempt.status !== 200 && attempt.status !== 201) || attempt.op.startsWith('workspace')) return [];
-    const body = JSON.parse(attempt.text) as any;
-    return Array.isArray(body) ? body.map((item) => item.record) : [body];
-  };
   for (const attempt of attempts)
-    for (const record of records(attempt)) {
+    for (const record of answeredRecords(attempt)) {
       const state = states.get(`${record.id}@${record.version}`);
-      if (JSON.stringify(byName(record)) !== JSON.stringify(state))
+      if (!sameState(record, state))
         violations.push(
           `${attempt.op} answered record ${record.id} v${record.version}, which the feed does not hold as answered`,
         );
     }
   // An operation: every attempt under one key, or one unkeyed attempt (its values are its own).
-  const operations = new Map<string, Attempt[]>();
-  attempts.forEach((attempt, i) => {
-    if (attempt.op === 'read') return;
-    const name = attempt.key ?? `attempt ${i}`;
-    operations.set(name, [...(operations.get(name) ?? []), attempt]);
-  });
+  const operations = operationsOf(attempts);
   for (const attempt of attempts)
     if (attempt.status >= 500 && attempt.status !== 503)
       violations.push(`${attempt.op} answered ${attempt.status}: ${attempt.text.slice(0, 200)}`);
   for (const [name, tries] of operations) {
     const succeeded = tries.filter((t) => t.status === 200 || t.status === 201);
-    const unsure = tries.some((t) => t.status >= 500 && (t.status !== 503 || unknownOutcome(t.text)));
+    const unknown = tries.some(unsure);
     for (const token of (tries[0] as Attempt).tokens) {
       const count = written.get(token) ?? 0;
       if (succeeded.length > 0 && count !== 1)
         violations.push(`${name} ${token}: answered ${(succeeded[0] as Attempt).status} but written ${count} times`);
-      if (succeeded.length === 0 && !unsure && count !== 0)
+      if (succeeded.length === 0 && !unknown && count !== 0)
         violations.push(
           `${name} ${token}: answered ${tries.map((t) => t.status).join(', ')} but written ${count} times`,
         );
@@ -606,6 +762,263 @@ function checkHistory(
           `${name}: answered ${first.status} ${first.text.slice(0, 100)}, ` +
             `then ${later.status} ${later.text.slice(0, 100)}`,
         );
+  }
+  return violations;
+}
+
+/**
+ * Whether a record (as answered or stored) is the feed's state: values by name, whatever their
+ * order (a record lists them in its definition's order; a fold adds a field set anew last).
+ */
+function sameState(record: any, state: any): boolean {
+  const sorted = (fieldValues: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(fieldValues).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const canonical = (s: any) =>
+    s === undefined ? undefined : JSON.stringify({ ...s, fieldValues: sorted(s.fieldValues) });
+  return canonical(byName(record)) === canonical(state);
+}
+
+/** The records a 200 or 201 answered, in the order of the request's elements. */
+function answeredRecords(attempt: Attempt): any[] {
+  if ((attempt.status !== 200 && attempt.status !== 201) || attempt.op.startsWith('workspace')) return [];
+  const body = JSON.parse(attempt.text) as any;
+  return Array.isArray(body) ? body.map((item) => item.record) : [body];
+}
+
+/** An answer whose outcome the client cannot know: the write may have committed. */
+function unsure(attempt: Attempt): boolean {
+  return attempt.status >= 500 && (attempt.status !== 503 || unknownOutcome(attempt.text));
+}
+
+/** Every operation: its attempts under one key, or one unkeyed attempt (reads left out). */
+function operationsOf(attempts: readonly Attempt[]): Map<string, Attempt[]> {
+  const operations = new Map<string, Attempt[]>();
+  attempts.forEach((attempt, i) => {
+    if (attempt.op === 'read') return;
+    const name = attempt.key ?? `attempt ${i}`;
+    operations.set(name, [...(operations.get(name) ?? []), attempt]);
+  });
+  return operations;
+}
+
+/** The ids a reference value holds: one, or an array's. */
+function idsOf(value: unknown): number[] {
+  return Array.isArray(value) ? (value as number[]) : typeof value === 'number' ? [value] : [];
+}
+
+/** The reference refusal an answer names (`record_referenced`, `invalid_reference`), if any. */
+function referenceRefusal(text: string): string | undefined {
+  return /"(record_referenced|invalid_reference)"/.exec(text)?.[1];
+}
+
+/** The field values each element of a write sends, in the order its answer lists its records. */
+function sentValues(attempt: Attempt): FieldValue[][] | undefined {
+  const body = attempt.request.body as any;
+  if (body === undefined || body === null || attempt.op.startsWith('workspace')) return undefined;
+  if (Array.isArray(body)) return body.map((element) => (element.fieldValues ?? []) as FieldValue[]);
+  if (Array.isArray(body.items)) return body.items.map((item: any) => item.fieldValues as FieldValue[]);
+  if (Array.isArray(body.fieldValues)) return [body.fieldValues as FieldValue[]];
+  return undefined;
+}
+
+/** The record a delete or restore names, from its request. */
+function lifecycleOf(attempt: Attempt): { recordId: number; type: 'deleted' | 'restored' } | undefined {
+  const { method, path } = attempt.request;
+  const match = /\/records\/(\d+)(\/restore)?$/.exec(path);
+  if (match === null || (method === 'DELETE') === (match[2] !== undefined)) return undefined;
+  return { recordId: Number(match[1]), type: match[2] === undefined ? 'deleted' : 'restored' };
+}
+
+/**
+ * References, as stored: no live record holds a restricting reference to a deleted (or missing)
+ * record, whether read from the index of references or from the records' values; every value
+ * names records of its target (one id, or 1 to 100 distinct ids); and the index of references
+ * holds exactly what the values of live and deleted records hold.
+ */
+function checkReferences(d1: SqliteD1, referenceFields: readonly ReferenceField[]): string[] {
+  const violations: string[] = [];
+  const dangling = d1.db
+    .prepare(
+      `SELECT r.record_id, r.field, r.target_id FROM record_refs r
+         JOIN records s ON s.id = r.record_id AND s.deleted = 0
+         JOIN reference_fields f ON f.object_id = r.object_id AND f.name = r.field AND f.on_delete = 'restrict'
+         LEFT JOIN records t ON t.id = r.target_id
+       WHERE t.id IS NULL OR t.deleted = 1`,
+    )
+    .all() as { record_id: number; field: string; target_id: number }[];
+  for (const row of dangling)
+    violations.push(`live record ${row.record_id} references deleted record ${row.target_id} by ${row.field}`);
+  const rows = d1.db.prepare(`SELECT id, object_id, deleted, field_values FROM records ORDER BY id`).all() as {
+    id: number;
+    object_id: number;
+    deleted: number;
+    field_values: string;
+  }[];
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const expected = new Set<string>();
+  for (const row of rows) {
+    const values = JSON.parse(row.field_values) as FieldValue[];
+    for (const field of referenceFields) {
+      if (field.objectId !== row.object_id) continue;
+      const value = values.find((v) => v.fieldName === field.name)?.value;
+      if (value === undefined) continue;
+      const at = `record ${row.id}${row.deleted ? ' (deleted)' : ''} ${field.name}`;
+      const ids = idsOf(value);
+      const shaped = field.multiple
+        ? Array.isArray(value) && ids.length >= 1 && ids.length <= 100 && new Set(ids).size === ids.length
+        : typeof value === 'number';
+      if (!shaped || !ids.every(Number.isSafeInteger)) violations.push(`${at} holds ${JSON.stringify(value)}`);
+      for (const id of ids) {
+        expected.add(`${row.id} ${field.name} ${id} ${row.object_id}`);
+        const target = byId.get(id);
+        if (target === undefined || target.object_id !== field.target)
+          violations.push(`${at} names ${id}, no record of object ${field.target}`);
+        else if (row.deleted === 0 && field.onDelete === 'restrict' && target.deleted === 1)
+          violations.push(`${at} names deleted record ${id} (from its values)`);
+      }
+    }
+  }
+  const held = new Set(
+    (
+      d1.db.prepare(`SELECT record_id, field, target_id, object_id FROM record_refs`).all() as {
+        record_id: number;
+        field: string;
+        target_id: number;
+        object_id: number;
+      }[]
+    ).map((r) => `${r.record_id} ${r.field} ${r.target_id} ${r.object_id}`),
+  );
+  const missing = [...expected].filter((ref) => !held.has(ref));
+  const extra = [...held].filter((ref) => !expected.has(ref));
+  if (missing.length > 0) violations.push(`record_refs lacks references the values hold: ${missing.join(', ')}`);
+  if (extra.length > 0) violations.push(`record_refs holds references no value holds: ${extra.join(', ')}`);
+  return violations;
+}
+
+/**
+ * No live record references a deleted one by a restricting field at any point of the history:
+ * after each change of the feed (in the order they committed), folded from the start.
+ */
+function referencesInFeed(feed: readonly any[], referenceFields: readonly ReferenceField[]): string[] {
+  const violations: string[] = [];
+  const restricting = referenceFields.filter((field) => field.onDelete === 'restrict');
+  const states = new Map<number, any>();
+  const targets = (state: any, field: ReferenceField): number[] =>
+    state.objectId === field.objectId ? idsOf(state.fieldValues[field.name]) : [];
+  for (const item of feed) {
+    const state = foldItem(states.get(item.recordId), item);
+    states.set(item.recordId, state);
+    const at = `after record ${item.recordId} v${item.version} ${item.type}`;
+    if (!state.deleted)
+      for (const field of restricting)
+        for (const id of targets(state, field))
+          if (id !== state.id && states.get(id)?.deleted !== false)
+            violations.push(`${at}: it references ${id} by ${field.name}, which is not live`);
+    if (item.type === 'deleted')
+      for (const other of states.values())
+        for (const field of restricting)
+          if (!other.deleted && other.id !== state.id && targets(other, field).includes(state.id))
+            violations.push(`${at}: live record ${other.id} references it by ${field.name}`);
+  }
+  return violations;
+}
+
+/**
+ * Every answer, as it bears on references: a 200 or 201 holds what its elements sent (a null
+ * clears a field), a delete answered deleted and a restore live; only a delete is refused as
+ * `record_referenced`, and only a write that sends a reference or a restore as `invalid_reference`;
+ * a 422 names at least one problem.
+ */
+function checkAnswers(attempts: readonly Attempt[]): string[] {
+  const violations: string[] = [];
+  for (const attempt of attempts) {
+    const what = `${attempt.op} ${attempt.request.method} ${attempt.request.path}`;
+    const refusal = referenceRefusal(attempt.text);
+    const lifecycle = lifecycleOf(attempt);
+    const sent = sentValues(attempt);
+    if (attempt.status >= 400 && refusal === 'record_referenced' && lifecycle?.type !== 'deleted')
+      violations.push(`${what}: answered ${attempt.status} record_referenced`);
+    const references = (sent ?? []).some((values) =>
+      values.some((v) => (v.fieldName === 'company' || v.fieldName === 'partners') && v.value !== null),
+    );
+    if (attempt.status >= 400 && refusal === 'invalid_reference' && lifecycle?.type !== 'restored' && !references)
+      violations.push(`${what}: answered ${attempt.status} invalid_reference, but it sends no reference`);
+    // A refusal of the request says what it refuses.
+    if (attempt.status === 422 && !((JSON.parse(attempt.text) as { errors?: unknown[] }).errors?.length ?? 0))
+      violations.push(`${what}: answered 422 naming no problem: ${attempt.text.slice(0, 200)}`);
+    const records = answeredRecords(attempt);
+    if (records.length === 0) continue;
+    if (lifecycle !== undefined) {
+      const record = records[0];
+      if (record?.id !== lifecycle.recordId || record.deleted !== (lifecycle.type === 'deleted'))
+        violations.push(`${what}: answered ${attempt.status} with ${attempt.text.slice(0, 200)}`);
+      continue;
+    }
+    if (sent === undefined) continue;
+    if (records.length !== sent.length) {
+      violations.push(`${what}: ${sent.length} elements answered with ${records.length} records`);
+      continue;
+    }
+    records.forEach((record, i) => {
+      const held = byName(record).fieldValues as Record<string, unknown>;
+      for (const { fieldName, value } of sent[i] as FieldValue[])
+        if (JSON.stringify(held[fieldName] ?? null) !== JSON.stringify(value))
+          violations.push(
+            `${what}: answered record ${record.id} with ${fieldName} ${JSON.stringify(held[fieldName])}, ` +
+              `sent ${JSON.stringify(value)}`,
+          );
+    });
+  }
+  return violations;
+}
+
+/**
+ * Each delete and restore in the feed was made by an operation on that record that was answered
+ * 200 or whose outcome its client could not know, sent before the change was made and (if it
+ * was answered 200) answered after: each such operation made at most one. So a delete refused
+ * (`record_referenced`, say) and a restore refused (`invalid_reference`) changed nothing. A
+ * change is timed when it was computed, or at its record's previous change if that is later
+ * (setup's changes, for a run's first ones).
+ */
+function checkLifecycle(feed: readonly any[], attempts: readonly Attempt[], setupEnd: number): string[] {
+  const violations: string[] = [];
+  interface Candidate {
+    recordId: number;
+    type: 'deleted' | 'restored';
+    from: number;
+    until: number;
+  }
+  const candidates: Candidate[] = [];
+  const tried = new Map<string, string[]>();
+  for (const [name, tries] of operationsOf(attempts)) {
+    const lifecycle = lifecycleOf(tries[0] as Attempt);
+    if (lifecycle === undefined) continue;
+    const at = `${lifecycle.type} ${lifecycle.recordId}`;
+    tried.set(at, [...(tried.get(at) ?? []), `${name}: ${tries.map((t) => t.status).join(' ')}`]);
+    const succeeded = tries.find((t) => t.status === 200 || t.status === 201);
+    const unknown = tries.some(unsure);
+    if (succeeded === undefined && !unknown) continue;
+    candidates.push({
+      ...lifecycle,
+      from: Math.floor(Math.min(...tries.map((t) => t.sentAt))),
+      until: unknown ? Infinity : Math.ceil((succeeded as Attempt).answeredAt),
+    });
+  }
+  const used = new Set<Candidate>();
+  const changes = feed.filter((item) => item.type === 'deleted' || item.type === 'restored');
+  for (const item of [...changes].sort((a, b) => a.at - b.at)) {
+    const at = (item.at as number) - EPOCH;
+    const fits = candidates
+      .filter((op) => !used.has(op) && op.recordId === item.recordId && op.type === item.type)
+      .filter((op) => op.from <= at && at <= Math.max(op.until, setupEnd))
+      .sort((a, b) => a.until - b.until);
+    const chosen = fits[0];
+    if (chosen !== undefined) used.add(chosen);
+    else
+      violations.push(
+        `record ${item.recordId} v${item.version} ${item.type} at ${at} by no operation answered 200 or unknown ` +
+          `(${(tried.get(`${item.type} ${item.recordId}`) ?? []).join('; ')})`,
+      );
   }
   return violations;
 }

@@ -46,7 +46,7 @@ interface Timer {
 }
 
 /** Virtual milliseconds since this epoch: a fixed date, so record times replay too. */
-const EPOCH = Date.UTC(2026, 10, 1);
+export const EPOCH = Date.UTC(2026, 10, 1);
 
 export class World {
   now = 0;
