@@ -26,14 +26,17 @@ const Condition = v.pipe(
         v.description(
           "Of the field's type; an array of 1 to 100 for in/nin; true or false for exists; a non-empty string " +
             'for startsWith (case-sensitive) and for contains: on text and name a case-insensitive substring, ' +
-            'letter for letter as unique text values compare (émi finds ÉMILE), on multiSelect an option.',
+            'letter for letter as unique text values compare (émi finds ÉMILE), on multiSelect an option; on a ' +
+            'reference a record id.',
         ),
       ),
     ),
   }),
   v.description(
     'One condition; operators are typed by the field (ordering on number, integer, date, datetime, text; contains ' +
-      'on text, multiSelect, name; startsWith on text, email, url, name).',
+      'on text, multiSelect, name; startsWith on text, email, url, name). A reference takes eq, ne, in, nin and ' +
+      'exists by id; one of several ids (`multiple`) also contains, and there eq, contains and in hold when it ' +
+      'holds any id named, ne and nin when it holds none.',
   ),
 );
 
