@@ -27,9 +27,12 @@ import { turnInObject } from './objects.ts';
 export const CREATE_ROWS = 100;
 /** Rows a chunk of an upsert takes at most: each matched record takes its turn in its object. */
 export const UPSERT_ROWS = 20;
-/** Bytes of the file a chunk reads; a row longer than the bigger read fails the import. */
-const READ_BYTES = 2 * 1024 * 1024;
-const MAX_ROW_BYTES = 8 * 1024 * 1024;
+/**
+ * Bytes of the file a chunk reads first (a chunk of typical rows is far less); a chunk that finds
+ * no whole row in it reads four times as much, up to MAX_READ_BYTES: a row longer fails the import.
+ */
+const READ_BYTES = 256 * 1024;
+const MAX_READ_BYTES = 16 * 1024 * 1024;
 /** Times a chunk is computed again after D1 refused some of its rows or lost a race. */
 const ATTEMPTS = 8;
 const TURN_MS = 10_000;
@@ -129,7 +132,7 @@ async function readRows(
   def: ObjectDef,
   max: number,
 ): Promise<{ rows: Row[]; to: number; atEnd: boolean } | undefined> {
-  for (let length = READ_BYTES; length <= MAX_ROW_BYTES; length *= 4) {
+  for (let length = READ_BYTES; length <= MAX_READ_BYTES; length *= 4) {
     const object = await env.IMPORT_FILES.get(state.file, { range: { offset: state.position, length } });
     if (object === null) return undefined;
     const bytes = new Uint8Array(await object.arrayBuffer());
