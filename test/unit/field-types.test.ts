@@ -126,7 +126,12 @@ describe('checkValue: a reference with multiple', () => {
     expect(checkValue(many, ['1'])?.code).toBe('invalid_type');
     expect(checkValue(many, [1, -2])?.code).toBe('invalid_type');
     expect(checkValue(many, [])).toEqual({ code: 'invalid_value', message: 'expected 1 to 100 record ids' });
-    expect(checkValue(many, Array.from({ length: 101 }, (_, i) => i))?.code).toBe('invalid_value');
+    expect(
+      checkValue(
+        many,
+        Array.from({ length: 101 }, (_, i) => i),
+      )?.code,
+    ).toBe('invalid_value');
     expect(checkValue(many, [4, 4])).toEqual({ code: 'invalid_value', message: 'expected distinct record ids' });
   });
 });
