@@ -18,7 +18,19 @@ import { EXAMPLES, problemExample } from './openapi-examples.ts';
 import { maxCharsAsJsonSchema } from './schemas/max-chars.ts';
 import { Health, InputProblem, Problem } from './schemas/problem.ts';
 import { ChangeItem, ChangePage, Me, RecordPage } from './schemas/lists.ts';
-import { BatchItemSchema, CreateItem, FieldValue, PatchBody, PatchItem, RecordSchema } from './schemas/record.ts';
+import {
+  BatchItemSchema,
+  CreateItem,
+  ExpandedReference,
+  FieldValue,
+  PatchBody,
+  PatchItem,
+  ReadRecordSchema,
+  RecordSchema,
+  Referencing,
+  ReferencingPage,
+} from './schemas/record.ts';
+import { ImportSchema } from './schemas/imports.ts';
 import { BOOKMARK_PATTERN } from './http/bookmark.ts';
 
 /**
@@ -29,6 +41,11 @@ import { BOOKMARK_PATTERN } from './http/bookmark.ts';
  */
 const COMPONENTS = {
   Record: RecordSchema,
+  ReadRecord: ReadRecordSchema,
+  ExpandedReference,
+  Referencing,
+  ReferencingPage,
+  Import: ImportSchema,
   FieldValue,
   BatchItem: BatchItemSchema,
   CreateItem,

@@ -4,7 +4,15 @@ import { blankRecord, csvRecords, headerProblems } from '../domain/import-rows.t
 import { importFormat, importOut, matchOnProblems, parseImportQuery } from '../domain/imports.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { bearerToken, sha256Hex } from '../http/auth.ts';
-import { forbidden, HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
+import {
+  forbidden,
+  HttpError,
+  invalidBody,
+  invalidQuery,
+  notFound,
+  unauthorized,
+  type InputProblem,
+} from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
@@ -257,6 +265,9 @@ export async function getImport(request: IRequest, context: Context): Promise<Re
 /** DELETE /imports/{importId}: cancels it; the rows applied stay. A finished import answers 409. */
 export async function cancelImport(request: IRequest, context: Context): Promise<Response> {
   const { state, userId } = await ownImport(request, context);
+  // Cancelling is idempotent: a key is checked for its form and needs nothing kept.
+  const key = keyRequest(request);
+  if (key.problems.length > 0) throw invalidBody(key.problems);
   const now = await new Imports(context.env.DB, context.meter).cancel(state.id, userId, Date.now());
   if (now === undefined) throw notFound('Import');
   if (now.status !== 'cancelled')

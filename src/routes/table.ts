@@ -364,9 +364,12 @@ export const operations: Operation[] = [
     operationId: 'cancelImport',
     tag: 'Records',
     summary: 'Cancel an import',
-    description: 'No chunk starts after it; the rows applied stay. An import already finished: 409.',
+    description:
+      'No chunk starts after it; the rows applied stay. Cancelling again answers the cancelled import as it stands ' +
+      '(so a retry, keyed or not, is safe). An import already finished: 409.',
     auth: 'key',
     ok: { status: 200, schema: ImportSchema },
+    idempotencyKey: true,
     errors: [409],
   },
   {

@@ -49,6 +49,7 @@ describe('GET /openapi.json', () => {
       'objectId',
       'deleted',
       'updatedAfter',
+      'expand',
       'fieldFilters',
     ]);
     // field.<name> parameters: an exploded form object, so each property is a query parameter of its own.
@@ -111,8 +112,11 @@ describe('GET /openapi.json', () => {
         description: expect.stringContaining('replica'),
         schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$' },
       },
+      { name: 'expand', in: 'query', required: false, description: expect.any(String), schema: { type: 'string' } },
     ]);
-    expect(read.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Record' });
+    expect(read.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ReadRecord',
+    });
     expect(read.responses['200'].headers.ETag).toEqual({ $ref: '#/components/headers/ETag' });
     expect(read.responses['404'].content['application/problem+json'].schema).toEqual({
       $ref: '#/components/schemas/Problem',
@@ -170,7 +174,7 @@ describe('GET /openapi.json', () => {
       operations.filter((op) => op.method !== 'GET' && op.operationId !== 'queryRecords').map((op) => op.operationId),
     );
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toContain('upsertRecords');
-    expect(operations.filter((op) => op.idempotencyKey).length).toBe(21);
+    expect(operations.filter((op) => op.idempotencyKey).length).toBe(23);
   });
 
   it(
