@@ -437,3 +437,48 @@ describe('exports', () => {
     expect(exported.find((r) => r.id === sent).version).toBe(1);
   });
 });
+
+describe('imports check references as every write does', () => {
+  it('a row naming a record the importer cannot reference is listed as invalid_reference; the others go in', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const outsider = await newUser('outsider');
+    const other = await newWorkspace({ [outsider.id]: 'editor' });
+    const company = (
+      await admin('POST', '/admin/objects', {
+        name: 'Company',
+        workspaceIds: [workspaceId, other],
+        fields: [{ name: 'title', type: 'text' }],
+      })
+    ).body;
+    const lonely = (
+      await admin('POST', '/admin/objects', {
+        name: 'Hidden',
+        workspaceIds: [other],
+        fields: [{ name: 't', type: 'text' }],
+      })
+    ).body;
+    const acme = await createOne(editor.key, company.id, [fv('title', 'Acme')]);
+    const hidden = await createOne(outsider.key, lonely.id, [fv('t', 'x')]);
+    const current = (await admin('GET', `/admin/objects/${object.id}`)).body;
+    const { id: _id, version: _version, ...input } = current;
+    await admin('PUT', `/admin/objects/${object.id}`, {
+      ...input,
+      fields: [...input.fields, { name: 'company', type: 'reference', target: company.id }],
+    });
+    const csv = `first,company\r\nA,${acme.id}\r\nB,${hidden.id}\r\nC,999999\r\nD,${acme.id}\r\n`;
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, csv, 'text/csv');
+    const done = await finished(editor.key, answer.body.id);
+    expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2 });
+    const message = `expected the id of a live record of object ${company.id} that you can read`;
+    expect(await errorLines(editor.key, answer.body.id)).toEqual([
+      { row: 2, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message }] },
+      { row: 3, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message }] },
+    ]);
+    const refs = await env.DB.prepare(
+      'SELECT r.name FROM record_refs x JOIN records r ON r.id = x.record_id WHERE x.target_id = ? ORDER BY r.id',
+    )
+      .bind(acme.id)
+      .all();
+    expect(refs.results).toEqual([{ name: 'A' }, { name: 'D' }]);
+  });
+});

@@ -374,3 +374,25 @@ describe('webhook subscriptions', () => {
     expect(accepted(log).map((e) => e.id)).toEqual(expected.map((item) => item.cursor));
   });
 });
+
+describe('webhooks see imported records', () => {
+  it('each record an import creates is delivered as a created item', async () => {
+    const { editor, workspaceId, object } = await world();
+    const name = hookName();
+    await subscribe(editor.key, workspaceId, name, { types: ['created'] });
+    const rows = ['Imp1', 'Imp2', 'Imp3'].map((first) => JSON.stringify({ fieldValues: [fv('firstName', first)] }));
+    const answer = await call('POST', `/workspaces/${workspaceId}/imports?objectId=${object.id}`, {
+      key: editor.key,
+      raw: rows.join('\n'),
+      headers: { 'Content-Type': 'application/x-ndjson' },
+    });
+    expect(answer.status).toBe(202);
+    const log = await until(name, (entries) => accepted(entries).length >= 3);
+    const items = accepted(log).map((entry) => JSON.parse(entry.body));
+    expect(items.map((item) => [item.type, item.record.name, item.record.creationType])).toEqual([
+      ['created', 'Imp1', 'System'],
+      ['created', 'Imp2', 'System'],
+      ['created', 'Imp3', 'System'],
+    ]);
+  });
+});
