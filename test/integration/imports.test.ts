@@ -439,7 +439,7 @@ describe('exports', () => {
 });
 
 describe('imports check references as every write does', () => {
-  it('a row naming a record the importer cannot reference is listed as invalid_reference; the others go in', async () => {
+  it('a row naming a record the importer may not reference is listed as invalid_reference; others go in', async () => {
     const { editor, workspaceId, object } = await setup();
     const outsider = await newUser('outsider');
     const other = await newWorkspace({ [outsider.id]: 'editor' });
