@@ -92,7 +92,7 @@ export async function importChunk(
     };
     const statements = [
       ...imports.chunk(id, done),
-      ...writes.inserts(plan.creates.map((c) => c.record)),
+      ...writes.insertsPacked(plan.creates.map((c) => c.record)),
       ...(plan.updates.length === 0
         ? []
         : writes.batchWrites(

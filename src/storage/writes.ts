@@ -109,6 +109,28 @@ const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_
     iif(?3 IS NULL AND ?14 IS NOT NULL, json_set(?13, '$."#"', ?14 || ' #' || n.id), ?13)
   FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
   RETURNING id`;
+// The same insert for a JSON array of records (`[insert parameters, workspace ids, change
+// parameters]` each): the k-th takes id max + 1 + k. SQLite reads the whole SELECT before it
+// inserts (it reads the table it inserts into), so max() is the one before the first.
+const INSERT_MANY = INSERT.replace(/\?(\d+)/g, (_, k: string) => `(j.value -> '$[0]' ->> ${Number(k) - 1})`)
+  .replace(/\bn\.id\b/g, '(n.id + j.key)')
+  .replace(
+    /FROM \(SELECT coalesce\(max\(id\), 0\) \+ 1 AS id FROM records\) AS n\s+RETURNING id$/,
+    'FROM json_each(?1) j, (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n ORDER BY j.key',
+  );
+const SHARE_MANY = `INSERT INTO record_workspaces (record_id, workspace_id)
+  SELECT n.first + j.key, w.value FROM json_each(?1) j, json_each(j.value, '$[1]') w,
+    (SELECT max(id) - CAST(?2 AS INTEGER) + 1 AS first FROM records) AS n
+  ORDER BY j.key`;
+const CHANGES_MANY = `INSERT INTO changes (record_id, version, type, at, by, data)
+  SELECT n.first + j.key, 1, 'created', c ->> 0, c ->> 1,
+    '{"id":' || (n.first + j.key) || (c ->> 2) || coalesce(c ->> 3, (c ->> 4) || (n.first + j.key) || '"') || (c ->> 5)
+  FROM (SELECT key, value -> '$[2]' AS c FROM json_each(?1)) j,
+    (SELECT max(id) - CAST(?2 AS INTEGER) + 1 AS first FROM records) AS n
+  ORDER BY j.key`;
+if (!INSERT_MANY.includes('json_each(?1) j') || INSERT_MANY.includes('RETURNING'))
+  throw new Error('INSERT no longer has the shape INSERT_MANY is made from');
+
 const SHARE_LAST = `INSERT INTO record_workspaces (record_id, workspace_id)
   SELECT (SELECT max(id) FROM records), value FROM json_each(?)`;
 // The created record's JSON is assembled around its id exactly as createdRecord() serializes it.
@@ -298,32 +320,32 @@ export class RecordWrites {
   /** Inserts new records, their sharing and their `created` change rows. */
   inserts(records: readonly NewRecord[]): D1PreparedStatement[] {
     return records.flatMap((r) => {
-      const t = createdRecordTemplate(r);
-      const keys = r.name === undefined ? fallbackKeys(r.objectName, r.fieldValues) : undefined;
-      const named: RecordKeys | undefined = r.name === undefined ? undefined : recordKeys(r.name, r.fieldValues);
+      const { record, change } = insertTuples(r);
       return [
-        this.db
-          .prepare(INSERT)
-          .bind(
-            r.objectId,
-            r.objectVersion,
-            r.name ?? null,
-            r.objectName,
-            JSON.stringify(r.fieldValues),
-            r.creationType,
-            r.userId,
-            r.now,
-            r.isTemplate ? 1 : 0,
-            named?.nameKey ?? null,
-            keys?.words ?? '',
-            named?.terms ?? keys?.terms ?? '[]',
-            named?.folds ?? keys?.folds ?? '{}',
-            keys?.nameFold ?? null,
-            keys?.runs ?? '',
-            keys?.whole ?? '',
-          ),
+        this.db.prepare(INSERT).bind(...record),
         this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
-        this.db.prepare(CHANGE_OF_LAST).bind(r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName),
+        this.db.prepare(CHANGE_OF_LAST).bind(...change),
+      ];
+    });
+  }
+
+  /**
+   * The same rows as inserts(), in three statements per pack of records instead of three per
+   * record (an import's chunk of 100 records: 3 statements, not 300). The records take
+   * consecutive ids in their order.
+   */
+  insertsPacked(records: readonly NewRecord[]): D1PreparedStatement[] {
+    const tuples = records.map((r) => {
+      const { record, change } = insertTuples(r);
+      return JSON.stringify([record, r.sharedWorkspaceIds, change]);
+    });
+    return packTuples(tuples, MAX_TUPLE_CHARS).flatMap((pack) => {
+      if (typeof pack === 'number') return this.inserts([records[pack] as NewRecord]);
+      const count = (JSON.parse(pack) as unknown[]).length;
+      return [
+        this.db.prepare(INSERT_MANY).bind(pack),
+        this.db.prepare(SHARE_MANY).bind(pack, count),
+        this.db.prepare(CHANGES_MANY).bind(pack, count),
       ];
     });
   }
@@ -476,4 +498,32 @@ interface UndoneRow {
   by: number;
   data: string;
   was: string | null;
+}
+
+/** The parameters of a record's INSERT and of its CHANGE_OF_LAST, in their order. */
+function insertTuples(r: NewRecord): { record: unknown[]; change: unknown[] } {
+  const t = createdRecordTemplate(r);
+  const keys = r.name === undefined ? fallbackKeys(r.objectName, r.fieldValues) : undefined;
+  const named: RecordKeys | undefined = r.name === undefined ? undefined : recordKeys(r.name, r.fieldValues);
+  return {
+    record: [
+      r.objectId,
+      r.objectVersion,
+      r.name ?? null,
+      r.objectName,
+      JSON.stringify(r.fieldValues),
+      r.creationType,
+      r.userId,
+      r.now,
+      r.isTemplate ? 1 : 0,
+      named?.nameKey ?? null,
+      keys?.words ?? '',
+      named?.terms ?? keys?.terms ?? '[]',
+      named?.folds ?? keys?.folds ?? '{}',
+      keys?.nameFold ?? null,
+      keys?.runs ?? '',
+      keys?.whole ?? '',
+    ],
+    change: [r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName],
+  };
 }
