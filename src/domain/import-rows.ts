@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import { FieldValue, type FieldValueOut } from '../schemas/record.ts';
-import { parseObject } from '../schemas/parse.ts';
+import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
 
 /**
@@ -33,7 +33,7 @@ export function ndjsonRow(line: string): RowRead {
   } catch {
     return notJson('the line is not JSON');
   }
-  const parsed = parseObject(ImportLine, value);
+  const parsed = parseObject(ImportLine, value, (line) => fieldValueDuplicates(line, ''));
   return parsed.ok ? { ok: true, row: parsed.value } : { ok: false, problems: [...parsed.problems] };
 }
 

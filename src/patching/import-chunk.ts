@@ -11,6 +11,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import { Imports, isChunkMoved, type ChunkDone, type ImportState } from '../storage/imports.ts';
 import { Meter } from '../storage/meter.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes, uniqueHolders } from '../storage/record-index.ts';
+import { foldCase } from '../core/fold.ts';
 import { isInvalidReference, referenceProblems } from '../storage/references.ts';
 import { RecordWrites, VersionConflict } from '../storage/writes.ts';
 import { turnInObject } from './objects.ts';
@@ -78,6 +79,10 @@ export async function importChunk(
   const failed = new Map<number, InputProblem[]>();
   for (let attempt = 1; ; attempt++) {
     const plan = await planChunk(env, writes, state, caller, def, rows.rows, failed, now());
+    if (plan.stale === true) {
+      if (attempt >= ATTEMPTS) throw new Error('the records an upsert matched kept moving');
+      continue;
+    }
     const done: ChunkDone = {
       from: state.position,
       to: plan.to ?? rows.to,
@@ -111,6 +116,8 @@ export async function importChunk(
       if (attempt >= ATTEMPTS) throw error;
       if (error instanceof Error && error.message.includes('version_conflict')) continue;
       if (error instanceof VersionConflict) continue;
+      // An upsert's value taken by another writer meanwhile: match again before listing rows as failed.
+      if (state.mode === 'upsert' && isUniqueViolation(error) && attempt < ATTEMPTS / 2) continue;
       const refused = await refusedRows(env, caller, def, plan, error);
       if (refused === undefined) throw error;
       for (const [number, problems] of refused) failed.set(number, problems);
@@ -147,7 +154,8 @@ async function readRows(
   return undefined;
 }
 
-const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+/** Keeps a U+FEFF as it is: a row's bytes and characters count alike (a file's own mark comes before its rows). */
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function ndjsonRows(bytes: Uint8Array, atEnd: boolean, max: number, state: ImportState): { rows: Row[]; to: number } {
   const rows: Row[] = [];
@@ -168,6 +176,8 @@ function ndjsonRows(bytes: Uint8Array, atEnd: boolean, max: number, state: Impor
       continue;
     }
     if (text.trim() === '') continue;
+    // The file's first line may start with a byte-order mark.
+    if (state.position === 0 && line.byteOffset === bytes.byteOffset) text = text.replace(/^\uFEFF/, '');
     rows.push({
       number: state.processed + rows.length + 1,
       end: state.position + Math.min(start, bytes.length),
@@ -217,6 +227,8 @@ function csvChunk(
 }
 
 interface ChunkPlan {
+  /** A record matched by an upsert no longer holds the value: plan the chunk again. */
+  stale?: boolean;
   /** Where the chunk ends when it stops before its last row (an upsert meeting a value twice). */
   to: number | undefined;
   processed: number;
@@ -272,34 +284,45 @@ async function planChunk(
   // Upsert: the record holding each row's matched value is patched, the others created. A value
   // met twice in one chunk ends the chunk before its second row (the next chunk sees the first).
   const matchOn = state.match_on as string;
-  const matched = good.flatMap((g) => {
-    const value = g.fieldValues.find((f) => f.fieldName === matchOn)?.value;
-    if (value !== undefined && value !== null) return [g];
-    plan.errors.push({
-      row: g.row.number,
-      errors: [{ pointer: '/fieldValues', code: 'required', message: `${matchOn} is required to match a record` }],
-    });
-    return [];
-  });
-  const claims = claimsOf(
-    matched.map((g) => ({ objectId: def.id, fieldValues: g.fieldValues.filter((f) => f.fieldName === matchOn) })),
-    () => def.fields,
-    (i) => String(i),
-  );
+  const field = def.fields.find((f) => f.name === matchOn);
+  // A unique value's key as the index keeps it: text and email folded. Another type has none.
+  const keyOf = (value: unknown): string | number | undefined =>
+    typeof value === 'number'
+      ? value
+      : typeof value !== 'string'
+        ? undefined
+        : field?.type === 'text' || field?.type === 'email'
+          ? foldCase(value)
+          : value;
+  const valueOf = (values: RecordOut['fieldValues']): unknown => values.find((f) => f.fieldName === matchOn)?.value;
+  const matched: { g: (typeof good)[number]; key: string | number }[] = [];
+  for (const g of good) {
+    const value = valueOf(g.fieldValues);
+    const key = keyOf(value);
+    if (value === undefined || value === null)
+      plan.errors.push({
+        row: g.row.number,
+        errors: [{ pointer: '/fieldValues', code: 'required', message: `${matchOn} is required to match a record` }],
+      });
+    // A value of the wrong type matches nothing: the create's check lists it.
+    else if (key === undefined) create(g.row, g.fieldValues, g.isTemplate);
+    else matched.push({ g, key });
+  }
+  const claims = matched.map(({ key }) => ({ pointer: '', objectId: def.id, field: matchOn, key }));
   const seen = new Set<string>();
-  const cutAt = claims.findIndex((claim) => {
-    const key = JSON.stringify(claim.key);
-    const twice = seen.has(key);
-    seen.add(key);
+  const cutAt = matched.findIndex(({ key }) => {
+    const twice = seen.has(JSON.stringify(key));
+    seen.add(JSON.stringify(key));
     return twice;
   });
   const taken = cutAt < 0 ? matched : matched.slice(0, cutAt);
   if (cutAt >= 0) {
-    const stop = matched[cutAt]?.row.number as number;
+    const stop = matched[cutAt]?.g.row.number as number;
     const last = rows.filter((r) => r.number < stop).at(-1);
     plan.to = last?.end ?? state.position;
     plan.processed = rows.filter((r) => r.number < stop).length;
     plan.errors = plan.errors.filter((e) => e.row < stop);
+    plan.creates = plan.creates.filter((c) => c.number < stop);
   }
   const holders = await uniqueHolders(env.DB, claims.slice(0, taken.length));
   const ids = [...new Set(holders.filter((h): h is number => h !== undefined))];
@@ -314,7 +337,16 @@ async function planChunk(
       }),
     ),
   );
-  taken.forEach((g, i) => {
+  // A holder read before its turn may have let go of the value since (a patch, a delete): the
+  // chunk is planned again on what D1 holds now, as a serial order would see it.
+  if (
+    taken.some(({ key }, i) => {
+      const base = turns.get(holders[i] as number);
+      return base !== undefined && (base.deleted || keyOf(valueOf(base.fieldValues)) !== key);
+    })
+  )
+    return { ...plan, stale: true };
+  taken.forEach(({ g }, i) => {
     const holder = holders[i];
     if (holder === undefined) return create(g.row, g.fieldValues, g.isTemplate);
     const base = turns.get(holder) as RecordOut;

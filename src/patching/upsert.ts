@@ -170,6 +170,22 @@ export async function upsertRecords(
         ),
       );
       if (turns.some((turn) => !turn.granted)) throw busy();
+      // A record read as holding an item's value may have let go of it before its turn (a patch,
+      // a delete): match again on what D1 holds now, as a serial order would.
+      const matchKey = (values: readonly { fieldName: string; value: unknown }[]): unknown => {
+        const value = values.find((f) => f.fieldName === body.matchOn)?.value;
+        const type = def.fields.find((f) => f.name === body.matchOn)?.type;
+        return typeof value === 'string' && (type === 'text' || type === 'email') ? foldCase(value) : value;
+      };
+      const moved = updates.some(({ i, id }, k) => {
+        const base = turns[k]?.newer ?? (records.get(id) as RecordOut);
+        return base.deleted || matchKey(base.fieldValues) !== matchKey(body.items[i]?.fieldValues ?? []);
+      });
+      if (moved) {
+        if (Date.now() >= deadline) throw busy();
+        await sleep(Math.random() * Math.min(50, 2 * attempt));
+        continue;
+      }
       const now = Date.now();
       const applied = updates.map(({ i, id, patch }, k) => {
         const base = turns[k]?.newer ?? (records.get(id) as RecordOut);

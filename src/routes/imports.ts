@@ -229,18 +229,16 @@ function csvHeader(bytes: Uint8Array, whole: boolean, def: ObjectDef): { columns
   } catch {
     throw badFile('The file is not UTF-8 text.');
   }
-  const { records, consumed } = csvRecords(text.replace(/^\uFEFF/, ''), whole, 1);
+  // The decoder drops a byte-order mark: its three bytes still come before the header.
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  const { records, consumed } = csvRecords(text, whole, 1);
   const header = records[0];
   if (header === undefined || blankRecord(header))
     throw badFile(whole ? 'The file holds no header row.' : `The header is longer than ${HEAD_BYTES} bytes.`);
   if ('error' in header) throw badFile(`The header row is not CSV: ${header.error}.`);
   const wrong = headerProblems(header.cells, def);
   if (wrong.length > 0) throw badFile('The header row must name fields of the object, each once.', wrong);
-  const bom = text.startsWith('\uFEFF') ? 3 : 0;
-  return {
-    columns: header.cells,
-    start: bom + new TextEncoder().encode(text.replace(/^\uFEFF/, '').slice(0, consumed)).byteLength,
-  };
+  return { columns: header.cells, start: bom + new TextEncoder().encode(text.slice(0, consumed)).byteLength };
 }
 
 /** The import `importId` if it is the caller's (anyone else's, or none: 404). */

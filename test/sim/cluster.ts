@@ -72,6 +72,8 @@ export class Cluster {
     private readonly world: World,
     private readonly d1: SqliteD1,
     faults: Faults,
+    /** Bindings that replace the defaults below (an import run's object namespace and file bucket). */
+    private readonly bindings: Partial<Env> = {},
   ) {
     this.faults = faults;
   }
@@ -99,7 +101,8 @@ export class Cluster {
       .finally(() => (console.log = log));
   }
 
-  private env(actor: Actor): Env {
+  /** What code running as `actor` is given: D1 over this network, the record objects, stubs for the rest. */
+  env(actor: Actor): Env {
     return {
       DB: withProductionLimits(this.database(actor) as unknown as D1Database),
       RECORDS: this.namespace() as unknown as Env['RECORDS'],
@@ -112,6 +115,7 @@ export class Cluster {
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',
+      ...this.bindings,
     };
   }
 
