@@ -22,6 +22,8 @@ CREATE TABLE imports (
   failed          INTEGER NOT NULL DEFAULT 0,
   created_at      INTEGER NOT NULL,
   finished_at     INTEGER,
+  -- Why an import failed, in words for its importer.
+  failure         TEXT,
   -- A keyed request: the same key and request answer this import again.
   idempotency_key TEXT,
   request_hash    TEXT,

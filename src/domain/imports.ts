@@ -74,6 +74,7 @@ export function importOut(state: {
   failed: number;
   created_at: number;
   finished_at: number | null;
+  failure?: string | null;
 }): Record<string, unknown> {
   return {
     id: state.id,
@@ -92,5 +93,6 @@ export function importOut(state: {
     },
     createdAt: state.created_at,
     ...(state.finished_at === null ? {} : { finishedAt: state.finished_at }),
+    ...(state.failure === null || state.failure === undefined ? {} : { failure: state.failure }),
   };
 }

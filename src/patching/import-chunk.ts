@@ -65,13 +65,17 @@ export async function importChunk(
     def === undefined ||
     !def.workspaceIds.includes(state.workspace_id)
   ) {
-    await imports.fail(id, state.position, now());
+    const why =
+      def === undefined || !def.workspaceIds.includes(state.workspace_id)
+        ? 'The object is no longer shared with the workspace.'
+        : 'The importer is no longer an editor of the workspace.';
+    await imports.fail(id, state.position, now(), why);
     await dropFile(env, state.file);
     return { more: false };
   }
   const rows = await readRows(env, state, def, state.mode === 'upsert' ? UPSERT_ROWS : CREATE_ROWS);
-  if (rows === undefined) {
-    await imports.fail(id, state.position, now());
+  if (typeof rows === 'string') {
+    await imports.fail(id, state.position, now(), `Row ${state.processed + 1}: ${rows}.`);
     await dropFile(env, state.file);
     return { more: false };
   }
@@ -138,24 +142,26 @@ async function readRows(
   state: ImportState,
   def: ObjectDef,
   max: number,
-): Promise<{ rows: Row[]; to: number; atEnd: boolean } | undefined> {
+): Promise<{ rows: Row[]; to: number; atEnd: boolean } | string> {
+  // Nothing after the position (a CSV file of its header alone): the import is done.
+  if (state.position >= state.size) return { rows: [], to: state.position, atEnd: true };
   for (let length = READ_BYTES; length <= MAX_READ_BYTES; length *= 4) {
     const object = await env.IMPORT_FILES.get(state.file, { range: { offset: state.position, length } });
-    if (object === null) return undefined;
+    if (object === null) return 'the file is no longer kept';
     const bytes = new Uint8Array(await object.arrayBuffer());
     const atEnd = state.position + bytes.length >= state.size;
     const read =
       state.format === 'ndjson'
         ? ndjsonRows(bytes, atEnd, max, state)
         : csvChunk(bytes, atEnd, max, state, def, JSON.parse(state.columns ?? '[]') as string[]);
-    if (read === undefined) return undefined;
     if (read.to > state.position || atEnd) return { ...read, atEnd: atEnd && read.to >= state.size };
   }
-  return undefined;
+  return `a row is longer than ${MAX_READ_BYTES} bytes`;
 }
 
 /** Keeps a U+FEFF as it is: a row's bytes and characters count alike (a file's own mark comes before its rows). */
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const lenient = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 function ndjsonRows(bytes: Uint8Array, atEnd: boolean, max: number, state: ImportState): { rows: Row[]; to: number } {
   const rows: Row[] = [];
@@ -202,28 +208,48 @@ function csvChunk(
   state: ImportState,
   def: ObjectDef,
   columns: readonly string[],
-): { rows: Row[]; to: number } | undefined {
+): { rows: Row[]; to: number } {
+  // Decoded line by line: a record ends at a line's end, so each record's bytes are those of its
+  // lines, and a line that is not UTF-8 fails only the record it is in.
   const cut = atEnd ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
-  let text: string;
-  try {
-    text = decoder.decode(bytes.subarray(0, cut));
-  } catch {
-    return undefined;
+  const byteAt = new Map<number, number>([[0, 0]]);
+  const bad: [number, number][] = [];
+  let text = '';
+  for (let from = 0; from < cut;) {
+    const newline = bytes.indexOf(0x0a, from);
+    const to = newline < 0 || newline >= cut ? cut : newline + 1;
+    const line = bytes.subarray(from, to);
+    let decoded: string;
+    try {
+      decoded = decoder.decode(line);
+    } catch {
+      decoded = lenient.decode(line);
+      bad.push([text.length, text.length + decoded.length]);
+    }
+    text += decoded;
+    from = to;
+    byteAt.set(text.length, to);
   }
-  const encoder = new TextEncoder();
   const rows: Row[] = [];
   let at = 0;
-  let offset = state.position;
   while (rows.length < max) {
     const { records, consumed } = csvRecords(text.slice(at), atEnd, 1);
     const record = records[0];
-    if (record === undefined) break;
-    offset += encoder.encode(text.slice(at, at + consumed)).byteLength;
+    const end = byteAt.get(at + consumed);
+    if (record === undefined || end === undefined) break;
+    const encoded = !bad.some(([a, b]) => a < at + consumed && b > at);
+    const number = state.processed + rows.length + 1;
     at += consumed;
-    if (blankRecord(record)) continue;
-    rows.push({ number: state.processed + rows.length + 1, end: offset, read: csvRow(record, columns, def) });
+    if (encoded && blankRecord(record)) continue;
+    rows.push({
+      number,
+      end: state.position + end,
+      read: encoded
+        ? csvRow(record, columns, def)
+        : { ok: false, problems: [{ pointer: '', code: 'invalid_encoding', message: 'the record is not UTF-8' }] },
+    });
   }
-  return { rows, to: offset };
+  return { rows, to: state.position + (byteAt.get(at) ?? 0) };
 }
 
 interface ChunkPlan {

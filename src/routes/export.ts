@@ -19,9 +19,14 @@ export async function exportRecords(request: IRequest, context: Context): Promis
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const sent = queryOf(request.url);
   const problems: InputProblem[] = [...sent.problems];
-  for (const name of sent.params.keys())
+  const seen = new Set<string>();
+  for (const name of sent.params.keys()) {
     if (name !== 'objectId' && name !== 'format')
       problems.push({ query: name, code: 'unknown_parameter', message: 'unknown query parameter' });
+    else if (seen.has(name))
+      problems.push({ query: name, code: 'duplicate', message: 'parameter given more than once' });
+    seen.add(name);
+  }
   const rawId = sent.params.get('objectId') ?? '';
   const objectId = /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
   if (objectId === undefined) problems.push({ query: 'objectId', code: 'required', message: 'expected an object id' });

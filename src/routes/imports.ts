@@ -56,7 +56,8 @@ export async function createImport(request: IRequest, context: Context): Promise
       code: 'unsupported_media_type',
       detail: 'Send Content-Type: application/x-ndjson or text/csv (UTF-8).',
     });
-  const length = Number(request.headers.get('Content-Length') ?? 'NaN');
+  const declared = request.headers.get('Content-Length') ?? '';
+  const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
   if (!Number.isSafeInteger(length))
     throw badFile('Send the file with its Content-Length.', [
       { header: 'Content-Length', code: 'required', message: 'expected the length of the file' },
@@ -73,9 +74,7 @@ export async function createImport(request: IRequest, context: Context): Promise
   const file = `imports/${crypto.randomUUID()}`;
   const kept = await keep(context, request, file, length, format, def);
   const requestHash =
-    key.key === undefined
-      ? undefined
-      : await sha256Hex(JSON.stringify([key.path, new URL(request.url).search, format, kept.hash]));
+    key.key === undefined ? undefined : await sha256Hex(JSON.stringify([key.path, query.value, format, kept.hash]));
   const imports = new Imports(context.env.DB, context.meter);
   const { state, again } = await imports.create({
     userId: caller.userId,
@@ -165,13 +164,23 @@ async function keep(
   });
   const [toFile, toHash] = body.tee();
   const digest = new crypto.DigestStream('SHA-256');
-  const hashing = toHash.pipeTo(digest);
+  // Each side settles on its own (a body longer or shorter than its length fails both): every
+  // failure is caught here, none is left unhandled.
+  const hashing = toHash.pipeTo(digest).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   const fixed = new FixedLengthStream(length);
-  const piping = toFile.pipeTo(fixed.writable);
+  const piping = toFile.pipeTo(fixed.writable).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   try {
     await context.env.IMPORT_FILES.put(file, fixed.readable);
-    await Promise.all([piping, hashing]);
+    const failures = (await Promise.all([piping, hashing])).filter((error) => error !== undefined);
+    if (failures.length > 0) throw failures[0];
   } catch {
+    await Promise.all([piping, hashing]);
     await context.env.IMPORT_FILES.delete(file).catch(() => undefined);
     throw badFile('The body ended before its Content-Length, or ran past it.');
   }
@@ -189,20 +198,26 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+/** A decoder of its own per file: one that streams keeps state between calls. */
+const utf8 = (): TextDecoder => new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** The file's first line must be a JSON object: else it is not NDJSON at all. */
 function ndjsonHead(bytes: Uint8Array, whole: boolean): { start: number } {
   let start = 0;
   for (;;) {
     const end = bytes.indexOf(0x0a, start);
-    if (end < 0 && !whole) throw badFile(`The first line is longer than ${HEAD_BYTES} bytes.`);
     const line = bytes.subarray(start, end < 0 ? bytes.length : end);
     let text: string;
     try {
-      text = utf8.decode(line);
+      text = utf8().decode(line, { stream: end < 0 && !whole });
     } catch {
       throw badFile('The file is not UTF-8 text.');
+    }
+    // A first line longer than what was read: it must at least start as a JSON object (it is
+    // checked whole, as a row, when applied).
+    if (end < 0 && !whole) {
+      if (!/^\s*\{/.test(text)) throw badFile('The file is not NDJSON: its first line does not start a JSON object.');
+      return { start: 0 };
     }
     if (text.trim() !== '') {
       let value: unknown;
@@ -220,25 +235,36 @@ function ndjsonHead(bytes: Uint8Array, whole: boolean): { start: number } {
   }
 }
 
-/** A CSV file's header: columns naming fields of the object, each once. Its rows start after it. */
+/**
+ * A CSV file's header: columns naming fields of the object, each once. Its rows start after it.
+ * Only the header's lines are decoded: a row further on that is not UTF-8 fails as a row.
+ */
 function csvHeader(bytes: Uint8Array, whole: boolean, def: ObjectDef): { columns: string[]; start: number } {
-  const cut = whole ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
-  let text: string;
-  try {
-    text = utf8.decode(bytes.subarray(0, cut));
-  } catch {
-    throw badFile('The file is not UTF-8 text.');
-  }
   // The decoder drops a byte-order mark: its three bytes still come before the header.
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  const { records, consumed } = csvRecords(text, whole, 1);
-  const header = records[0];
-  if (header === undefined || blankRecord(header))
-    throw badFile(whole ? 'The file holds no header row.' : `The header is longer than ${HEAD_BYTES} bytes.`);
-  if ('error' in header) throw badFile(`The header row is not CSV: ${header.error}.`);
-  const wrong = headerProblems(header.cells, def);
-  if (wrong.length > 0) throw badFile('The header row must name fields of the object, each once.', wrong);
-  return { columns: header.cells, start: bom + new TextEncoder().encode(text.slice(0, consumed)).byteLength };
+  const decoder = utf8();
+  let text = '';
+  let at = 0;
+  for (;;) {
+    const newline = bytes.indexOf(0x0a, at);
+    const last = newline < 0;
+    if (last && !whole) throw badFile(`The header is longer than ${HEAD_BYTES} bytes.`);
+    const to = last ? bytes.length : newline + 1;
+    try {
+      text += decoder.decode(bytes.subarray(at, to), { stream: !last });
+    } catch {
+      throw badFile('The header row is not UTF-8 text.');
+    }
+    at = to;
+    const { records, consumed } = csvRecords(text, last, 1);
+    const header = records[0];
+    if (header === undefined && !last) continue;
+    if (header === undefined || blankRecord(header)) throw badFile('The file holds no header row.');
+    if ('error' in header) throw badFile(`The header row is not CSV: ${header.error}.`);
+    const wrong = headerProblems(header.cells, def);
+    if (wrong.length > 0) throw badFile('The header row must name fields of the object, each once.', wrong);
+    return { columns: header.cells, start: bom + new TextEncoder().encode(text.slice(0, consumed)).byteLength };
+  }
 }
 
 /** The import `importId` if it is the caller's (anyone else's, or none: 404). */

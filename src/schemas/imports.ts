@@ -27,4 +27,5 @@ export const ImportSchema = v.strictObject({
   }),
   createdAt: Id,
   finishedAt: v.exactOptional(Id),
+  failure: v.exactOptional(v.pipe(v.string(), v.description('Why a `failed` import stopped.'))),
 });

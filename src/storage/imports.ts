@@ -31,6 +31,7 @@ export interface ImportState {
   failed: number;
   created_at: number;
   finished_at: number | null;
+  failure: string | null;
   request_hash: string | null;
 }
 
@@ -190,14 +191,14 @@ export class Imports {
   }
 
   /** Ends a running import as failed (a file it cannot read, an importer who may no longer write). */
-  async fail(id: number, position: number, now: number): Promise<void> {
+  async fail(id: number, position: number, now: number, reason: string): Promise<void> {
     await this.meter.d1(() =>
       this.db
         .prepare(
-          `UPDATE imports SET status = 'failed', finished_at = ?3
+          `UPDATE imports SET status = 'failed', finished_at = ?3, failure = ?4
            WHERE id = ?1 AND position = ?2 AND status IN ('queued', 'running')`,
         )
-        .bind(id, position, now)
+        .bind(id, position, now, reason)
         .run(),
     );
   }

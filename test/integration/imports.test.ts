@@ -482,3 +482,80 @@ describe('imports check references as every write does', () => {
     expect(refs.results).toEqual([{ name: 'A' }, { name: 'D' }]);
   });
 });
+
+describe('imports: edge cases from a review', () => {
+  it('a CSV file of its header alone succeeds with no rows; a bad byte fails its row only', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const empty = await upload(editor.key, workspaceId, `objectId=${object.id}`, 'first,last\r\n', 'text/csv');
+    expect(empty.status).toBe(202);
+    expect(await finished(editor.key, empty.body.id)).toMatchObject({ status: 'succeeded', rows: { processed: 0 } });
+    const { exports } = await import('cloudflare:workers');
+    const bytes = new Uint8Array([
+      ...new TextEncoder().encode('first,last\r\nA,B\r\n'),
+      0xff,
+      ...new TextEncoder().encode(',C\r\nD,"E\r\nF"\r\n'),
+    ]);
+    const res = await exports.default.fetch(
+      `http://records.test/workspaces/${workspaceId}/imports?objectId=${object.id}`,
+      {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${editor.key}`, 'Content-Type': 'text/csv' },
+        body: bytes,
+      },
+    );
+    expect(res.status).toBe(202);
+    const { id } = (await res.json()) as { id: number };
+    expect((await finished(editor.key, id)).rows).toEqual({
+      processed: 3,
+      created: 2,
+      updated: 0,
+      unchanged: 0,
+      failed: 1,
+    });
+    expect(await errorLines(editor.key, id)).toEqual([
+      { row: 2, errors: [{ pointer: '', code: 'invalid_encoding', message: 'the record is not UTF-8' }] },
+    ]);
+    expect((await records(object.id)).map((r) => r.name)).toEqual(['A B', 'D E\r\nF']);
+  });
+
+  it('a first NDJSON line longer than what is read first is taken, and checked as a row', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const long = JSON.stringify({ fieldValues: [fv('first', 'x'.repeat(1_200_000))] });
+    const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, `${long}\n{"fieldValues":[]}\n`);
+    expect(answer.status).toBe(202);
+    const done = await finished(editor.key, answer.body.id);
+    expect(done.rows).toMatchObject({ processed: 2, failed: 2 });
+    expect((await errorLines(editor.key, answer.body.id)).map((e) => e.errors[0].code)).toEqual([
+      'invalid_value',
+      'required',
+    ]);
+  });
+
+  it('an import whose importer may no longer write fails, and says why', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
+    await importObject(next).hold();
+    await upload(
+      editor.key,
+      workspaceId,
+      `objectId=${object.id}`,
+      '{"fieldValues":[{"fieldName":"first","value":"A"}]}\n',
+    );
+    await admin('PUT', `/admin/workspaces/${workspaceId}/members/${editor.id}`, { role: 'viewer' });
+    expect(await importObject(next).stepOnce(next)).toEqual({ more: false });
+    const state = (await call('GET', `/imports/${next}`, { key: editor.key })).body;
+    expect(state).toMatchObject({ status: 'failed', failure: 'The importer is no longer an editor of the workspace.' });
+    expect(await records(object.id)).toEqual([]);
+  });
+
+  it('an export refuses a parameter given twice', async () => {
+    const { editor, workspaceId, object } = await setup();
+    const answer = await call(
+      'GET',
+      `/workspaces/${workspaceId}/records/export?objectId=${object.id}&objectId=${object.id}`,
+      { key: editor.key },
+    );
+    expectProblem(answer, 400, 'invalid_request');
+    expect(answer.body.errors).toMatchObject([{ query: 'objectId', code: 'duplicate' }]);
+  });
+});
