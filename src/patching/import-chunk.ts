@@ -34,6 +34,8 @@ export const UPSERT_ROWS = 20;
  */
 const READ_BYTES = 256 * 1024;
 const MAX_READ_BYTES = 16 * 1024 * 1024;
+/** Bytes of rows a chunk takes at most (past one row): what one D1 transaction carries stays bounded. */
+const CHUNK_BYTES = 2 * 1024 * 1024;
 /** Times a chunk is computed again after D1 refused some of its rows or lost a race. */
 const ATTEMPTS = 8;
 const TURN_MS = 10_000;
@@ -166,7 +168,7 @@ const lenient = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 function ndjsonRows(bytes: Uint8Array, atEnd: boolean, max: number, state: ImportState): { rows: Row[]; to: number } {
   const rows: Row[] = [];
   let start = 0;
-  while (rows.length < max && start < bytes.length) {
+  while (rows.length < max && start < bytes.length && !(rows.length > 0 && start >= CHUNK_BYTES)) {
     let end = bytes.indexOf(0x0a, start);
     if (end < 0) {
       if (!atEnd) break;
@@ -232,7 +234,7 @@ function csvChunk(
   }
   const rows: Row[] = [];
   let at = 0;
-  while (rows.length < max) {
+  while (rows.length < max && !(rows.length > 0 && (byteAt.get(at) ?? 0) >= CHUNK_BYTES)) {
     const { records, consumed } = csvRecords(text.slice(at), atEnd, 1);
     const record = records[0];
     const end = byteAt.get(at + consumed);

@@ -559,3 +559,44 @@ describe('imports: edge cases from a review', () => {
     expect(answer.body.errors).toMatchObject([{ query: 'objectId', code: 'duplicate' }]);
   });
 });
+
+describe('imports: chunks stay bounded', () => {
+  it('a chunk stops at 2 MiB of rows past its first: rows near the record limit go in a few at a time', async () => {
+    const { editor, workspaceId } = await setup();
+    const big = (
+      await admin('POST', '/admin/objects', {
+        name: 'Big',
+        workspaceIds: [workspaceId],
+        nameTemplate: '{n}',
+        fields: ['n', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, type: 'text' })),
+      })
+    ).body;
+    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
+    await importObject(next).hold();
+    // A first row of 3 MB (refused: its text is too long), read with what follows it; then rows of 450 KB.
+    const huge = JSON.stringify({ fieldValues: [fv('n', 'huge'), fv('a', 'a'.repeat(3_000_000))] });
+    const lines = Array.from({ length: 8 }, (_, i) =>
+      JSON.stringify({
+        fieldValues: [fv('n', `B${i}`), ...['a', 'b', 'c', 'd', 'e'].map((f) => fv(f, f.repeat(90_000)))],
+      }),
+    );
+    const answer = await upload(editor.key, workspaceId, `objectId=${big.id}`, [huge, ...lines].join('\n'));
+    expect(answer.status).toBe(202);
+    expect(await importObject(next).stepOnce(next)).toEqual({ more: true });
+    expect((await call('GET', `/imports/${next}`, { key: editor.key })).body.rows).toMatchObject({
+      processed: 1,
+      failed: 1,
+    });
+    let steps = 1;
+    for (;;) {
+      steps += 1;
+      const step = await importObject(next).stepOnce(next);
+      expect(step.error).toBeUndefined();
+      if (!step.more) break;
+    }
+    expect(steps).toBeGreaterThanOrEqual(4);
+    const done = (await call('GET', `/imports/${next}`, { key: editor.key })).body;
+    expect(done).toMatchObject({ status: 'succeeded', rows: { processed: 9, created: 8, failed: 1 } });
+    expect((await records(big.id)).map((r) => r.name)).toEqual(lines.map((_, i) => `B${i}`));
+  });
+});
