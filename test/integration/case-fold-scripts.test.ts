@@ -13,6 +13,8 @@ import {
   queryRecords,
   untilIndexBuilt,
   walkQuery,
+  fv,
+  objectIn,
 } from './helpers.ts';
 
 /**
@@ -20,19 +22,15 @@ import {
  * queries the bounds allow, and letters of every script.
  */
 
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-
-async function setup() {
-  const editor = await newUser('editor');
-  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-  const fields = [
-    { name: 'note', type: 'text' },
-    { name: 'rank', type: 'integer', indexed: true },
-  ];
-  const definition = { name: 'Item', nameTemplate: '{note}', workspaceIds: [workspaceId], fields };
-  const object = (await admin('POST', '/admin/objects', definition)).body;
-  return { editor, workspaceId, object };
-}
+const setup = () =>
+  objectIn({
+    name: 'Item',
+    nameTemplate: '{note}',
+    fields: [
+      { name: 'note', type: 'text' },
+      { name: 'rank', type: 'integer', indexed: true },
+    ],
+  });
 
 const FIELDS = [
   { name: 'code', type: 'text', unique: true },
@@ -40,13 +38,7 @@ const FIELDS = [
   { name: 'extra', type: 'text' },
 ];
 
-async function uniqueSetup() {
-  const editor = await newUser('editor');
-  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-  const definition = { name: 'Item', nameTemplate: '{note}', workspaceIds: [workspaceId], fields: FIELDS };
-  const object = (await admin('POST', '/admin/objects', definition)).body;
-  return { editor, workspaceId, object, definition };
-}
+const uniqueSetup = () => objectIn({ name: 'Item', nameTemplate: '{note}', fields: FIELDS });
 
 async function codes(objectId: number): Promise<{ id: number; code: string }[]> {
   const rows = await env.DB.prepare(

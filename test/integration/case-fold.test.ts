@@ -1,14 +1,23 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { foldCase } from '../../src/core/fold.ts';
-import { admin, call, createOne, expectProblem, newUser, newWorkspace, runScheduled, type Answer } from './helpers.ts';
+import {
+  admin,
+  call,
+  createOne,
+  expectProblem,
+  newUser,
+  newWorkspace,
+  runScheduled,
+  type Answer,
+  fv,
+  objectIn,
+} from './helpers.ts';
 
 /**
  * Unique text and email values, and `contains`, compare by full Unicode case folding: the Worker
  * computes the fold and stores it with the record; D1 compares what was stored.
  */
-
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
 const FIELDS = [
   { name: 'code', type: 'text', unique: true },
@@ -17,13 +26,7 @@ const FIELDS = [
   { name: 'note', type: 'text' },
 ];
 
-async function setup() {
-  const editor = await newUser('editor');
-  const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-  const definition = { name: 'Item', nameTemplate: '{note}', workspaceIds: [workspaceId], fields: FIELDS };
-  const object = (await admin('POST', '/admin/objects', definition)).body;
-  return { editor, workspaceId, object, definition };
-}
+const setup = () => objectIn({ name: 'Item', nameTemplate: '{note}', fields: FIELDS });
 
 async function stored(objectId: number) {
   const rows = await env.DB.prepare(

@@ -90,6 +90,23 @@ export async function newObject(workspaceIds: number[], extra: Record<string, un
   );
 }
 
+/** One field's value, as bodies and records carry it. */
+export const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+
+/**
+ * An object defined as `definition` in a fresh workspace that `editor` edits and `viewer` views
+ * (`stranger` belongs to none): the setup the search, query and case-fold tests share.
+ */
+export async function objectIn(definition: { name: string; fields: unknown[]; nameTemplate?: string }) {
+  const editor = await newUser('editor');
+  const viewer = await newUser('viewer');
+  const stranger = await newUser('stranger');
+  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
+  const full = { ...definition, workspaceIds: [workspaceId] };
+  const object = await expectCreated(await admin<any>('POST', '/admin/objects', full));
+  return { editor, viewer, stranger, workspaceId, object, definition: full };
+}
+
 /** A user who edits a workspace holding a Contact object: the usual starting point. */
 export async function world() {
   const editor = await newUser('editor');

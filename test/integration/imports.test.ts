@@ -1,8 +1,17 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, bulkRecords, call, createOne, expectProblem, newUser, newWorkspace, type Answer } from './helpers.ts';
-
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+import {
+  admin,
+  bulkRecords,
+  call,
+  createOne,
+  expectProblem,
+  newUser,
+  newWorkspace,
+  type Answer,
+  fv,
+  objectIn,
+} from './helpers.ts';
 
 const FIELDS = [
   { name: 'first', type: 'text', required: true },
@@ -13,20 +22,7 @@ const FIELDS = [
   { name: 'email', type: 'email', unique: true },
 ];
 
-async function setup() {
-  const editor = await newUser('editor');
-  const viewer = await newUser('viewer');
-  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
-  const object = (
-    await admin('POST', '/admin/objects', {
-      name: 'Person',
-      workspaceIds: [workspaceId],
-      nameTemplate: '{first} {last}',
-      fields: FIELDS,
-    })
-  ).body;
-  return { editor, viewer, workspaceId, object };
-}
+const setup = () => objectIn({ name: 'Person', nameTemplate: '{first} {last}', fields: FIELDS });
 
 function upload(
   key: string,

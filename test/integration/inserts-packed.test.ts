@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { planCreate, type NewRecord } from '../../src/domain/create.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { RecordWrites } from '../../src/storage/writes.ts';
-import { admin, newUser, newWorkspace } from './helpers.ts';
-
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+import { admin, newUser, newWorkspace, fv } from './helpers.ts';
 
 /** Every row a record's insert writes, with its own id written as `#` (so two inserts compare). */
 async function rowsOf(id: number): Promise<string> {

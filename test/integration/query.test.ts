@@ -6,15 +6,14 @@ import {
   call,
   createOne,
   expectProblem,
-  newUser,
   newWorkspace,
   queryRecords as query,
   rowsRead,
   walkQuery as walk,
   type Answer,
+  fv,
+  objectIn,
 } from './helpers.ts';
-
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 
 const FIELDS = [
   { name: 'title', type: 'text' },
@@ -32,14 +31,7 @@ const FIELDS = [
   { name: 'extra', type: 'json' },
 ];
 
-async function setup(fields: unknown[] = FIELDS) {
-  const editor = await newUser('editor');
-  const viewer = await newUser('viewer');
-  const stranger = await newUser('stranger');
-  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
-  const object = (await admin('POST', '/admin/objects', { name: 'Thing', workspaceIds: [workspaceId], fields })).body;
-  return { editor, viewer, stranger, workspaceId, object };
-}
+const setup = (fields: unknown[] = FIELDS) => objectIn({ name: 'Thing', fields });
 
 describe('POST /workspaces/{id}/records/query: typed filters', () => {
   it('every operator on every field type finds exactly the records it should', async () => {

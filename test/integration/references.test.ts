@@ -1,8 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, type Answer, expectProblem, newUser, newWorkspace, rowsRead } from './helpers.ts';
-
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+import { admin, call, createOne, type Answer, expectProblem, newUser, newWorkspace, rowsRead, fv } from './helpers.ts';
 
 const COMPANY = { name: 'Company', nameTemplate: '{title}', fields: [{ name: 'title', type: 'text', required: true }] };
 

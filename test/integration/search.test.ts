@@ -17,27 +17,19 @@ import {
   queryRecords,
   walkQuery,
   runScheduled,
+  fv,
+  objectIn,
 } from './helpers.ts';
 
-const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
-
-async function setup() {
-  const editor = await newUser('editor');
-  const viewer = await newUser('viewer');
-  const workspaceId = await newWorkspace({ [editor.id]: 'editor', [viewer.id]: 'viewer' });
-  const object = (
-    await admin('POST', '/admin/objects', {
-      name: 'Company',
-      workspaceIds: [workspaceId],
-      nameTemplate: '{title}',
-      fields: [
-        { name: 'title', type: 'text' },
-        { name: 'size', type: 'integer', indexed: true },
-      ],
-    })
-  ).body;
-  return { editor, viewer, workspaceId, object };
-}
+const setup = () =>
+  objectIn({
+    name: 'Company',
+    nameTemplate: '{title}',
+    fields: [
+      { name: 'title', type: 'text' },
+      { name: 'size', type: 'integer', indexed: true },
+    ],
+  });
 
 describe('search by name: relevance, sorts, counts', () => {
   it('answers a search without a sort by relevance, then id, across pages', async () => {
