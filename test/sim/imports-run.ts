@@ -1,10 +1,6 @@
 /// <reference types="node" />
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { forgetSubscriptions } from '../../src/push/wake.ts';
 import { LEASE_MS } from '../../src/storage/idempotency.ts';
 import { CALL_DEADLINE_MS } from '../../src/writing/deadlines.ts';
-import { IsolateCache, isolateCache } from '../../src/storage/isolate-cache.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 import { byName, foldItem } from '../feed-fold.ts';
@@ -24,6 +20,7 @@ import { ImportObjects, type ImportInjected } from './import-objects.ts';
 import { installWorkerdStreams, MemoryBucket } from './r2.ts';
 import { SqliteD1 } from './sqlite-d1.ts';
 import { World } from './world.ts';
+import { client, migrations, resetIsolate, sameState, type Answer } from './harness.ts';
 
 /**
  * One simulated import: an editor posts a file of a few hundred rows through the production
@@ -63,13 +60,6 @@ interface Setup {
   objectId: number;
 }
 
-interface Answer {
-  status: number;
-  text: string;
-  body: any;
-  retryAfter: boolean;
-}
-
 /** One client operation: its key, what it sent, the tokens (titles) it writes, and its answers. */
 interface Operation {
   key: string;
@@ -85,20 +75,6 @@ const WORKSPACE = 1;
 const CRON_MS = 60_000;
 let prepared: Setup | undefined;
 
-function migrations(): string[] {
-  const dir = fileURLToPath(new URL('../../migrations/', import.meta.url).href);
-  return readdirSync(dir)
-    .filter((file) => file.endsWith('.sql'))
-    .sort()
-    .map((file) => readFileSync(`${dir}${file}`, 'utf8'));
-}
-
-/** Every run starts with an isolate that remembers nothing. */
-function resetIsolate(): void {
-  Object.assign(isolateCache, new IsolateCache());
-  forgetSubscriptions(WORKSPACE);
-}
-
 /** Made once per process, then each run works inside a transaction rolled back after it. */
 async function setup(): Promise<Setup> {
   if (prepared !== undefined) return prepared;
@@ -106,7 +82,7 @@ async function setup(): Promise<Setup> {
   const d1 = SqliteD1.migrated(migrations());
   world.install();
   try {
-    resetIsolate();
+    resetIsolate(WORKSPACE);
     const http = client(world, new Cluster(world, d1, NO_FAULTS));
     const admin = async (method: string, path: string, body?: unknown) => {
       const answer = await http.json(method, path, ADMIN_TOKEN, body);
@@ -134,56 +110,6 @@ async function setup(): Promise<Setup> {
   } finally {
     world.uninstall();
   }
-}
-
-/** HTTP over the cluster, driven by the world's clock. */
-function client(world: World, cluster: Cluster) {
-  const send = async (
-    method: string,
-    path: string,
-    token: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<Answer> => {
-    const raw = body instanceof Uint8Array;
-    const response = await cluster.fetch(
-      new Request(`https://sim.local${path}`, {
-        method,
-        headers: {
-          Authorization: `Bearer ${token}`,
-          ...(body === undefined || raw ? {} : { 'Content-Type': 'application/json' }),
-          ...headers,
-        },
-        ...(body === undefined ? {} : { body: raw ? body : JSON.stringify(body) }),
-      }),
-    );
-    const text = await response.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: response.status, text, body: parsed, retryAfter: response.headers.has('Retry-After') };
-  };
-  return {
-    send,
-    /** Sends one request and runs the world until it is answered. */
-    async json(
-      method: string,
-      path: string,
-      token: string,
-      body?: unknown,
-      headers: Record<string, string> = {},
-    ): Promise<Answer> {
-      let answer: Answer | undefined;
-      const pending = send(method, path, token, body, headers).then((a) => (answer = a));
-      await world.run();
-      await pending.catch(() => undefined);
-      if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
-      return answer;
-    },
-  };
 }
 
 /** Each run draws how hostile its network is: from calm to about 1 call in 4 failing or losing its reply. */
@@ -225,7 +151,7 @@ async function run(seed: number, base: Setup): Promise<ImportReport> {
   world.install();
   const uninstallStreams = installWorkerdStreams();
   try {
-    resetIsolate();
+    resetIsolate(WORKSPACE);
     const http = client(world, cluster);
     const { workspace, objectId, importer, editor } = base;
 
@@ -781,15 +707,6 @@ function checkStored(
   const twice = numbers.filter((n) => seen.has(n) || !seen.add(n));
   if (twice.length > 0) violations.push(`rows created twice: ${[...new Set(twice)].join(', ')}`);
   return violations;
-}
-
-/** Whether a record (as answered or stored) is the feed's state: values by name, whatever their order. */
-function sameState(record: any, state: any): boolean {
-  const sorted = (fieldValues: Record<string, unknown>) =>
-    Object.fromEntries(Object.entries(fieldValues).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  const canonical = (s: any) =>
-    s === undefined ? undefined : JSON.stringify({ ...s, fieldValues: sorted(s.fieldValues) });
-  return canonical(byName(record)) === canonical(state);
 }
 
 /** The records a 200 or 201 answered. */

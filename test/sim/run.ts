@@ -1,10 +1,6 @@
 /// <reference types="node" />
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { forgetSubscriptions } from '../../src/push/wake.ts';
 import { LEDGER_TTL_MS } from '../../src/scheduled.ts';
 import { KEY_TTL_MS, LEASE_MS } from '../../src/storage/idempotency.ts';
-import { IsolateCache, isolateCache } from '../../src/storage/isolate-cache.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
 import { byName, foldItem } from '../feed-fold.ts';
 import { ADMIN_TOKEN, Cluster, NO_FAULTS, type Faults, type Injected } from './cluster.ts';
@@ -12,6 +8,7 @@ import { SqliteD1 } from './sqlite-d1.ts';
 import { foldCase } from '../../src/core/fold.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 import { EPOCH, World } from './world.ts';
+import { client, migrations, resetIsolate, sameState, type Answer } from './harness.ts';
 
 /**
  * One simulated run: a few clients send concurrent patches, batches (some changing nothing),
@@ -115,14 +112,6 @@ const CODES = ['Äa', 'b', 'ΣC'];
 const WORKSPACE = 1;
 let prepared: Setup | undefined;
 
-function migrations(): string[] {
-  const dir = fileURLToPath(new URL('../../migrations/', import.meta.url).href);
-  return readdirSync(dir)
-    .filter((file) => file.endsWith('.sql'))
-    .sort()
-    .map((file) => readFileSync(`${dir}${file}`, 'utf8'));
-}
-
 /** Admin setup, made once per process and snapshotted: a user with a key, a workspace, an object, records. */
 async function setup(): Promise<Setup> {
   if (prepared !== undefined) return prepared;
@@ -130,7 +119,7 @@ async function setup(): Promise<Setup> {
   const d1 = SqliteD1.migrated(migrations());
   world.install();
   try {
-    resetIsolate();
+    resetIsolate(WORKSPACE);
     const http = client(world, new Cluster(world, d1, NO_FAULTS));
     const admin = (method: string, path: string, body?: unknown) =>
       http.json(method, path, ADMIN_TOKEN, body).then((answer) => answer.body as Record<string, any>);
@@ -209,70 +198,6 @@ async function setup(): Promise<Setup> {
   }
 }
 
-/** Every run starts with an isolate that remembers nothing. */
-function resetIsolate(): void {
-  Object.assign(isolateCache, new IsolateCache());
-  forgetSubscriptions(WORKSPACE);
-}
-
-interface Answer {
-  status: number;
-  text: string;
-  body: unknown;
-  code: string | undefined;
-  retryAfter: boolean;
-}
-
-/** HTTP over the cluster, driven by the world's clock: a request never answered is a failure of the run. */
-function client(world: World, cluster: Cluster) {
-  const send = async (
-    method: string,
-    path: string,
-    token: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<Answer> => {
-    const response = await cluster.fetch(
-      new Request(`https://sim.local${path}`, {
-        method,
-        headers: {
-          Authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-          ...headers,
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }),
-    );
-    const text = await response.text();
-    const parsed = text === '' ? undefined : (JSON.parse(text) as unknown);
-    return {
-      status: response.status,
-      text,
-      body: parsed,
-      code: (parsed as { code?: string } | undefined)?.code,
-      retryAfter: response.headers.has('Retry-After'),
-    };
-  };
-  return {
-    send,
-    /** Sends one request and runs the world until it is answered. */
-    async json(
-      method: string,
-      path: string,
-      token: string,
-      body?: unknown,
-      headers: Record<string, string> = {},
-    ): Promise<Answer> {
-      let answer: Answer | undefined;
-      const pending = send(method, path, token, body, headers).then((a) => (answer = a));
-      await world.run();
-      await pending.catch(() => undefined);
-      if (answer === undefined) throw new Error(`${method} ${path} was never answered`);
-      return answer;
-    },
-  };
-}
-
 export async function simulate(seed: number): Promise<RunReport> {
   const base = await setup();
   return base.d1.isolated(() => run(seed, base));
@@ -284,7 +209,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
   const violations: string[] = [];
   world.install();
   try {
-    resetIsolate();
+    resetIsolate(WORKSPACE);
     const http = client(world, cluster);
     const attempts: Attempt[] = [];
     let requests = 0;
@@ -764,18 +689,6 @@ function checkHistory(
         );
   }
   return violations;
-}
-
-/**
- * Whether a record (as answered or stored) is the feed's state: values by name, whatever their
- * order (a record lists them in its definition's order; a fold adds a field set anew last).
- */
-function sameState(record: any, state: any): boolean {
-  const sorted = (fieldValues: Record<string, unknown>) =>
-    Object.fromEntries(Object.entries(fieldValues).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  const canonical = (s: any) =>
-    s === undefined ? undefined : JSON.stringify({ ...s, fieldValues: sorted(s.fieldValues) });
-  return canonical(byName(record)) === canonical(state);
 }
 
 /** The records a 200 or 201 answered, in the order of the request's elements. */
