@@ -7,13 +7,10 @@ import { storedCursorKey } from '../../src/storage/cursor-key.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { SCAN_BOUND } from '../../src/storage/query.ts';
 import {
-  admin,
   bulkRecords,
   call,
   createOne,
   expectProblem,
-  newUser,
-  newWorkspace,
   queryRecords,
   walkQuery,
   runScheduled,
@@ -238,16 +235,11 @@ describe('a sort with a search or an eq that few records meet', () => {
 
 describe('search keys filled by the Cron Trigger', () => {
   it('fills the keys of long names whose folded words are longer than the names (within D1 limits)', async () => {
-    const editor = await newUser('editor');
-    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-    const object = (
-      await admin('POST', '/admin/objects', {
-        name: 'Scroll',
-        workspaceIds: [workspaceId],
-        nameTemplate: '{title}',
-        fields: [{ name: 'title', type: 'text' }],
-      })
-    ).body as { id: number };
+    const { editor, workspaceId, object } = await objectIn({
+      name: 'Scroll',
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }],
+    });
     // U+FDFA is one character whose compatibility form is 18: a 10,000-character name folds to a key
     // of 180,000 characters (two bytes each in UTF-8).
     const ids: number[] = [];
@@ -276,16 +268,11 @@ describe('search keys filled by the Cron Trigger', () => {
 
 describe('a search walk begun before searches were answered by relevance', () => {
   it('goes on in id order from a cursor the id-ordered search issued, each match once, and ends', async () => {
-    const editor = await newUser('editor');
-    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-    const object = (
-      await admin('POST', '/admin/objects', {
-        name: 'Firm',
-        workspaceIds: [workspaceId],
-        nameTemplate: '{title}',
-        fields: [{ name: 'title', type: 'text' }],
-      })
-    ).body as { id: number };
+    const { editor, workspaceId, object } = await objectIn({
+      name: 'Firm',
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }],
+    });
     const ids: number[] = [];
     for (const title of ['Acme One', 'Other', 'Acme', 'Big Acme', 'Acmeco'])
       ids.push((await createOne(editor.key, object.id, [fv('title', title)])).id as number);
@@ -312,19 +299,14 @@ describe('a search walk begun before searches were answered by relevance', () =>
 
 describe('search keys of long names written in batches', () => {
   it('renames 20 records at once to 10,000-character names that fold to keys 18 times longer', async () => {
-    const editor = await newUser('editor');
-    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-    const object = (
-      await admin('POST', '/admin/objects', {
-        name: 'Scroll',
-        workspaceIds: [workspaceId],
-        nameTemplate: '{title}',
-        fields: [
-          { name: 'title', type: 'text' },
-          { name: 'n', type: 'integer' },
-        ],
-      })
-    ).body as { id: number };
+    const { editor, workspaceId, object } = await objectIn({
+      name: 'Scroll',
+      nameTemplate: '{title}',
+      fields: [
+        { name: 'title', type: 'text' },
+        { name: 'n', type: 'integer' },
+      ],
+    });
     const ids: number[] = [];
     for (let i = 0; i < 20; i++)
       ids.push((await createOne(editor.key, object.id, [fv('title', `short ${i}`), fv('n', i)])).id as number);
@@ -355,16 +337,11 @@ describe('search keys of long names written in batches', () => {
 
 describe('search is blind to case beyond lower case', () => {
   it('finds a name by the capitals of its start: a final sigma, a sharp s', async () => {
-    const editor = await newUser('editor');
-    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-    const object = (
-      await admin('POST', '/admin/objects', {
-        name: 'Place',
-        workspaceIds: [workspaceId],
-        nameTemplate: '{title}',
-        fields: [{ name: 'title', type: 'text' }],
-      })
-    ).body as { id: number };
+    const { editor, workspaceId, object } = await objectIn({
+      name: 'Place',
+      nameTemplate: '{title}',
+      fields: [{ name: 'title', type: 'text' }],
+    });
     const sophist = (await createOne(editor.key, object.id, [fv('title', 'ΣΟΦΟΣΤΗΣ Α')])).id as number;
     const street = (await createOne(editor.key, object.id, [fv('title', 'Große Straße')])).id as number;
     await createOne(editor.key, object.id, [fv('title', 'Other')]);
@@ -380,19 +357,14 @@ describe('rows written by a patch of a record written before names had keys', ()
     Number(/rows;desc="(\d+) written/.exec(answer.headers.get('Server-Timing') ?? '')?.[1]);
 
   it('stays within the budget of a patch of one small field, and the patch gives the record its key', async () => {
-    const editor = await newUser('editor');
-    const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
-    const object = (
-      await admin('POST', '/admin/objects', {
-        name: 'Note',
-        workspaceIds: [workspaceId],
-        nameTemplate: '{title}',
-        fields: [
-          { name: 'title', type: 'text' },
-          { name: 'n', type: 'integer' },
-        ],
-      })
-    ).body as { id: number };
+    const { editor, workspaceId, object } = await objectIn({
+      name: 'Note',
+      nameTemplate: '{title}',
+      fields: [
+        { name: 'title', type: 'text' },
+        { name: 'n', type: 'integer' },
+      ],
+    });
     const keyed = (await createOne(editor.key, object.id, [fv('title', 'Kept'), fv('n', 1)])).id as number;
     const older = (await createOne(editor.key, object.id, [fv('title', 'Older'), fv('n', 1)])).id as number;
     await env.DB.prepare('UPDATE records SET name_key = NULL, folds = NULL WHERE id = ?').bind(older).run();
