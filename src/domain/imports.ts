@@ -58,15 +58,22 @@ export function importFormat(contentType: string): 'ndjson' | 'csv' | undefined 
   return media === 'text/csv' ? 'csv' : undefined;
 }
 
-/** An import as `GET /imports/{id}` answers it. */
-export function importOut(state: {
+export type ImportStatus = 'queued' | 'running' | 'succeeded' | 'cancelled' | 'failed';
+
+/** An import as D1 keeps it (its row in `imports`). */
+export interface ImportState {
   id: number;
+  user_id: number;
   workspace_id: number;
   object_id: number;
-  mode: string;
+  mode: 'create' | 'upsert';
   match_on: string | null;
-  format: string;
-  status: string;
+  format: 'ndjson' | 'csv';
+  file: string;
+  size: number;
+  columns: string | null;
+  status: ImportStatus;
+  position: number;
   processed: number;
   created: number;
   updated: number;
@@ -74,8 +81,12 @@ export function importOut(state: {
   failed: number;
   created_at: number;
   finished_at: number | null;
-  failure?: string | null;
-}): Record<string, unknown> {
+  failure: string | null;
+  request_hash: string | null;
+}
+
+/** An import as `GET /imports/{id}` answers it. */
+export function importOut(state: ImportState): Record<string, unknown> {
   return {
     id: state.id,
     workspaceId: state.workspace_id,
@@ -93,6 +104,6 @@ export function importOut(state: {
     },
     createdAt: state.created_at,
     ...(state.finished_at === null ? {} : { finishedAt: state.finished_at }),
-    ...(state.failure === null || state.failure === undefined ? {} : { failure: state.failure }),
+    ...(state.failure === null ? {} : { failure: state.failure }),
   };
 }

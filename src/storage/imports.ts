@@ -1,5 +1,6 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
+import type { ImportState } from '../domain/imports.ts';
 import type { Meter } from './meter.ts';
 import type { D1 } from './sessions.ts';
 import { callerOf, OBJECTS, toObjectDef, userStatement, type ObjectRow } from './store.ts';
@@ -9,31 +10,7 @@ import { callerOf, OBJECTS, toObjectDef, userStatement, type ObjectRow } from '.
  * chunk's position in the chunk's own transaction, their errors, cancelling.
  */
 
-export type ImportStatus = 'queued' | 'running' | 'succeeded' | 'cancelled' | 'failed';
-
-export interface ImportState {
-  id: number;
-  user_id: number;
-  workspace_id: number;
-  object_id: number;
-  mode: 'create' | 'upsert';
-  match_on: string | null;
-  format: 'ndjson' | 'csv';
-  file: string;
-  size: number;
-  columns: string | null;
-  status: ImportStatus;
-  position: number;
-  processed: number;
-  created: number;
-  updated: number;
-  unchanged: number;
-  failed: number;
-  created_at: number;
-  finished_at: number | null;
-  failure: string | null;
-  request_hash: string | null;
-}
+export type { ImportState, ImportStatus } from '../domain/imports.ts';
 
 export interface NewImport {
   userId: number;
