@@ -24,8 +24,10 @@ CREATE INDEX record_refs_by_target ON record_refs (target_id, object_id, field, 
 
 -- 3. A reference written (by a create, or a patch that adds it) must name a live record of the
 -- field's target that the writer (`updated_by`) can read: one shared with a workspace the writer
--- belongs to. A single id and an array of ids are both rows of json_each over the value.
+-- belongs to. A single id and an array of ids are both rows of json_each over the value. A write of
+-- an object with no reference field reads its definition once here and nothing more.
 CREATE TRIGGER record_refs_on_insert AFTER INSERT ON records
+WHEN EXISTS (SELECT 1 FROM reference_fields WHERE object_id = NEW.object_id)
 BEGIN
   SELECT RAISE(ABORT, 'invalid_reference') FROM reference_fields f
     JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name, json_each(e.value, '$.value') t
@@ -41,6 +43,7 @@ END;
 
 CREATE TRIGGER record_refs_on_update AFTER UPDATE OF field_values ON records
 WHEN NEW.field_values IS NOT OLD.field_values
+  AND EXISTS (SELECT 1 FROM reference_fields WHERE object_id = NEW.object_id)
 BEGIN
   SELECT RAISE(ABORT, 'invalid_reference') FROM reference_fields f
     JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name, json_each(e.value, '$.value') t
