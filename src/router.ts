@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { Router } from 'itty-router/Router';
 import type { Context } from './context.ts';
-import { bearerToken, sha256Hex } from './http/auth.ts';
+import { keyHashOf } from './http/auth.ts';
 import { BOOKMARK_HEADER, isBookmark, latestBookmark } from './http/bookmark.ts';
 import { allowedOrigin, corsHeaders, corsPolicy, preflightHeaders } from './http/cors.ts';
 import { refuseDotSegments } from './http/dot-segments.ts';
@@ -9,6 +9,7 @@ import { HttpError, invalidBookmark, notFound } from './http/errors.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { wakeAfterWrite } from './push/wake.ts';
+import { DOCS_PATHS, docsFile } from './routes/docs.ts';
 import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
@@ -36,6 +37,7 @@ export function buildRouter() {
       },
     ],
   });
+  for (const path of DOCS_PATHS) router.get(path, docsFile);
   const allowed = new Map<string, Method[]>();
   for (const op of operations) allowed.set(op.path, [...(allowed.get(op.path) ?? []), op.method]);
   for (const [path, methods] of allowed) {
@@ -75,8 +77,7 @@ function refuseBadBookmark(request: IRequest): void {
 function rateLimited(handler: Handler): Handler {
   return async (request, context) => {
     const { env } = context;
-    if (env.RATE_LIMITS !== 'off')
-      await limitPerKey(env.RATE_LIMITER, await sha256Hex(bearerToken(request)), env.RATE_LIMIT_PERIOD);
+    if (env.RATE_LIMITS !== 'off') await limitPerKey(env.RATE_LIMITER, await keyHashOf(request), env.RATE_LIMIT_PERIOD);
     return handler(request, context);
   };
 }

@@ -96,7 +96,11 @@ export function writesRecords(method: string, path: string): boolean {
 
 /** The workspaces of the records in a write's answer: one record, or a batch's `[{ record }]`. */
 export function workspacesOfAnswer(body: unknown): number[] {
-  const records = Array.isArray(body) ? body.map((item: { record?: unknown }) => item?.record) : [body];
+  return workspacesOf(Array.isArray(body) ? body.map((item: { record?: unknown }) => item?.record) : [body]);
+}
+
+/** The workspaces these records are shared with, in order. */
+export function workspacesOf(records: readonly unknown[]): number[] {
   const ids = new Set<number>();
   for (const record of records) {
     const shared = (record as { sharedWorkspaceIds?: unknown } | null | undefined)?.sharedWorkspaceIds;

@@ -9,10 +9,29 @@ export function bearerToken(request: Request): string {
   return match[1];
 }
 
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
 /** Lower-case hex SHA-256: how API keys are stored and looked up. */
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+  let hex = '';
+  for (const byte of digest) hex += HEX[byte] as string;
+  return hex;
+}
+
+/** Hashes of the keys this isolate met lately: a key's hash never changes, and every request needs it. */
+const keyHashes = new Map<string, string>();
+const KEY_HASHES = 1_000;
+
+/** The SHA-256 (hex) of the request's bearer token, or 401: how its API key is looked up. */
+export async function keyHashOf(request: Request): Promise<string> {
+  const token = bearerToken(request);
+  const known = keyHashes.get(token);
+  if (known !== undefined) return known;
+  const hash = await sha256Hex(token);
+  if (keyHashes.size >= KEY_HASHES) keyHashes.clear();
+  keyHashes.set(token, hash);
+  return hash;
 }
 
 /** How much of a key is kept in clear to recognise it in a list: `rk_` and 7 characters. */

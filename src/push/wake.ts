@@ -1,6 +1,7 @@
 import type { Context } from '../context.ts';
 import type { Env } from '../env.ts';
-import { workspacesOfAnswer, writesRecords } from '../domain/webhook.ts';
+import { workspacesOf, workspacesOfAnswer, writesRecords } from '../domain/webhook.ts';
+import { answeredRecords } from '../http/respond.ts';
 import { Meter } from '../storage/meter.ts';
 import { Webhooks } from '../storage/webhooks.ts';
 
@@ -36,10 +37,12 @@ async function activeIn(env: Env, workspaceIds: readonly number[], now: number):
 export function wakeAfterWrite(request: Request, response: Response, context: Context): void {
   if (response.status < 200 || response.status >= 300) return;
   if (!writesRecords(request.method, new URL(request.url).pathname)) return;
-  const answer = response.clone();
+  const records = answeredRecords.get(response);
+  const answer = records === undefined ? response.clone() : undefined;
   context.waitUntil(
     (async () => {
-      const ids = await activeIn(context.env, workspacesOfAnswer(await answer.json()), Date.now());
+      const workspaceIds = answer === undefined ? workspacesOf(records ?? []) : workspacesOfAnswer(await answer.json());
+      const ids = await activeIn(context.env, workspaceIds, Date.now());
       await Promise.all(ids.map((id) => context.env.WEBHOOKS.getByName(String(id)).wake(id)));
     })().catch((error: unknown) =>
       console.error(

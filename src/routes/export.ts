@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { csvLine, exportColumns, exportRow } from '../domain/export.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
@@ -15,7 +15,7 @@ export const EXPORT_PAGE = 200;
  * record changed during the export appears once, as it was when its page was read). Members only.
  */
 export async function exportRecords(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const sent = queryOf(request.url);
   const problems: InputProblem[] = [...sent.problems];

@@ -3,7 +3,7 @@ import type { Context } from '../context.ts';
 import { blankRecord, csvRecords, headerProblems } from '../domain/import-rows.ts';
 import { importFormat, importOut, matchOnProblems, parseImportQuery } from '../domain/imports.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf, sha256Hex } from '../http/auth.ts';
 import {
   forbidden,
   HttpError,
@@ -40,7 +40,7 @@ const badFile = (detail: string, errors?: InputProblem[]): HttpError =>
   });
 
 export async function createImport(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parseImportQuery(sent.params);
@@ -269,7 +269,7 @@ function csvHeader(bytes: Uint8Array, whole: boolean, def: ObjectDef): { columns
 
 /** The import `importId` if it is the caller's (anyone else's, or none: 404). */
 async function ownImport(request: IRequest, context: Context): Promise<{ state: ImportState; userId: number }> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { importId } = pathIds(request.params, 'importId');
   const [{ caller }, state] = await Promise.all([
     context.recall.createContext(keyHash, []),

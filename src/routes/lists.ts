@@ -4,7 +4,7 @@ import { canonicalJson } from '../core/json.ts';
 import { settle } from '../core/settle.ts';
 import type { Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery } from '../domain/list-query.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
@@ -50,7 +50,7 @@ function secretOf({ env, meter }: Context): Promise<string> {
 
 /** GET /workspaces/{workspaceId}/records: keyset pages by id, so a walk sees each record once. */
 export async function listRecords(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parseListQuery(sent.params);
@@ -79,7 +79,7 @@ export async function listRecords(request: IRequest, context: Context): Promise<
 
 /** GET /workspaces/{workspaceId}/changes: every committed change of its records, in commit order. */
 export async function listChanges(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const given = queryOf(request.url);
   const query = parseFeedQuery(given.params);
@@ -128,7 +128,7 @@ export function pageOf<T>(items: readonly T[]): T[] {
 
 /** GET /me: the caller and their memberships, by workspace id. */
 export async function me(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { caller } = await context.store.createContext(keyHash, []);
   if (caller === undefined) throw unauthorized();
   const workspaces = [...caller.roles].sort(([a], [b]) => a - b).map(([workspaceId, role]) => ({ workspaceId, role }));

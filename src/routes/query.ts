@@ -3,7 +3,7 @@ import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { settle } from '../core/settle.ts';
 import { catalogOf, parseQuery, project } from '../domain/query.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
 import { invalidBody, notFound, unauthorized } from '../http/errors.ts';
@@ -20,7 +20,7 @@ import { pageOf } from './lists.ts';
  * Order of checks: 401, the body 400 (a non-member learns nothing: 404 first), a foreign cursor 400.
  */
 export async function queryRecords(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const body = await settle(() => readJson(request));
   const queries = new Queries(context.reads, context.meter);

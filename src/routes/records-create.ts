@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { settle } from '../core/settle.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { json } from '../http/respond.ts';
 import { keyRequest } from '../patching/idempotent.ts';
@@ -9,7 +9,7 @@ import { placedCreate } from '../patching/near.ts';
 
 /** POST /records/batch: create 1 to 20 records, all or nothing. */
 export async function createRecords(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const body = await settle(() => readJson(request));
   const written = await placedCreate(context, { keyHash, body, idempotency: keyRequest(request) });
   if ('replay' in written) return written.replay;

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import * as v from 'valibot';
 import type { Context } from '../context.ts';
 import { settle } from '../core/settle.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { invalidBody } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
@@ -27,7 +27,7 @@ async function emptyBody(request: Request): Promise<Record<string, never>> {
  */
 function lifecycle(action: 'delete' | 'restore') {
   return async (request: IRequest, context: Context): Promise<Response> => {
-    const keyHash = await sha256Hex(bearerToken(request));
+    const keyHash = await keyHashOf(request);
     const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
     const body = await settle(() => emptyBody(request));
     const ifMatch = request.headers.get('If-Match') ?? undefined;

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { recordAccess } from '../domain/access.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { expandProblems } from '../domain/references.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
@@ -11,7 +11,7 @@ import { expandParam, withExpanded } from './expand.ts';
 /** GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}: viewers may read. */
 export async function readRecord(request: IRequest, context: Context): Promise<Response> {
   const { recall } = context;
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const inWorkspace = request.params.workspaceId !== undefined;
   const { recordId, workspaceId } = inWorkspace
     ? pathIds(request.params, 'workspaceId', 'recordId')

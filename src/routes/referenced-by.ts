@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { recordAccess } from '../domain/access.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
@@ -17,7 +17,7 @@ import { referencingPage, type ReferencingAfter } from '../storage/references.ts
  * the record itself, else 404 (as for a record that does not exist).
  */
 export async function referencedBy(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const { recordId } = pathIds(request.params, 'recordId');
   const sent = queryOf(request.url);
   const query = parsePageQuery(sent.params);

@@ -4,7 +4,7 @@ import type { Context } from '../context.ts';
 import { settle } from '../core/settle.ts';
 import type { Caller } from '../domain/access.ts';
 import { urlProblem } from '../domain/webhook.ts';
-import { bearerToken, sha256Hex } from '../http/auth.ts';
+import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readCursor } from '../http/cursor.ts';
 import { cursorGone, forbidden, invalidBody, notFound, unauthorized, unprocessable } from '../http/errors.ts';
@@ -53,7 +53,7 @@ async function editor<T>(
   context: Context,
   body?: () => Promise<T>,
 ): Promise<{ caller: Caller; workspaceId: number; webhookId: number; body: T }> {
-  const keyHash = await sha256Hex(bearerToken(request));
+  const keyHash = await keyHashOf(request);
   const names = request.params.webhookId === undefined ? ['workspaceId'] : ['workspaceId', 'webhookId'];
   const ids = pathIds(request.params, ...names) as Record<string, number>;
   const parsed = await settle(async () => (body === undefined ? (undefined as T) : body()));

@@ -1,13 +1,6 @@
 import { isUniqueViolation, uniqueViolation } from '../storage/record-index.ts';
 import { invalidReference, isInvalidReference, isRecordReferenced } from '../storage/references.ts';
 import { commitsAlone } from '../domain/references.ts';
-
-/** A delete D1 refused because live records reference the record (the Worker says which). */
-const referenced = {
-  pointer: '',
-  code: 'record_referenced',
-  message: 'live records reference this record',
-};
 import type { Clock } from '../core/clock.ts';
 import { failureOf, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
@@ -50,8 +43,15 @@ export interface TurnAnswer {
 }
 
 type PatchEntry = { kind: 'patch'; call: PatchCall; deadline: number; answer: (a: PatchAnswer) => void };
-type TurnEntry = { kind: 'turn'; version: number; answer: (a: TurnAnswer) => void };
+type TurnEntry = { kind: 'turn'; version: number; deadline: number; answer: (a: TurnAnswer) => void };
 type Entry = PatchEntry | TurnEntry;
+
+/** A delete D1 refused because live records reference the record (the Worker says which). */
+const referenced = {
+  pointer: '',
+  code: 'record_referenced',
+  message: 'live records reference this record',
+};
 
 const NO_WORK: Work = { d1Trips: 0, d1Ms: 0 };
 const OUTCOME_UNKNOWN: InputProblem = {
@@ -75,8 +75,11 @@ const OUTCOME_UNKNOWN: InputProblem = {
 export class RecordQueue {
   /** The newest state of the record this queue has seen committed. */
   private known: RecordOut | undefined;
+  /** Oldest first; deadlines never decrease along it. */
   private readonly queue: Entry[] = [];
   private running = false;
+  /** Whether a timer waits for the oldest entry's deadline. */
+  private sweeping = false;
 
   constructor(
     private readonly recordId: number,
@@ -88,8 +91,7 @@ export class RecordQueue {
   /** Applies one patch in turn, possibly grouped with others into one write. */
   patch(call: PatchCall): Promise<PatchAnswer> {
     return new Promise((answer) => {
-      const entry: PatchEntry = { kind: 'patch', call, answer, deadline: this.clock.now() + TURN_TIMEOUT_MS };
-      this.enqueue(entry, () => void this.late(entry, new Meter()));
+      this.enqueue({ kind: 'patch', call, answer, deadline: this.clock.now() + TURN_TIMEOUT_MS });
     });
   }
 
@@ -99,20 +101,35 @@ export class RecordQueue {
    */
   turn(version: number): Promise<TurnAnswer> {
     return new Promise((answer) => {
-      this.enqueue({ kind: 'turn', version, answer }, () => answer({ granted: false, work: NO_WORK }));
+      this.enqueue({ kind: 'turn', version, answer, deadline: this.clock.now() + TURN_TIMEOUT_MS });
     });
   }
 
-  /** Queues an entry; one still waiting when its time is up leaves the queue through `onExpiry`. */
-  private enqueue(entry: Entry, onExpiry: () => void): void {
+  private enqueue(entry: Entry): void {
     this.queue.push(entry);
-    void this.clock.sleep(TURN_TIMEOUT_MS).then(() => {
-      const index = this.queue.indexOf(entry);
-      if (index === -1) return;
-      this.queue.splice(index, 1);
-      onExpiry();
-    });
+    this.sweepLater();
     void this.run();
+  }
+
+  /**
+   * One timer for the whole queue, not one per entry: at the oldest entry's deadline, every entry
+   * still waiting whose time is up leaves the queue (a patch is answered as late, a turn is not
+   * granted), and the timer waits for the next oldest.
+   */
+  private sweepLater(): void {
+    const oldest = this.queue[0];
+    if (this.sweeping || oldest === undefined) return;
+    this.sweeping = true;
+    void this.clock.sleep(Math.max(0, oldest.deadline - this.clock.now())).then(() => {
+      this.sweeping = false;
+      const now = this.clock.now();
+      while (this.queue[0] !== undefined && this.queue[0].deadline <= now) {
+        const expired = this.queue.shift() as Entry;
+        if (expired.kind === 'patch') void this.late(expired, new Meter());
+        else expired.answer({ granted: false, work: NO_WORK });
+      }
+      this.sweepLater();
+    });
   }
 
   private async run(): Promise<void> {
@@ -309,7 +326,6 @@ export class RecordQueue {
     return entries.filter((entry) => !finished.has(entry.call.callId));
   }
 
-  /** A call answered 503 "busy" only once the ledger holds that failure: else it committed, and that is its answer. */
   /**
    * Answers a refusal storage made once the ledger holds it: the call may have committed before
    * (its reply lost, a twin ran it), and then what committed is the answer, never the refusal.
@@ -333,6 +349,7 @@ export class RecordQueue {
     }
   }
 
+  /** A call answered 503 "busy" only once the ledger holds that failure: else it committed, and that is its answer. */
   private async late(entry: PatchEntry, meter: Meter): Promise<void> {
     const writes = this.storage(meter);
     const deadline = this.clock.now() + TURN_TIMEOUT_MS;

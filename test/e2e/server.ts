@@ -25,6 +25,8 @@ export interface LocalWorker {
   cpuMs: () => number | undefined;
   /** Its local state directory (D1 included), which another Worker may be started on with `state`. */
   state: string;
+  /** The port of its DevTools inspector (a CPU profile of the Worker and its objects). */
+  inspectorPort: number;
 }
 
 export async function freePort(): Promise<number> {
@@ -106,7 +108,13 @@ export async function startLocalWorker(
     await stop(child, keep ? undefined : state);
     throw error;
   }
-  return { url, state, stop: () => stop(child, keep ? undefined : state), cpuMs: () => treeCpuMs(child.pid) };
+  return {
+    url,
+    state,
+    inspectorPort: inspector,
+    stop: () => stop(child, keep ? undefined : state),
+    cpuMs: () => treeCpuMs(child.pid),
+  };
 }
 
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);

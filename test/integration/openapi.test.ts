@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SELF } from 'cloudflare:test';
 import { PROBLEM_CODES } from '../../src/http/errors.ts';
 import { operations } from '../../src/routes/table.ts';
 import { call, createOne, expectProblem, world } from './helpers.ts';
@@ -209,4 +210,26 @@ describe('GET /openapi.json', () => {
       });
     },
   );
+});
+
+describe('GET /docs', () => {
+  it('is answered by the Worker without a key: the page, Redoc and its licence, each with its type', async () => {
+    const page = await SELF.fetch('https://example.com/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('Content-Type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    expect(html).toContain('<redoc spec-url="/openapi.json"');
+    expect(html).toContain('<script src="/docs/redoc.standalone.js">');
+    const script = await SELF.fetch('https://example.com/docs/redoc.standalone.js');
+    expect(script.headers.get('Content-Type')).toBe('text/javascript; charset=utf-8');
+    const source = await script.text();
+    expect(source.startsWith('/*! For license information please see redoc.standalone.js.LICENSE.txt */')).toBe(true);
+    expect(source.length).toBeGreaterThan(500_000);
+    const licence = await SELF.fetch('https://example.com/docs/redoc.standalone.js.LICENSE.txt');
+    expect(licence.status).toBe(200);
+    expect(await licence.text()).toMatch(/MIT|Permission is hereby granted/);
+    const other = await SELF.fetch('https://example.com/docs/other.js');
+    expect(other.status).toBe(404);
+    await other.body?.cancel();
+  });
 });

@@ -47,9 +47,9 @@ export default {
         await createTwenty(db);
       await db
         .prepare(
-          `INSERT INTO changes (record_id, version, type, at, by, write_id, record)
-        SELECT id, 1, 'created', created_at, 1, 'bench/' || id, json_object('id', id, 'fieldValues',
-          json(field_values)) FROM records
+          `INSERT INTO changes (record_id, version, type, at, by, data)
+        SELECT id, 1, 'created', created_at, 1, json_object('id', id, 'fieldValues', json(field_values))
+        FROM records
         WHERE id NOT IN (SELECT record_id FROM changes)`,
         )
         .run();
