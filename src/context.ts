@@ -1,4 +1,5 @@
 import type { Env } from './env.ts';
+import { recordObjects, type HomeObject, type RecordObjects } from './patching/objects.ts';
 import { IdempotencyStore } from './storage/idempotency.ts';
 import { isolateCache } from './storage/isolate-cache.ts';
 import { KeyStore } from './storage/keys.ts';
@@ -25,6 +26,8 @@ export interface Context {
   primary: D1;
   /** The request's D1 session for reads (a replica may serve it): lists, queries, the feed. */
   reads: D1;
+  /** The objects of the records a write writes: their patches and turns. */
+  recordObjects: RecordObjects;
   requestId: string;
   waitUntil: (promise: Promise<unknown>) => void;
 }
@@ -40,6 +43,8 @@ export function createContext(
   requestId: string,
   ctx: Pick<ExecutionContext, 'waitUntil'>,
   reads?: string,
+  /** The record object this runs in, when it runs in one. */
+  home?: HomeObject,
 ): Context {
   const meter = new Meter();
   const primary = onPrimary(env.DB, meter);
@@ -56,6 +61,7 @@ export function createContext(
     lists: new Lists(near, meter),
     keys: new KeyStore(primary, meter),
     recall: new Recall(store, isolateCache),
+    recordObjects: recordObjects(env, meter, home),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),
   };

@@ -19,7 +19,8 @@ export const CALL_MEMORY_BYTES = 8 * 1024 * 1024;
  * with the object's D1 binding and the system clock, and, as a coordinator near D1, whole
  * operations handed over by the Worker (patching/near.ts). The same class serves both because
  * a batch is coordinated in its first record's object, which is warm whenever that record is
- * in use: one binding, one class, no extra cold start. Memory here only saves work (a call
+ * in use: one binding, one class, no extra cold start, and that record's own patch or turn goes
+ * straight to its queue. Memory here only saves work (a call
  * sent again joins its first run); correctness never depends on it, since every write settles
  * by its ledger row. No routing or validation here.
  */
@@ -44,7 +45,16 @@ export class RecordObject extends DurableObject<Env> implements RecordRpc {
   near(call: NearCall): Promise<NearAnswer> {
     const seen = this.nearCalls.get(call.callId);
     if (seen !== undefined) return seen;
-    const answer = runNear(this.env, (promise) => this.ctx.waitUntil(promise), call);
+    // Called by its record's id, this object is that record's: its own patches and turns skip the stub.
+    const home =
+      call.home === undefined
+        ? undefined
+        : {
+            recordId: call.home,
+            patch: (c: PatchCall) => this.patch(c),
+            turn: (id: number, v: number) => this.turn(id, v),
+          };
+    const answer = runNear(this.env, (promise) => this.ctx.waitUntil(promise), call, home);
     this.nearCalls.set(call.callId, answer);
     return answer;
   }

@@ -56,6 +56,8 @@ export interface NearCall {
   run: NearRun;
   /** Sent again after a lost answer: it may have run before. */
   resent?: boolean;
+  /** The record whose object runs the call (its name); absent for a shared coordinator. */
+  home?: number;
 }
 
 /** Flat, structured-clone safe: a value, a replayed answer, or an HTTP error's parts. */

@@ -1,4 +1,5 @@
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { startReceiver } from './tools/webhook-receiver.ts';
@@ -42,11 +43,21 @@ function workersProject(name: string, config: string, include: string) {
   };
 }
 
+/** Files wrangler bundles as text (`.html`, `.txt`), imported the same way by code that runs in Node. */
+const textModules = {
+  name: 'text-modules',
+  enforce: 'pre' as const,
+  load(id: string): string | undefined {
+    return /\.(html|txt)$/.test(id) ? `export default ${JSON.stringify(readFileSync(id, 'utf8'))};` : undefined;
+  },
+};
+
 export default defineConfig({
   test: {
     projects: [
       {
         // The pure core: plain Node, milliseconds.
+        plugins: [textModules],
         test: {
           name: 'core',
           root: root(''),
@@ -58,6 +69,7 @@ export default defineConfig({
         // The write protocol in a seeded simulator: the production Worker and objects in Node, on
         // node:sqlite, with a virtual clock and a network that fails, loses and resets.
         resolve: { alias: { 'cloudflare:workers': root('test/sim/cloudflare-workers.ts') } },
+        plugins: [textModules],
         test: { name: 'sim', root: root(''), include: ['test/sim/**/*.test.ts'] },
       },
       // Storage, routes and the Durable Object inside the Workers runtime against real D1.

@@ -9,7 +9,7 @@ import { unhandled } from '../core/result.ts';
 import { CALL_DEADLINE_MS } from '../writing/deadlines.ts';
 import { createRecords } from './create.ts';
 import { replayOf, type Written } from './idempotent.ts';
-import { callObjectNamed } from './objects.ts';
+import { callObjectNamed, type HomeObject } from './objects.ts';
 import { patchBatch } from './patch-batch.ts';
 import { patchOne } from './patch-one.ts';
 
@@ -45,6 +45,7 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(
 ): Promise<Written<T>> {
   const callId = newWriteId();
   const name = recordId === undefined ? `near:${parseInt(callId.slice(-8), 16) % COORDINATORS}` : String(recordId);
+  const call: NearCall = recordId === undefined ? { callId, run } : { callId, run, home: recordId };
   const late = outcomeUnknown();
   const answer = await context.meter
     .durable(() =>
@@ -53,7 +54,7 @@ export async function nearD1<T extends RecordOut | RecordOut[]>(
         name,
         Date.now() + CALL_DEADLINE_MS,
         () => late,
-        (stub, again) => stub.near(again ? { callId, run, resent: true } : { callId, run }),
+        (stub, again) => stub.near(again ? { ...call, resent: true } : call),
       ),
     )
     .catch(async (error: unknown) => {
@@ -100,8 +101,9 @@ export async function runNear(
   env: Env,
   waitUntil: (promise: Promise<unknown>) => void,
   call: NearCall,
+  home?: HomeObject,
 ): Promise<NearAnswer> {
-  const context = createContext(env, call.callId, { waitUntil });
+  const context = createContext(env, call.callId, { waitUntil }, undefined, home);
   try {
     const written = await dispatch(context, call);
     const work = context.meter.work();

@@ -1,4 +1,5 @@
 import type { Env } from '../env.ts';
+import type { Meter } from '../storage/meter.ts';
 import { busy, outcomeUnknown, type HttpError } from '../http/errors.ts';
 import type { RecordObjectRpc } from '../record-rpc.ts';
 import type { PatchAnswer, PatchCall, TurnAnswer } from '../writing/record-queue.ts';
@@ -48,3 +49,35 @@ export const patchInObject = (env: Env, call: PatchCall, deadline: number): Prom
 
 export const turnInObject = (env: Env, recordId: number, version: number, deadline: number): Promise<TurnAnswer> =>
   callObjectNamed(env, String(recordId), deadline, busy, (stub) => stub.turn(recordId, version));
+
+/** How a write reaches the objects of the records it writes; their work is counted in `meter`. */
+export interface RecordObjects {
+  /** Applies one patch of a record in its turn. */
+  patch(call: PatchCall, deadline: number): Promise<PatchAnswer>;
+  /** A batch's turn in a record's order. */
+  turn(recordId: number, version: number, deadline: number): Promise<TurnAnswer>;
+}
+
+/** The record object a coordinator runs in: its own record's calls go straight to it. */
+export interface HomeObject {
+  recordId: number;
+  patch(call: PatchCall): Promise<PatchAnswer>;
+  turn(recordId: number, version: number): Promise<TurnAnswer>;
+}
+
+/**
+ * Each record's object over RPC; from inside a record's object (`home`), that record's patches
+ * and turns go to its queue directly, not out and back through its own stub.
+ */
+export function recordObjects(env: Env, meter: Meter, home?: HomeObject): RecordObjects {
+  return {
+    patch: (call, deadline) =>
+      home !== undefined && call.recordId === home.recordId
+        ? meter.within(() => home.patch(call))
+        : meter.durable(() => patchInObject(env, call, deadline)),
+    turn: (recordId, version, deadline) =>
+      home !== undefined && recordId === home.recordId
+        ? meter.within(() => home.turn(recordId, version))
+        : meter.durable(() => turnInObject(env, recordId, version, deadline)),
+  };
+}

@@ -15,7 +15,6 @@ import { failureOf, newWriteId, problemsOf, type LedgerOutcome } from '../core/l
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import type { PatchBatchInput } from '../record-rpc.ts';
 import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
-import { turnInObject } from './objects.ts';
 
 export type { PatchBatchInput };
 
@@ -38,7 +37,7 @@ export async function patchBatch(
   rerun = false,
 ): Promise<Written<RecordOut[]>> {
   const arrival = Date.now();
-  const { recall, env, meter } = context;
+  const { recall } = context;
   const parsed = input.body.ok ? parseBatch(PatchItem, input.body.value, batchDuplicates) : undefined;
   const ids = parsed?.ok === true ? parsed.value.map((item) => item.id) : [];
   const { caller, records, objects } = await recall.recordContext(input.keyHash, ids);
@@ -65,7 +64,7 @@ export async function patchBatch(
     const read = items.map((item) => records.get(item.id) as RecordOut);
     const turnsBy = arrival + CALL_DEADLINE_MS;
     const turns = await Promise.all(
-      read.map((record) => meter.durable(() => turnInObject(env, record.id, record.version, turnsBy))),
+      read.map((record) => context.recordObjects.turn(record.id, record.version, turnsBy)),
     );
     if (turns.some((turn) => !turn.granted)) return refuse(busy());
     const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));

@@ -11,7 +11,6 @@ import { newWriteId } from '../core/ledger.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import type { PatchOneInput } from '../record-rpc.ts';
 import { claimKey, holding, wellShaped, type Written } from './idempotent.ts';
-import { patchInObject } from './objects.ts';
 
 export type { PatchOneInput };
 
@@ -78,7 +77,7 @@ export async function patchOne(
       ...(held.claim === undefined ? {} : { claim: held.claim }),
       ...(input.action === undefined ? {} : { action: input.action }),
     };
-    const answer = await context.meter.durable(() => patchInObject(context.env, call, Date.now() + CALL_DEADLINE_MS));
+    const answer = await context.recordObjects.patch(call, Date.now() + CALL_DEADLINE_MS);
     if (answer.status === 200 && answer.record !== undefined) return { value: answer.record };
     if (answer.problem?.code === 'record_referenced') throw await referencedError(context, caller, input.recordId);
     if (answer.problem?.code === 'invalid_reference') {

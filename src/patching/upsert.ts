@@ -20,7 +20,6 @@ import { sleep } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from '../writing/deadlines.ts';
 import { claimKey, holding, wellShaped, type KeyRequest, type Written } from './idempotent.ts';
-import { turnInObject } from './objects.ts';
 
 export const UpsertItem = v.strictObject({
   fieldValues: CreateItem.entries.fieldValues,
@@ -107,7 +106,7 @@ export async function upsertRecords(
   writeId: string = newWriteId(),
 ): Promise<Written<Upserted[]>> {
   const arrival = Date.now();
-  const { recall, writes, env, meter } = context;
+  const { recall, writes, env } = context;
   const parsed = input.body.ok ? parseObject(UpsertBody, input.body.value, extra) : undefined;
   const known = await recall.createContext(input.keyHash, [input.objectId], true);
   const caller = known.caller;
@@ -164,9 +163,7 @@ export async function upsertRecords(
 
       const turns = await Promise.all(
         updates.map(({ id }) =>
-          meter.durable(() =>
-            turnInObject(env, id, (records.get(id) as RecordOut).version, arrival + CALL_DEADLINE_MS),
-          ),
+          context.recordObjects.turn(id, (records.get(id) as RecordOut).version, arrival + CALL_DEADLINE_MS),
         ),
       );
       if (turns.some((turn) => !turn.granted)) throw busy();
