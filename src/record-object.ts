@@ -26,6 +26,7 @@ export const CALL_MEMORY_BYTES = 8 * 1024 * 1024;
  */
 export class RecordObject extends DurableObject<Env> implements RecordRpc {
   private queue: RecordQueue | undefined;
+  private recordId: number | undefined;
   private readonly calls = new CallMemory<PatchAnswer>(
     CALL_MEMORY_MS,
     CALL_MEMORY_ENTRIES,
@@ -74,6 +75,10 @@ export class RecordObject extends DurableObject<Env> implements RecordRpc {
   }
 
   private queueOf(recordId: number): RecordQueue {
+    // One object, one record: a call for another record (a misrouted one) must never use this queue.
+    if (this.recordId !== undefined && this.recordId !== recordId)
+      throw new Error(`record ${recordId}'s call reached record ${this.recordId}'s object`);
+    this.recordId = recordId;
     this.queue ??= new RecordQueue(
       recordId,
       systemClock,

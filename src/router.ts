@@ -37,7 +37,7 @@ export function buildRouter() {
       },
     ],
   });
-  for (const path of DOCS_PATHS) router.get(path, docsFile);
+  for (const path of DOCS_PATHS) router.all(path, docsFile);
   const allowed = new Map<string, Method[]>();
   for (const op of operations) allowed.set(op.path, [...(allowed.get(op.path) ?? []), op.method]);
   for (const [path, methods] of allowed) {

@@ -1,12 +1,14 @@
 import page from '../docs/index.html';
 import redoc from '../docs/redoc.standalone.js.txt';
 import licence from '../docs/redoc.standalone.js.LICENSE.txt';
+import { sha256Hex } from '../http/auth.ts';
+import { HttpError, notFound } from '../http/errors.ts';
 
 /**
  * /docs: the API reference, a page that Redoc renders in the browser from /openapi.json. The
  * Worker answers it from text bundled with it, not from static assets: a Worker with assets has
  * every request looked up among them first, which cost the hot paths a quarter of their
- * throughput for three files. Needs no key.
+ * throughput for three files. Needs no key; GET and HEAD, with an ETag for revalidation.
  */
 const files: Record<string, { body: string; type: string }> = {
   '/docs': { body: page, type: 'text/html; charset=utf-8' },
@@ -14,13 +16,29 @@ const files: Record<string, { body: string; type: string }> = {
   '/docs/redoc.standalone.js.LICENSE.txt': { body: licence, type: 'text/plain; charset=utf-8' },
 };
 
-export const DOCS_PATHS = Object.keys(files);
+/** The docs' paths, and `/docs/`, which redirects to `/docs`. */
+export const DOCS_PATHS = [...Object.keys(files), '/docs/'];
 
-/** GET of one of the docs' files. */
-export function docsFile(request: Request): Response {
-  const file = files[new URL(request.url).pathname];
-  if (file === undefined) return new Response(null, { status: 404 });
-  return new Response(file.body, {
-    headers: { 'Content-Type': file.type, 'Cache-Control': 'public, max-age=3600' },
-  });
+/** Each file's ETag, computed on its first request (hashing the bundle at start would slow every cold start). */
+const etags = new Map<string, Promise<string>>();
+
+/** One of the docs' files: GET and HEAD only; `If-None-Match` with its ETag answers 304. */
+export async function docsFile(request: Request): Promise<Response> {
+  const path = new URL(request.url).pathname;
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    throw new HttpError(405, {
+      code: 'method_not_allowed',
+      title: 'Method not allowed',
+      detail: 'Allowed: GET, HEAD.',
+      headers: { Allow: 'GET, HEAD' },
+    });
+  }
+  if (path === '/docs/') return new Response(null, { status: 308, headers: { Location: '/docs' } });
+  const file = files[path];
+  if (file === undefined) throw notFound();
+  let etag = etags.get(path);
+  if (etag === undefined) etags.set(path, (etag = sha256Hex(file.body).then((hash) => `"${hash.slice(0, 32)}"`)));
+  const headers = { 'Content-Type': file.type, 'Cache-Control': 'public, max-age=3600', ETag: await etag };
+  if (request.headers.get('If-None-Match') === headers.ETag) return new Response(null, { status: 304, headers });
+  return new Response(request.method === 'HEAD' ? null : file.body, { headers });
 }

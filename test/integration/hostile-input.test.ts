@@ -233,3 +233,37 @@ describe('lengths count Unicode code points, in validation and in /openapi.json 
     expect((await row(record.id))?.name).toBe('😀'.repeat(10_000));
   });
 });
+
+describe('a body longer than its Content-Length', () => {
+  it('is refused 413 having read little past 1 MiB, whatever length it declared, and writes nothing', async () => {
+    const { editor, workspaceId, object } = await world();
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'x')]);
+    for (const declared of ['20', 'abc', '1048576']) {
+      let pulled = 0;
+      const chunk = new Uint8Array(64 * 1024).fill(0x20);
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled >= 64 * 1024 * 1024) return controller.close();
+          pulled += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      });
+      const request = new Request(`https://example.com/workspaces/${workspaceId}/records/${record.id}`, {
+        method: 'PATCH',
+        headers: {
+          Authorization: `Bearer ${editor.key}`,
+          'Content-Type': 'application/json',
+          'Content-Length': declared,
+        },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      const { default: worker } = await import('../../src/index.ts');
+      const res = await worker.fetch(request, env, { waitUntil() {}, passThroughOnException() {}, props: {} } as never);
+      expect([declared, res.status]).toEqual([declared, 413]);
+      expect((await res.json()) as { code: string }).toMatchObject({ code: 'payload_too_large' });
+      expect(pulled).toBeLessThan(2 * 1024 * 1024);
+    }
+    expect((await row(record.id))?.version).toBe(1);
+  });
+});

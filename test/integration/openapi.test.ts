@@ -229,7 +229,25 @@ describe('GET /docs', () => {
     expect(licence.status).toBe(200);
     expect(await licence.text()).toMatch(/MIT|Permission is hereby granted/);
     const other = await SELF.fetch('https://example.com/docs/other.js');
-    expect(other.status).toBe(404);
+    expect([other.status, other.headers.get('Content-Type')]).toEqual([404, 'application/problem+json']);
     await other.body?.cancel();
+  });
+
+  it('answers HEAD, 304 to its ETag, 308 from /docs/ and 405 with Allow to other methods', async () => {
+    const page = await SELF.fetch('https://example.com/docs');
+    const etag = page.headers.get('ETag');
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    await page.body?.cancel();
+    const head = await SELF.fetch('https://example.com/docs', { method: 'HEAD' });
+    expect([head.status, head.headers.get('ETag'), await head.text()]).toEqual([200, etag, '']);
+    const again = await SELF.fetch('https://example.com/docs', { headers: { 'If-None-Match': etag ?? '' } });
+    expect([again.status, await again.text()]).toEqual([304, '']);
+    const slash = await SELF.fetch('https://example.com/docs/', { redirect: 'manual' });
+    expect([slash.status, slash.headers.get('Location')]).toEqual([308, '/docs']);
+    for (const method of ['POST', 'DELETE']) {
+      const res = await SELF.fetch('https://example.com/docs', { method });
+      expect([res.status, res.headers.get('Allow')]).toEqual([405, 'GET, HEAD']);
+      expect(((await res.json()) as { code: string }).code).toBe('method_not_allowed');
+    }
   });
 });
