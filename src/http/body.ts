@@ -1,4 +1,5 @@
 import { HttpError, invalidBody } from './errors.ts';
+import { concatBytes } from '../core/bytes.ts';
 import { unstorableJson } from '../core/json.ts';
 import { scanJson } from '../core/json-scan.ts';
 
@@ -105,11 +106,5 @@ async function readCapped(request: Request): Promise<Uint8Array> {
     }
     chunks.push(value);
   }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return all;
+  return concatBytes(chunks);
 }

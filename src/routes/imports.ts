@@ -1,5 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
+import { concatBytes } from '../core/bytes.ts';
 import { blankRecord, csvRecords, headerProblems } from '../domain/import-rows.ts';
 import { importFormat, importOut, matchOnProblems, parseImportQuery } from '../domain/imports.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
@@ -149,7 +150,7 @@ async function keep(
       read += next.value.byteLength;
     }
   }
-  const bytes = concat(head);
+  const bytes = concatBytes(head);
   const start = format === 'csv' ? csvHeader(bytes, done, def) : ndjsonHead(bytes, done);
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -186,16 +187,6 @@ async function keep(
   }
   const hash = [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
   return { hash, ...start };
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
 }
 
 /** A decoder of its own per file: one that streams keeps state between calls. */

@@ -355,6 +355,25 @@ describe('webhook subscriptions', () => {
     expectProblem(foreign, 404, 'not_found');
   });
 
+  it('a patch, a delete and a restore of one record each wake the subscription at once, not at its alarm', async () => {
+    const { editor, workspaceId, object } = await world();
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'Solo')]);
+    const name = hookName();
+    await subscribe(editor.key, workspaceId, name);
+    const path = `/workspaces/${workspaceId}/records/${record.id}`;
+    const writes = [
+      () => call('PATCH', path, { key: editor.key, body: { fieldValues: [fv('age', 1)] } }),
+      () => call('DELETE', path, { key: editor.key }),
+      () => call('POST', `${path}/restore`, { key: editor.key }),
+    ];
+    for (const [i, write] of writes.entries()) {
+      // Each answer carries one record; its wake-up alone delivers it, well within the alarm's 30 s.
+      expect((await write()).status).toBe(200);
+      const log = await until(name, (l) => accepted(l).length >= i + 1, 5_000);
+      expect(accepted(log).map((e) => JSON.parse(e.body).version)).toEqual([2, 3, 4].slice(0, i + 1));
+    }
+  });
+
   it('a subscription that no wake-up ever reached is started by the Cron Trigger and misses nothing', async () => {
     const { editor, workspaceId, object } = await world();
     await writeConcurrently(editor.key, workspaceId, object.id, 2, 1);

@@ -1,5 +1,6 @@
 /// <reference types="node" />
 import { createHash } from 'node:crypto';
+import { concatBytes } from '../../src/core/bytes.ts';
 import type { Env } from '../../src/env.ts';
 import type { World } from './world.ts';
 
@@ -73,13 +74,7 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> 
     if (next.done) break;
     chunks.push(next.value);
   }
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 /**
