@@ -1,33 +1,35 @@
 import type { Env } from './env.ts';
-import { recordObjects, type HomeObject, type RecordObjects } from './patching/objects.ts';
+import { CachedReads } from './storage/cached-reads.ts';
 import { IdempotencyStore } from './storage/idempotency.ts';
 import { isolateCache } from './storage/isolate-cache.ts';
 import { KeyStore } from './storage/keys.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
-import { Recall } from './storage/recall.ts';
 import { onPrimary, type D1 } from './storage/sessions.ts';
 import { Store } from './storage/store.ts';
 import { RecordWrites } from './storage/writes.ts';
+import { recordTurns, type OwnRecord, type RecordTurns } from './write/record-turns.ts';
 
-/** What every handler receives beside the request. */
+/** What every handler, and the write engine wherever it runs, receives beside the request. */
 export interface Context {
   env: Env;
+  /** The database of the request's records. */
+  db: D1Database;
   store: Store;
-  /** Writes of records, exactly once. */
+  /** The ledger and the SQL of record writes. */
   writes: RecordWrites;
   idempotency: IdempotencyStore;
   lists: Lists;
   keys: KeyStore;
-  /** The store's reads of keys, memberships and definitions, through the isolate's memory. */
-  recall: Recall;
+  /** The store's reads of callers, definitions and records, through the isolate's memory. */
+  cached: CachedReads;
   meter: Meter;
   /** D1 with every statement on the primary: writes, version guards, idempotency look-ups, the admin API. */
   primary: D1;
   /** The request's D1 session for reads (a replica may serve it): lists, queries, the feed. */
   reads: D1;
-  /** The objects of the records a write writes: their patches and turns. */
-  recordObjects: RecordObjects;
+  /** The turns of the records a write changes. */
+  recordTurns: RecordTurns;
   requestId: string;
   waitUntil: (promise: Promise<unknown>) => void;
 }
@@ -36,32 +38,33 @@ export interface Context {
  * `reads`: where the request's D1 session starts (a bookmark, `first-unconstrained` or
  * `first-primary`); its reads of callers, records, lists and the feed go through that session,
  * which D1 may serve from a replica. Without it (inside a record object) everything reads the
- * primary.
+ * primary. `own`: the record whose object this runs in, whose turns need no call.
  */
 export function createContext(
   env: Env,
   requestId: string,
   ctx: Pick<ExecutionContext, 'waitUntil'>,
   reads?: string,
-  /** The record object this runs in, when it runs in one. */
-  home?: HomeObject,
+  own?: OwnRecord,
 ): Context {
   const meter = new Meter();
-  const primary = onPrimary(env.DB, meter);
-  const near = reads === undefined ? primary : meter.track(env.DB.withSession(reads));
-  const store = new Store(near, meter);
+  const db = env.DB;
+  const primary = onPrimary(db, meter);
+  const session = reads === undefined ? primary : meter.track(db.withSession(reads));
+  const store = new Store(session, meter);
   return {
     env,
+    db,
     meter,
     primary,
-    reads: near,
+    reads: session,
     store,
     writes: new RecordWrites(primary, meter),
     idempotency: new IdempotencyStore(primary, meter),
-    lists: new Lists(near, meter),
+    lists: new Lists(session, meter),
     keys: new KeyStore(primary, meter),
-    recall: new Recall(store, isolateCache),
-    recordObjects: recordObjects(env, meter, home),
+    cached: new CachedReads(store, isolateCache),
+    recordTurns: recordTurns(env, meter, own),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),
   };

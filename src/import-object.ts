@@ -1,6 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
-import { importChunk } from './patching/import-chunk.ts';
+import { importChunk } from './write/import-chunk.ts';
 import { wakeWorkspaces } from './push/wake.ts';
 
 /** After a failed chunk (D1 or R2 unreachable, say), the next try waits this long. */

@@ -1,71 +1,64 @@
 import { DurableObject } from 'cloudflare:workers';
 import { systemClock } from './core/clock.ts';
+import { createContext } from './context.ts';
 import type { Env } from './env.ts';
-import { runNear } from './patching/near.ts';
-import type { NearAnswer, NearCall, RecordRpc } from './record-rpc.ts';
+import type { RecordRpc } from './record-rpc.ts';
 import { onPrimary } from './storage/sessions.ts';
 import { RecordWrites } from './storage/writes.ts';
-import { CallMemory, jsonBytes } from './writing/call-memory.ts';
-import { RecordQueue, type PatchAnswer, type PatchCall, type TurnAnswer } from './writing/record-queue.ts';
+import { CallMemory } from './write/call-memory.ts';
+import { runWrite } from './write/engine.ts';
+import { RecordQueue, type TurnAnswer } from './write/record-queue.ts';
+import { firstRecordOf, type WriteAnswer, type WriteCall } from './write/write.ts';
 
-/** How long an object remembers a call, so a Worker that sends it again joins the first run. */
+/** How long an object remembers a write's answer, so a Worker that sends it again joins the first run. */
 const CALL_MEMORY_MS = 60_000;
-/** At most this many calls and bytes of answers remembered, for patches and handed-over operations each. */
+/** At most this many writes and bytes of answers remembered. */
 const CALL_MEMORY_ENTRIES = 10_000;
 export const CALL_MEMORY_BYTES = 8 * 1024 * 1024;
 
 /**
- * One object per record, a thin adapter: its record's write protocol (writing/record-queue.ts)
- * with the object's D1 binding and the system clock, and, as a coordinator near D1, whole
- * operations handed over by the Worker (patching/near.ts). The same class serves both because
- * a batch is coordinated in its first record's object, which is warm whenever that record is
- * in use: one binding, one class, no extra cold start, and that record's own patch or turn goes
- * straight to its queue. Memory here only saves work (a call
- * sent again joins its first run); correctness never depends on it, since every write settles
- * by its ledger row. No routing or validation here.
+ * One object per record, a thin adapter: the write engine runs here, near D1, for every write that
+ * names this record first, and the record's queue gives each of its writes its turn. Coordinators
+ * (objects named `writes:<n>`) are the same class without a record of their own. Memory here only
+ * saves work (a write sent again joins its first run); correctness never depends on it, since
+ * every write ends in its ledger row. No routing or validation here.
  */
 export class RecordObject extends DurableObject<Env> implements RecordRpc {
   private queue: RecordQueue | undefined;
   private recordId: number | undefined;
-  private readonly calls = new CallMemory<PatchAnswer>(
+  private readonly answers = new CallMemory<WriteAnswer>(
     CALL_MEMORY_MS,
     CALL_MEMORY_ENTRIES,
     CALL_MEMORY_BYTES,
-    jsonBytes,
-    () => Date.now(),
-  );
-  private readonly nearCalls = new CallMemory<NearAnswer>(
-    CALL_MEMORY_MS,
-    CALL_MEMORY_ENTRIES,
-    CALL_MEMORY_BYTES,
-    jsonBytes,
+    (answer) => answer.body.byteLength + 256,
     () => Date.now(),
   );
 
-  /** Runs an operation handed over by the Worker, once per call id while remembered. Never rejects. */
-  near(call: NearCall): Promise<NearAnswer> {
-    const seen = this.nearCalls.get(call.callId);
-    if (seen !== undefined) return seen;
-    // Called by its record's id, this object is that record's: its own patches and turns skip the stub.
-    const home =
-      call.home === undefined
-        ? undefined
-        : {
-            recordId: call.home,
-            patch: (c: PatchCall) => this.patch(c),
-            turn: (id: number, v: number) => this.turn(id, v),
-          };
-    const answer = runNear(this.env, (promise) => this.ctx.waitUntil(promise), call, home);
-    this.nearCalls.set(call.callId, answer);
-    return answer;
+  /**
+   * Runs a write in this object, once per write id while remembered. Never rejects: a refusal is
+   * an answer. A write sent again may have committed in another run (a twin, a life of this
+   * object that restarted): a refusal remembered from an earlier run is not its answer until the
+   * ledger holds it, so it runs again, as a write sent again, which closes it there.
+   */
+  run(call: WriteCall): Promise<WriteAnswer> {
+    const seen = this.answers.get(call.id);
+    if (seen === undefined) return this.runOnce(call);
+    if (call.again !== true) return seen;
+    return seen.then((answer) => (answer.status < 400 || answer.closed === true ? answer : this.runOnce(call)));
   }
 
-  /** Applies one patch of this record in turn. */
-  patch(call: PatchCall): Promise<PatchAnswer> {
-    const seen = this.calls.get(call.callId);
-    if (seen !== undefined) return seen;
-    const answer = this.queueOf(call.recordId).patch(call);
-    this.calls.set(call.callId, answer);
+  private runOnce(call: WriteCall): Promise<WriteAnswer> {
+    const first = firstRecordOf(call.write);
+    const own = first === undefined ? undefined : { recordId: first, queue: this.queueOf(first) };
+    const context = createContext(
+      this.env,
+      call.requestId,
+      { waitUntil: (p) => this.ctx.waitUntil(p) },
+      undefined,
+      own,
+    );
+    const answer = runWrite(context, call);
+    this.answers.set(call.id, answer);
     return answer;
   }
 

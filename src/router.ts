@@ -32,7 +32,7 @@ export function buildRouter() {
         const origin = allowedOrigin(corsPolicy(context.env.CORS_ORIGINS), request.headers.get('Origin'));
         if (origin !== undefined)
           for (const [name, value] of Object.entries(corsHeaders(origin))) response.headers.set(name, value);
-        wakeAfterWrite(request, response, context);
+        wakeAfterWrite(response, context);
         return response;
       },
     ],

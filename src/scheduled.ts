@@ -6,7 +6,7 @@ import { recordKeys } from './domain/record-keys.ts';
 import { Meter } from './storage/meter.ts';
 import { Webhooks } from './storage/webhooks.ts';
 import { objectsBuilding } from './storage/record-index.ts';
-import { startIndexBuild } from './writing/index-builds.ts';
+import { startIndexBuild } from './push/index-builds.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;

@@ -3,8 +3,15 @@ import { HttpError, outcomeUnknown } from './errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
-/** Shapes any thrown value into an RFC 9457 response; unknown errors are logged, never shown. */
-export function problemResponse(error: unknown, requestId: string): Response {
+/** A problem+json answer in parts: its status, headers and body text. */
+export interface ProblemParts {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Shapes any thrown value into the parts of an RFC 9457 answer; unknown errors are logged, never shown. */
+export function problemParts(error: unknown, requestId: string): ProblemParts {
   const known = asHttpError(error, requestId);
   const body: Record<string, unknown> = {
     type: 'about:blank',
@@ -14,10 +21,17 @@ export function problemResponse(error: unknown, requestId: string): Response {
   };
   if (known.detail !== undefined) body.detail = known.detail;
   if (known.errors !== undefined) body.errors = known.errors;
-  return new Response(JSON.stringify(body), {
+  return {
     status: known.status,
     headers: { 'Content-Type': PROBLEM_TYPE, ...known.headers },
-  });
+    body: JSON.stringify(body),
+  };
+}
+
+/** Any thrown value as a problem+json response. */
+export function problemResponse(error: unknown, requestId: string): Response {
+  const { status, headers, body } = problemParts(error, requestId);
+  return new Response(body, { status, headers });
 }
 
 /** Any thrown value as the HttpError it is answered with; unknown errors are logged here. */

@@ -1,7 +1,6 @@
 import type { Context } from '../context.ts';
 import type { Env } from '../env.ts';
-import { workspacesOf, workspacesOfAnswer, writesRecords } from '../domain/webhook.ts';
-import { answeredRecords } from '../http/respond.ts';
+import { answeredWorkspaces } from '../http/respond.ts';
 import { Meter } from '../storage/meter.ts';
 import { Webhooks } from '../storage/webhooks.ts';
 
@@ -31,17 +30,16 @@ async function activeIn(env: Env, workspaceIds: readonly number[], now: number):
 
 /**
  * After a write's answer has left, wakes the active webhook subscriptions of the workspaces its
- * records are shared with. Best effort, off the answer's path and cost (its own meter): a lost
- * wake-up only delays delivery until the subscription's next catch-up alarm.
+ * records are shared with (none for a replay: it wrote nothing). Best effort, off the answer's
+ * path and cost (its own meter): a lost wake-up only delays delivery until the subscription's
+ * next catch-up alarm.
  */
-export function wakeAfterWrite(request: Request, response: Response, context: Context): void {
-  if (response.status < 200 || response.status >= 300) return;
-  if (!writesRecords(request.method, new URL(request.url).pathname)) return;
-  const records = answeredRecords.get(response);
-  const answer = records === undefined ? response.clone() : undefined;
+export function wakeAfterWrite(response: Response, context: Context): void {
+  const workspaceIds = answeredWorkspaces.get(response);
+  if (response.status < 200 || response.status >= 300 || workspaceIds === undefined || workspaceIds.length === 0)
+    return;
   context.waitUntil(
     (async () => {
-      const workspaceIds = answer === undefined ? workspacesOf(records ?? []) : workspacesOfAnswer(await answer.json());
       const ids = await activeIn(context.env, workspaceIds, Date.now());
       await Promise.all(ids.map((id) => context.env.WEBHOOKS.getByName(String(id)).wake(id)));
     })().catch((error: unknown) =>

@@ -1,5 +1,5 @@
 import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
-import { startIndexBuild } from '../writing/index-builds.ts';
+import { startIndexBuild } from '../push/index-builds.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { definitionOut, definitionProblems, referenceChanges, type ObjectDef } from '../domain/definition.ts';
@@ -13,11 +13,11 @@ import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { MembershipInput, NamedInput, ObjectDefinitionInput, type ObjectDefinitionIn } from '../schemas/admin.ts';
 import { parseObject, pointer, type Parsed } from '../schemas/parse.ts';
-import { keyRequest, type KeyRequest } from '../patching/idempotent.ts';
+import { keyHeader, type KeyHeader } from '../write/claim.ts';
 import { AdminStore, type Member, type Named } from '../storage/admin.ts';
 import { afterId, type DefinitionColumns } from '../storage/admin-writes.ts';
 import { toObjectDef } from '../storage/store.ts';
-import { adminWrite } from '../writing/admin-write.ts';
+import { adminWrite } from '../write/admin.ts';
 import { isolateCache } from '../storage/isolate-cache.ts';
 import { revokedHere } from '../storage/sessions.ts';
 
@@ -29,24 +29,24 @@ import { revokedHere } from '../storage/sessions.ts';
 const adminStore = ({ primary, meter }: Context): AdminStore => new AdminStore(primary, meter);
 
 /** The parsed body, or one 400 listing every problem of the body and of the Idempotency-Key header. */
-function valid<T>(parsed: Parsed<T>, key: KeyRequest): T {
+function valid<T>(parsed: Parsed<T>, key: KeyHeader): T {
   if (!parsed.ok || key.problems.length > 0)
     throw invalidBody([...(parsed.ok ? [] : parsed.problems), ...key.problems]);
   return parsed.value;
 }
 
 /** A write without a body: 400 when its Idempotency-Key header is malformed. */
-function noBodyProblems(key: KeyRequest): void {
+function noBodyProblems(key: KeyHeader): void {
   if (key.problems.length > 0) throw invalidBody(key.problems);
 }
 
 export async function createUser(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { name } = valid(parseObject(NamedInput, await readJson(request)), key);
   return adminWrite(
     context,
-    key,
+    key.key,
     { name },
     {
       batch: (writes, writeId, now) => writes.createUser(writeId, name, now),
@@ -115,9 +115,9 @@ export async function listUsers(request: IRequest, context: Context): Promise<Re
 export async function deleteUser(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { userId } = pathIds(request.params, 'userId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   noBodyProblems(key);
-  return adminWrite(context, key, null, {
+  return adminWrite(context, key.key, null, {
     batch: (writes, writeId) => writes.deleteUser(writeId, userId),
     failure: () => notFound('User'),
     done: (effects) => revokedNow(context, keyHashesOf(effects), userId),
@@ -133,10 +133,10 @@ export async function createKey(request: IRequest, context: Context): Promise<Re
   const secret = context.env.ADMIN_TOKEN ?? '';
   await requireAdmin(request, secret);
   const { userId } = pathIds(request.params, 'userId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   noBodyProblems(key);
   const hidden = '"key":""';
-  return adminWrite(context, key, null, {
+  return adminWrite(context, key.key, null, {
     batch: async (writes, writeId, now) => {
       const apiKey = await derivedApiKey(secret, writeId);
       const prefix = apiKey.slice(0, KEY_PREFIX_LENGTH);
@@ -164,9 +164,9 @@ export async function listKeys(request: IRequest, { env, keys }: Context): Promi
 export async function revokeKey(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { keyId } = pathIds(request.params, 'keyId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   noBodyProblems(key);
-  return adminWrite(context, key, null, {
+  return adminWrite(context, key.key, null, {
     batch: (writes, writeId) => writes.revokeKey(writeId, keyId),
     failure: () => notFound('Key'),
     done: (effects) => revokedNow(context, keyHashesOf(effects)),
@@ -175,11 +175,11 @@ export async function revokeKey(request: IRequest, context: Context): Promise<Re
 
 export async function createWorkspace(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { name } = valid(parseObject(NamedInput, await readJson(request)), key);
   return adminWrite(
     context,
-    key,
+    key.key,
     { name },
     {
       batch: (writes, writeId, now) => writes.createWorkspace(writeId, name, now),
@@ -208,9 +208,9 @@ export async function listWorkspaces(request: IRequest, context: Context): Promi
 export async function deleteWorkspace(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   noBodyProblems(key);
-  return adminWrite(context, key, null, {
+  return adminWrite(context, key.key, null, {
     batch: (writes, writeId) => writes.deleteWorkspace(writeId, workspaceId),
     failure: async (status, writes) => {
       if (status !== 409) return notFound('Workspace');
@@ -239,11 +239,11 @@ export async function deleteWorkspace(request: IRequest, context: Context): Prom
 export async function putMember(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { role } = valid(parseObject(MembershipInput, await readJson(request)), key);
   return adminWrite(
     context,
-    key,
+    key.key,
     { role },
     {
       batch: (writes, writeId) => writes.putMember(writeId, workspaceId, userId, role),
@@ -257,9 +257,9 @@ export async function putMember(request: IRequest, context: Context): Promise<Re
 export async function deleteMember(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   noBodyProblems(key);
-  return adminWrite(context, key, null, {
+  return adminWrite(context, key.key, null, {
     batch: (writes, writeId) => writes.deleteMember(writeId, workspaceId, userId),
     failure: () => notFound('Workspace or user'),
     // Removed at once in this isolate; a read still in flight cannot put the membership back.
@@ -291,7 +291,7 @@ export async function listMembers(request: IRequest, context: Context): Promise<
 async function definitionBody(
   request: IRequest,
   context: Context,
-  key: KeyRequest,
+  key: KeyHeader,
   objectId?: number,
 ): Promise<ObjectDefinitionIn> {
   const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)), key);
@@ -360,10 +360,10 @@ function definitionColumns(
 
 export async function createObject(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const input = await definitionBody(request, context, key);
   const { columns, out } = definitionColumns(input, 0, 1);
-  return adminWrite(context, key, input, {
+  return adminWrite(context, key.key, input, {
     batch: (writes, writeId, now) => writes.createObject(writeId, columns, afterId(out), now),
     failure: () => notFound('Object'),
   });
@@ -372,7 +372,7 @@ export async function createObject(request: IRequest, context: Context): Promise
 export async function updateObject(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context.env.ADMIN_TOKEN);
   const { objectId } = pathIds(request.params, 'objectId');
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const input = await definitionBody(request, context, key, objectId);
   const { columns, out } = definitionColumns(input, objectId, 0);
   // The new version is known only in SQL: the answer is completed around it.
@@ -380,7 +380,7 @@ export async function updateObject(request: IRequest, context: Context): Promise
   const opening = `{"id":${objectId},"version":`;
   if (!text.startsWith(`${opening}0,`)) throw new Error('a definition answers its id and version first');
   const around = { opening, rest: text.slice(opening.length + 1) };
-  return adminWrite(context, key, input, {
+  return adminWrite(context, key.key, input, {
     batch: (writes, writeId, now) => writes.updateObject(writeId, objectId, columns, around, now),
     failure: () => notFound('Object'),
     // A field newly indexed is built after the answer, in chunks. Should this call be lost, the

@@ -33,7 +33,7 @@ export async function exportRecords(request: IRequest, context: Context): Promis
   const format = sent.params.get('format') ?? 'ndjson';
   if (format !== 'ndjson' && format !== 'csv')
     problems.push({ query: 'format', code: 'invalid_value', message: 'expected ndjson or csv' });
-  const known = await context.recall.createContext(keyHash, objectId === undefined ? [] : [objectId]);
+  const known = await context.cached.createContext(keyHash, objectId === undefined ? [] : [objectId]);
   if (known.caller === undefined) throw unauthorized();
   if (problems.length > 0) throw invalidQuery(problems);
   if (!known.caller.roles.has(workspaceId)) throw notFound('Workspace');

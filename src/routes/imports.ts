@@ -17,8 +17,8 @@ import {
 import { pathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
-import { keyRequest } from '../patching/idempotent.ts';
-import { dropFile } from '../patching/import-chunk.ts';
+import { keyHeader } from '../write/claim.ts';
+import { dropFile } from '../write/import-chunk.ts';
 import { Imports, type ImportState } from '../storage/imports.ts';
 
 /**
@@ -45,8 +45,8 @@ export async function createImport(request: IRequest, context: Context): Promise
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parseImportQuery(sent.params);
-  const key = keyRequest(request);
-  const known = await context.recall.createContext(keyHash, query.ok ? [query.value.objectId] : [], true);
+  const key = keyHeader(request);
+  const known = await context.cached.createContext(keyHash, query.ok ? [query.value.objectId] : [], true);
   const caller = known.caller;
   if (caller === undefined) throw unauthorized();
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems), ...key.problems];
@@ -75,7 +75,7 @@ export async function createImport(request: IRequest, context: Context): Promise
   const file = `imports/${crypto.randomUUID()}`;
   const kept = await keep(context, request, file, length, format, def);
   const requestHash =
-    key.key === undefined ? undefined : await sha256Hex(JSON.stringify([key.path, query.value, format, kept.hash]));
+    key.key === undefined ? undefined : await sha256Hex(JSON.stringify([key.key.path, query.value, format, kept.hash]));
   const imports = new Imports(context.env.DB, context.meter);
   const { state, again } = await imports.create({
     userId: caller.userId,
@@ -89,7 +89,7 @@ export async function createImport(request: IRequest, context: Context): Promise
     columns: kept.columns,
     start: kept.start,
     now: Date.now(),
-    key: key.key,
+    key: key.key?.key,
     requestHash,
   });
   if (again) {
@@ -263,7 +263,7 @@ async function ownImport(request: IRequest, context: Context): Promise<{ state: 
   const keyHash = await keyHashOf(request);
   const { importId } = pathIds(request.params, 'importId');
   const [{ caller }, state] = await Promise.all([
-    context.recall.createContext(keyHash, []),
+    context.cached.createContext(keyHash, []),
     new Imports(context.env.DB, context.meter).get(importId),
   ]);
   if (caller === undefined) throw unauthorized();
@@ -281,7 +281,7 @@ export async function getImport(request: IRequest, context: Context): Promise<Re
 export async function cancelImport(request: IRequest, context: Context): Promise<Response> {
   const { state, userId } = await ownImport(request, context);
   // Cancelling is idempotent: a key is checked for its form and needs nothing kept.
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   if (key.problems.length > 0) throw invalidBody(key.problems);
   const now = await new Imports(context.env.DB, context.meter).cancel(state.id, userId, Date.now());
   if (now === undefined) throw notFound('Import');

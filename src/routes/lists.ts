@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
-import { settle } from '../core/settle.ts';
+import { caught } from '../core/caught.ts';
 import type { Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery } from '../domain/list-query.ts';
 import { keyHashOf } from '../http/auth.ts';
@@ -59,7 +59,7 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const { filter, limit, cursor, expand } = query.value;
   const secret = await secretOf(context);
   const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
-  const after = await settle(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
+  const after = await caught(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
   const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, expand !== undefined);
   const caller = member(page.caller, workspaceId, []);
@@ -88,7 +88,7 @@ export async function listChanges(request: IRequest, context: Context): Promise<
   const secret = await secretOf(context);
   const scope = `changes/${workspaceId}`;
   const sent = query.value.after;
-  const after = await settle(async () => (sent === undefined ? 0 : readCursor(secret, sent, scope, 'after')));
+  const after = await caught(async () => (sent === undefined ? 0 : readCursor(secret, sent, scope, 'after')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
   const { caller, changes, horizon } = await context.lists.changes(
     keyHash,

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
-import { settle } from '../core/settle.ts';
+import { caught } from '../core/caught.ts';
 import { catalogOf, parseQuery, project } from '../domain/query.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
@@ -22,7 +22,7 @@ import { pageOf } from './lists.ts';
 export async function queryRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
-  const body = await settle(() => readJson(request));
+  const body = await caught(() => readJson(request));
   const queries = new Queries(context.reads, context.meter);
   const { caller, objects, building } = await queries.view(keyHash, workspaceId);
   if (caller === undefined) throw unauthorized();

@@ -10,14 +10,14 @@ import { expandParam, withExpanded } from './expand.ts';
 
 /** GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}: viewers may read. */
 export async function readRecord(request: IRequest, context: Context): Promise<Response> {
-  const { recall } = context;
+  const { cached } = context;
   const keyHash = await keyHashOf(request);
   const inWorkspace = request.params.workspaceId !== undefined;
   const { recordId, workspaceId } = inWorkspace
     ? pathIds(request.params, 'workspaceId', 'recordId')
     : { ...pathIds(request.params, 'recordId'), workspaceId: undefined };
   const expand = expandParam(new URL(request.url).searchParams);
-  const { caller, records, objects } = await recall.recordContext(keyHash, [recordId]);
+  const { caller, records, objects } = await cached.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);
   if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none') {

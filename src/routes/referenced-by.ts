@@ -21,7 +21,7 @@ export async function referencedBy(request: IRequest, context: Context): Promise
   const { recordId } = pathIds(request.params, 'recordId');
   const sent = queryOf(request.url);
   const query = parsePageQuery(sent.params);
-  const { caller, records } = await context.recall.recordContext(keyHash, [recordId]);
+  const { caller, records } = await context.cached.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
   if (!query.ok || problems.length > 0) throw invalidQuery(problems);

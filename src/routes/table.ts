@@ -23,19 +23,24 @@ import {
   ReadRecordSchema,
   RecordSchema,
   ReferencingPage,
+  UpsertBody,
 } from '../schemas/record.ts';
 import * as admin from './admin.ts';
 import { openApiResponse } from '../openapi.ts';
 import { health } from './meta.ts';
-import { createRecords } from './records-create.ts';
-import { patchRecord, patchRecords } from './records-patch.ts';
+import {
+  createRecords,
+  deleteRecord,
+  patchRecord,
+  patchRecords,
+  restoreRecord,
+  upsertRecords,
+} from './record-writes.ts';
 import { ChangePage, Me, RecordPage } from '../schemas/lists.ts';
 import { listChanges, listRecords, me } from './lists.ts';
 import { queryRecords } from './query.ts';
-import { upsertRecordsRoute } from './records-upsert.ts';
-import { UpsertBody } from '../patching/upsert.ts';
 import { QueryBody, QueryPage, UpsertAnswer } from '../schemas/query.ts';
-import { deleteRecord, EmptyBody, restoreRecord } from './records-lifecycle.ts';
+import { EmptyBody } from '../write/admit.ts';
 import { readRecord } from './records-read.ts';
 import { referencedBy } from './referenced-by.ts';
 import { cancelImport, createImport, getImport, importErrors } from './imports.ts';
@@ -224,7 +229,7 @@ export const operations: Operation[] = [
   {
     method: 'POST',
     path: '/objects/:objectId/records/upsert',
-    handler: upsertRecordsRoute,
+    handler: upsertRecords,
     operationId: 'upsertRecords',
     tag: 'Records',
     summary: 'Create or update 1 to 20 records by a unique field (all or nothing)',

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type * as v from 'valibot';
 import type { Context } from '../context.ts';
-import { settle } from '../core/settle.ts';
+import { caught } from '../core/caught.ts';
 import type { Caller } from '../domain/access.ts';
 import { urlProblem } from '../domain/webhook.ts';
 import { keyHashOf } from '../http/auth.ts';
@@ -15,9 +15,9 @@ import { ReplayInput, WebhookInput, WebhookStatusInput, type WebhookSchema } fro
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Webhooks, type Webhook } from '../storage/webhooks.ts';
 import { derivedWebhookSecret } from '../push/sign.ts';
-import { keyRequest, type KeyRequest } from '../patching/idempotent.ts';
+import { keyHeader, type KeyHeader } from '../write/claim.ts';
 import { HIDDEN_SECRET, WebhookWrites } from '../storage/webhook-writes.ts';
-import { adminWrite } from '../writing/admin-write.ts';
+import { adminWrite } from '../write/admin.ts';
 import { forgetSubscriptions } from '../push/wake.ts';
 
 /**
@@ -56,7 +56,7 @@ async function editor<T>(
   const keyHash = await keyHashOf(request);
   const names = request.params.webhookId === undefined ? ['workspaceId'] : ['workspaceId', 'webhookId'];
   const ids = pathIds(request.params, ...names) as Record<string, number>;
-  const parsed = await settle(async () => (body === undefined ? (undefined as T) : body()));
+  const parsed = await caught(async () => (body === undefined ? (undefined as T) : body()));
   const { caller } = await context.store.createContext(keyHash, []);
   if (caller === undefined) throw unauthorized();
   const workspaceId = ids.workspaceId as number;
@@ -68,7 +68,7 @@ async function editor<T>(
 }
 
 /** The body by `schema`; one 400 lists its problems with those of the Idempotency-Key header. */
-function bodyOf<S extends Parameters<typeof parseObject>[0]>(request: Request, schema: S, key: KeyRequest) {
+function bodyOf<S extends Parameters<typeof parseObject>[0]>(request: Request, schema: S, key: KeyHeader) {
   return async (): Promise<v.InferOutput<S>> => {
     const parsed = parseObject(schema, await readJson(request));
     if (!parsed.ok || key.problems.length > 0)
@@ -78,7 +78,7 @@ function bodyOf<S extends Parameters<typeof parseObject>[0]>(request: Request, s
 }
 
 /** A write without a body: 400 when its Idempotency-Key header is malformed. */
-function keyOnly(key: KeyRequest) {
+function keyOnly(key: KeyHeader) {
   return async (): Promise<undefined> => {
     if (key.problems.length > 0) throw invalidBody(key.problems);
     return undefined;
@@ -115,7 +115,7 @@ const serviceKey = (context: Context): Promise<string> =>
  * subscription and shows the same secret.
  */
 export async function createWebhook(request: IRequest, context: Context): Promise<Response> {
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { caller, workspaceId, body } = await editor(request, context, bodyOf(request, WebhookInput, key));
   const problem = urlProblem(body.url, context.env.WEBHOOK_ALLOW_HTTP);
   if (problem !== undefined) throw unprocessable([{ pointer: '/url', code: 'url_not_allowed', message: problem }]);
@@ -123,7 +123,7 @@ export async function createWebhook(request: IRequest, context: Context): Promis
   const writes = new WebhookWrites(context.env.DB);
   return adminWrite(
     context,
-    key,
+    key.key,
     body,
     {
       batch: async (_, writeId, now) =>
@@ -168,12 +168,12 @@ export async function listWebhooks(request: IRequest, context: Context): Promise
  * after the commit; should that fail, it finds the subscription gone at its next alarm.
  */
 export async function deleteWebhook(request: IRequest, context: Context): Promise<Response> {
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { caller, workspaceId, webhookId } = await editor(request, context, keyOnly(key));
   const writes = new WebhookWrites(context.env.DB);
   return adminWrite(
     context,
-    key,
+    key.key,
     null,
     {
       batch: (_, writeId) => writes.remove(writeId, webhookId, workspaceId),
@@ -193,7 +193,7 @@ export async function deleteWebhook(request: IRequest, context: Context): Promis
  * Trigger wakes every active subscription.
  */
 export async function updateWebhook(request: IRequest, context: Context): Promise<Response> {
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { caller, workspaceId, webhookId, body } = await editor(
     request,
     context,
@@ -203,7 +203,7 @@ export async function updateWebhook(request: IRequest, context: Context): Promis
   const writes = new WebhookWrites(context.env.DB);
   return adminWrite(
     context,
-    key,
+    key.key,
     body,
     {
       batch: (_, writeId) => writes.setStatus(writeId, webhookId, workspaceId, body.status, reason),
@@ -223,10 +223,10 @@ export async function updateWebhook(request: IRequest, context: Context): Promis
  * written: a failure stores nothing, and telling the object twice only sends items again.
  */
 export async function replayWebhook(request: IRequest, context: Context): Promise<Response> {
-  const key = keyRequest(request);
+  const key = keyHeader(request);
   const { caller, workspaceId, webhookId, body } = await editor(request, context, bodyOf(request, ReplayInput, key));
   const secret = await serviceKey(context);
-  const after = await settle(() => readCursor(secret, body.after, `changes/${workspaceId}`, 'after'));
+  const after = await caught(() => readCursor(secret, body.after, `changes/${workspaceId}`, 'after'));
   if (!after.ok)
     throw invalidBody([
       { pointer: '/after', code: 'invalid_cursor', message: 'not a cursor of this workspace’s change feed' },
@@ -234,7 +234,7 @@ export async function replayWebhook(request: IRequest, context: Context): Promis
   const writes = new WebhookWrites(context.env.DB);
   return adminWrite(
     context,
-    key,
+    key.key,
     body,
     {
       batch: async (_, writeId) => {

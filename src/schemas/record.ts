@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { FieldName, Id } from './common.ts';
+import { FieldName, Id, MAX_BATCH } from './common.ts';
 import { maxChars } from './max-chars.ts';
 
 /** One field's value. `value: null` in a request means "no value" (a patch removes the value). */
@@ -82,3 +82,14 @@ export type PatchIn = v.InferOutput<typeof PatchBody>;
 /** One element of a patch batch (with or without a workspace in the path). */
 export const PatchItem = v.strictObject({ id: RecordSchema.entries.id, ...PatchBody.entries });
 export type PatchItemIn = v.InferOutput<typeof PatchItem>;
+
+/** One item of an upsert: a create element without its object (the path names it). */
+export const UpsertItem = v.strictObject({
+  fieldValues: CreateItem.entries.fieldValues,
+  isTemplate: CreateItem.entries.isTemplate,
+});
+export const UpsertBody = v.strictObject({
+  matchOn: v.pipe(FieldName, v.description('A unique field of the object: the value each item is matched on.')),
+  items: v.pipe(v.array(UpsertItem), v.minLength(1), v.maxLength(MAX_BATCH)),
+});
+export type UpsertIn = v.InferOutput<typeof UpsertBody>;

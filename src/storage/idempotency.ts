@@ -139,7 +139,7 @@ export class IdempotencyStore {
             .bind(claim.userId, claim.key, claim.method, claim.path, claim.token)
             .run(),
         ),
-      8,
+      { attempts: 8 },
     );
   }
 

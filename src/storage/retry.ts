@@ -1,4 +1,12 @@
-/** D1 and Durable Object errors worth another try, as Cloudflare documents them; "overloaded" is never one. */
+import { systemClock, type Clock } from '../core/clock.ts';
+
+/**
+ * The service's one retry policy, for the two things worth another try: a call that failed on the
+ * way (D1 or an object lost the connection, was reset, was being updated), and a write that lost a
+ * race (a record moved on before its batch committed). "Overloaded" is never retried.
+ */
+
+/** D1 and Durable Object errors worth another try, as Cloudflare documents them. */
 const TRANSIENT = [
   /Network connection lost/i,
   /reset because its code was updated/i,
@@ -17,19 +25,54 @@ export function isTransient(error: unknown): boolean {
   );
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export interface RetryOptions {
+  /** Gives up when the next try would start past this time (ms since the epoch)... */
+  deadline?: number;
+  /** ...or after this many tries (4 by default when there is no deadline). */
+  attempts?: number;
+  /** What is thrown when the deadline passes. */
+  late?: () => unknown;
+  clock?: Clock;
+}
+
+/** The pause before try `attempt + 1`: jittered, doubling, at most 200 ms. */
+const pause = (clock: Clock, attempt: number): Promise<void> =>
+  clock.sleep(clock.random() * Math.min(200, 10 * 2 ** attempt));
 
 /**
- * Runs an idempotent call (a read, or a write guarded by version), retrying transient
- * failures with jittered exponential back-off: 4 attempts within about a second.
+ * Runs `call` (safe to repeat: a read, or a write its ledger row finishes once) until it succeeds
+ * or fails for a reason that is not transient; a transient failure is tried again after a pause.
  */
-export async function retrying<T>(call: () => Promise<T>, attempts = 4): Promise<T> {
+export async function retrying<T>(call: (attempt: number) => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const { deadline, clock = systemClock, late } = options;
+  const attempts = options.attempts ?? (deadline === undefined ? 4 : Infinity);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await call();
+      return await call(attempt);
     } catch (error) {
-      if (attempt >= attempts || !isTransient(error)) throw error;
-      await sleep(Math.random() * 50 * 2 ** attempt);
+      if (!isTransient(error) || attempt >= attempts) throw error;
+      if (deadline !== undefined && clock.now() >= deadline) throw late === undefined ? error : late();
+      await pause(clock, attempt);
     }
+  }
+}
+
+/** What an attempt of `recomputing` answers when it lost a race and must run again on what D1 holds now. */
+export const AGAIN = Symbol('again');
+
+/**
+ * Runs a write's attempt (read, plan, commit) until it does not answer AGAIN: it lost a race to
+ * another writer and nothing of it was written. The attempts after the first pause a little,
+ * so writers that keep meeting do not race in a tight loop. Past `deadline`, `late()` is thrown.
+ */
+export async function recomputing<T>(
+  attempt: (n: number) => Promise<T | typeof AGAIN>,
+  { deadline = Infinity, late, clock = systemClock }: RetryOptions = {},
+): Promise<T> {
+  for (let n = 1; ; n++) {
+    const result = await attempt(n);
+    if (result !== AGAIN) return result;
+    if (clock.now() >= deadline) throw late === undefined ? new Error('a write kept losing races') : late();
+    if (n > 1) await clock.sleep(clock.random() * Math.min(100, 5 * 2 ** n));
   }
 }

@@ -9,7 +9,7 @@ import { fallbackKeys, PREFIX_TERM, recordKeys, WHOLE_NAME_TERM, type RecordKeys
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
-import { isTransient } from './retry.ts';
+import { retrying } from './retry.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 import type { D1 } from './sessions.ts';
 
@@ -161,20 +161,6 @@ export interface KeyAnswer {
   status: number;
   headers: Readonly<Record<string, string>>;
   shape: AnswerShape;
-}
-
-/**
- * Items of a batch answer around each record's JSON: `[{"status":"Succeeded","record":…},…]`;
- * an upsert's items also say what it did to each (`"result":"created"`).
- */
-export function batchAnswer(recordJsons: readonly string[], results?: readonly string[]): string {
-  return `[${recordJsons
-    .map((json, i) => {
-      const result = results?.[i];
-      const said = result === undefined ? '' : `"result":${JSON.stringify(result)},`;
-      return `{"status":"Succeeded",${said}"record":${json}}`;
-    })
-    .join(',')}]`;
 }
 
 /**
@@ -381,30 +367,25 @@ export class RecordWrites {
     ids: readonly string[],
     deadline: number,
   ): Promise<Committed<T>> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return { committed: await this.meter.d1(() => this.db.batch<T>(statements)) };
-      } catch (error) {
-        const message = error instanceof Error ? error.message : '';
-        if (message.includes('version_conflict')) throw new VersionConflict();
-        if (/UNIQUE constraint failed: writes\.id/.test(message)) {
-          const finished = await this.outcomes(ids, deadline);
-          if (finished.size > 0) return { finished };
-          // Finished and pruned within the same breath cannot be: storage contradicts itself.
-          throw error;
-        }
-        if (!isTransient(error)) throw error;
-        if (this.clock.now() >= deadline) throw new OutcomeUnknown();
-        await this.clock.sleep(this.clock.random() * Math.min(200, 10 * 2 ** attempt));
-      }
+    try {
+      return { committed: await this.untilDeadline(deadline, () => this.db.batch<T>(statements)) };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : '';
+      if (message.includes('version_conflict')) throw new VersionConflict();
+      if (!/UNIQUE constraint failed: writes\.id/.test(message)) throw error;
+      const finished = await this.outcomes(ids, deadline);
+      if (finished.size > 0) return { finished };
+      // Finished and pruned within the same breath cannot be: storage contradicts itself.
+      throw error;
     }
   }
 
   /**
-   * Finishes `id` as a failure answered with `status`, or, when it was finished already (it
-   * committed), returns that outcome. Nothing is answered as failed that committed.
+   * Closes write `id` as a failure answered with `status`, so that it can never commit later;
+   * when it was finished already (it committed), returns that outcome instead. Nothing is
+   * answered as failed that committed.
    */
-  async fence(
+  async closeAsFailed(
     id: string,
     status: number,
     deadline: number,
@@ -477,16 +458,9 @@ export class RecordWrites {
     });
   }
 
-  private async untilDeadline<T>(deadline: number, call: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.meter.d1(call);
-      } catch (error) {
-        if (!isTransient(error)) throw error;
-        if (this.clock.now() >= deadline) throw new OutcomeUnknown();
-        await this.clock.sleep(this.clock.random() * Math.min(200, 10 * 2 ** attempt));
-      }
-    }
+  /** One round trip, sent again after a transient failure until `deadline`, then OutcomeUnknown. */
+  private untilDeadline<T>(deadline: number, call: () => Promise<T>): Promise<T> {
+    return retrying(() => this.meter.d1(call), { deadline, clock: this.clock, late: () => new OutcomeUnknown() });
   }
 }
 

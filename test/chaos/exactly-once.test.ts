@@ -52,7 +52,7 @@ describe('exactly once when replies are lost', () => {
       const { editor, workspaceId, ids } = await setup();
       const id = ids[0] as number;
       // Every Worker → object patch call runs, and its first reply is lost.
-      const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 3);
+      const lost = loseReplies((c) => c.target === 'object' && c.method === 'run' && c.from === 'worker', 3);
       const answers = [];
       for (const age of [1, 2, 3])
         answers.push(
@@ -76,7 +76,7 @@ describe('exactly once when replies are lost', () => {
   it('20 concurrent patches with every object reply lost once: versions 2..21, each answered once', async () => {
     const { editor, workspaceId, ids } = await setup();
     const id = ids[0] as number;
-    loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 20);
+    loseReplies((c) => c.target === 'object' && c.method === 'run' && c.from === 'worker', 20);
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
         call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
@@ -155,13 +155,13 @@ describe('exactly once when replies are lost', () => {
       const { editor, workspaceId, ids } = await setup();
       const id = ids[0] as number;
       // The object writes, then "restarts" (forgets its calls and state) before the Worker hears back.
-      const lost = loseReplies((c) => c.target === 'object' && c.method === 'patch' && c.from === 'worker', 1);
+      const lost = loseReplies((c) => c.target === 'object' && c.method === 'run' && c.from === 'worker', 1);
       let forgot = 0;
       // Runs in the Worker's request, so the stub is made there (a stub belongs to its request).
       chaos.onLost = () =>
         forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
-          instance.calls = new Expiring(60_000, 10, () => Date.now());
-          instance.known = undefined;
+          instance.answers = new Expiring(60_000, 10, () => Date.now());
+          instance.queue = undefined;
           forgot++;
         });
       const res = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
@@ -323,13 +323,13 @@ describe('batches and keyed writes run in a coordinator near D1, exactly once', 
    * answered, as after a restart.
    */
   const restartCoordinators = (ids: readonly number[]) => async (): Promise<void> => {
-    for (const name of [...ids.map(String), ...Array.from({ length: 16 }, (_, n) => `near:${n}`)]) {
+    for (const name of [...ids.map(String), ...Array.from({ length: 16 }, (_, n) => `writes:${n}`)]) {
       await forget(env.RECORDS.get(env.RECORDS.idFromName(name)), (instance: any) => {
-        instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
+        instance.answers = new Expiring(60_000, 10, () => Date.now());
       });
     }
   };
-  const nearCall = (c: OutgoingCall) => c.target === 'object' && c.method === 'near' && c.from === 'worker';
+  const nearCall = (c: OutgoingCall) => c.target === 'object' && c.method === 'run' && c.from === 'worker';
 
   it('a batch whose coordinator answer is lost is sent again and answered from its memory: written once', async () => {
     const { editor, ids } = await setup(3);
@@ -438,9 +438,8 @@ describe('batches and keyed writes run in a coordinator near D1, exactly once', 
       let between: { body: any } | undefined;
       chaos.onLost = async () => {
         await forget(env.RECORDS.get(env.RECORDS.idFromName(String(id))), (instance: any) => {
-          instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
-          instance.calls = new Expiring(60_000, 10, () => Date.now());
-          instance.known = undefined;
+          instance.answers = new Expiring(60_000, 10, () => Date.now());
+          instance.queue = undefined;
         });
         between = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
           key: editor.key,
@@ -486,7 +485,7 @@ describe('batches and keyed writes run in a coordinator near D1, exactly once', 
       });
       expect([res.status, res.body.version]).toEqual([200, 2]);
       // Not even the caller is read by the Worker: the coordinator checks it, claims the key, and writes.
-      expect(fromWorker).toEqual(['object:near']);
+      expect(fromWorker).toEqual(['object:run']);
       const again = await call('PATCH', `/workspaces/${workspaceId}/records/${id}`, {
         key: editor.key,
         body: { fieldValues: [fv('age', 3)] },

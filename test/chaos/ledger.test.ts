@@ -5,7 +5,7 @@ import { systemClock } from '../../src/core/clock.ts';
 import { newWriteId } from '../../src/core/ledger.ts';
 import { Expiring } from '../../src/storage/isolate-cache.ts';
 import { RecordWrites } from '../../src/storage/writes.ts';
-import { RecordQueue, type PatchCall } from '../../src/writing/record-queue.ts';
+import { RecordQueue, type PatchCall } from '../../src/write/record-queue.ts';
 import { call, createOne, world } from '../integration/helpers.ts';
 import { chaos, chaosEnv, type OutgoingCall } from './faults.ts';
 
@@ -22,15 +22,14 @@ const stored = async (id: number) =>
 const valuesOf = async (id: number) => JSON.parse((await stored(id))?.field_values ?? '[]');
 const writesRecords = (c: OutgoingCall) =>
   c.target === 'd1' && c.method === 'batch' && c.sql.some((sql) => /UPDATE records|INSERT INTO records/.test(sql));
-const nearCall = (c: OutgoingCall) => c.target === 'object' && c.method === 'near' && c.from === 'worker';
+const nearCall = (c: OutgoingCall) => c.target === 'object' && c.method === 'run' && c.from === 'worker';
 const forget = runInDurableObject as unknown as (stub: unknown, run: (instance: any) => void) => Promise<void>;
 
 /** The object of `name` loses everything it held in memory, as after a restart. */
 const restart = (name: string) =>
   forget(env.RECORDS.get(env.RECORDS.idFromName(name)), (instance) => {
     instance.queue = undefined;
-    instance.calls = new Expiring(60_000, 10, () => Date.now());
-    instance.nearCalls = new Expiring(60_000, 10, () => Date.now());
+    instance.answers = new Expiring(60_000, 10, () => Date.now());
   });
 
 afterEach(() => {
@@ -64,7 +63,7 @@ describe('one write ledger: a write is settled by its ledger row, never applied 
       ).body;
       const patch = (callId: string, age: number): PatchCall => ({
         recordId: id,
-        callId,
+        writeId: callId,
         def,
         patch: { fieldValues: [fv('age', age)] },
         userId: editor.id,
@@ -125,7 +124,8 @@ describe('one write ledger: a write is settled by its ledger row, never applied 
           { id: b, fieldValues: [fv('firstName', 'R1')] },
         ],
       });
-      expect(lost).toBe(2);
+      // The batch's call (its answer lost), the patch between, the batch's call again.
+      expect(lost).toBe(3);
       expect(res.status).toBe(200);
       expect(res.body.map((item: any) => [item.record.id, item.record.version])).toEqual([
         [a, 2],
@@ -212,7 +212,7 @@ describe('one write ledger: a write is settled by its ledger row, never applied 
       await call('GET', `/records/${a}`, { key: editor.key }); // remembered: the Worker calls the record's object
       let lost = 0;
       chaos.decide = (c) => {
-        if (c.target === 'object' && c.method === 'patch' && c.from === 'worker' && lost++ === 0) return 'lose';
+        if (c.target === 'object' && c.method === 'run' && c.from === 'worker' && lost++ === 0) return 'lose';
         if (
           lost > 0 &&
           c.target === 'd1' &&

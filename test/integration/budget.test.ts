@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { createContext } from '../../src/context.ts';
 import { sha256Hex } from '../../src/http/auth.ts';
-import { patchBatch } from '../../src/patching/patch-batch.ts';
+import { runWrite } from '../../src/write/engine.ts';
 import { call, createOne, letMemoryExpire, world, type Answer } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
@@ -94,13 +94,14 @@ describe('cost budget per operation, from Server-Timing', () => {
         passThroughOnException() {},
         props: {},
       } as unknown as ExecutionContext);
-      const body = { ok: true as const, value: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) };
-      await patchBatch(context, {
+      // The same batch run by the engine outside any record's object: every record's turn is a call.
+      const answer = await runWrite(context, {
+        id: 'budget-batch',
+        requestId: 'budget',
         keyHash: await sha256Hex(editor.key),
-        workspaceId: undefined,
-        body,
-        idempotency: { key: undefined, method: 'PATCH', path: '/records/batch', problems: [] },
+        write: { kind: 'batch', items: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) },
       });
+      expect(answer.status).toBe(200);
       expect(context.meter.doPeak).toBe(20);
       expect(context.meter.doCalls).toBe(20);
     },

@@ -25,9 +25,9 @@ describe('a record object remembers its answered calls within a byte bound', () 
         expect(res.body.version).toBe(i + 2);
       }
       const stub = env.RECORDS.get(env.RECORDS.idFromName(String(record.id)));
-      const held = await inObject(stub, (instance) => ({ bytes: instance.calls.bytes, size: instance.calls.size }));
+      const held = await inObject(stub, (instance) => ({ bytes: instance.answers.bytes, size: instance.answers.size }));
       expect(held.bytes).toBeLessThanOrEqual(CALL_MEMORY_BYTES);
-      // Each answer is about 1.8 MB in memory: ten would not fit, the newest four do.
+      // Each answer is about 0.9 MB of UTF-8: ten would not fit, the newest do.
       expect(held.size).toBeGreaterThan(0);
       expect(held.size).toBeLessThan(10);
       const read = await call('GET', `/records/${record.id}`, { key: editor.key });

@@ -1,10 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import type { PatchAnswer, PatchCall, TurnAnswer } from '../../src/writing/record-queue.ts';
+import type { TurnAnswer } from '../../src/write/record-queue.ts';
+import type { WriteAnswer, WriteCall } from '../../src/write/write.ts';
+import { sha256Hex } from '../../src/http/auth.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { RecordWrites, VersionConflict } from '../../src/storage/writes.ts';
-import { admin, call, createOne, expectProblem, world } from './helpers.ts';
-import { TURN_TIMEOUT_MS } from '../../src/writing/deadlines.ts';
+import { call, createOne, expectProblem, world } from './helpers.ts';
+import { TURN_TIMEOUT_MS } from '../../src/write/deadlines.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const versions = async (ids: number[]) =>
@@ -19,7 +21,10 @@ const versions = async (ids: number[]) =>
 const objectOf = (id: number) => {
   const stub = env.RECORDS.get(env.RECORDS.idFromName(String(id)));
   return {
-    patch: async (call: PatchCall) => (await stub.patch(call)) as PatchAnswer,
+    run: async (call: WriteCall) => {
+      const answer = (await stub.run(call)) as WriteAnswer;
+      return { status: answer.status, body: JSON.parse(new TextDecoder().decode(answer.body)) };
+    },
     turn: async (version: number) => (await stub.turn(id, version)) as TurnAnswer,
   };
 };
@@ -112,25 +117,23 @@ describe('faults', () => {
   );
 
   it("a batch's turn comes after the patches queued before it, and sees their result", async () => {
-    const { editor, object, list } = await records(1);
+    const { editor, workspaceId, list } = await records(1);
     const record = list[0];
-    const def = (await admin('GET', `/admin/objects/${object.id}`)).body;
+    const keyHash = await sha256Hex(editor.key);
     const stub = objectOf(record.id);
     const patches = [1, 2, 3].map((age) =>
-      stub.patch({
-        recordId: record.id,
-        callId: crypto.randomUUID(),
-        snapshot: record,
-        def,
-        userId: editor.id,
-        patch: { fieldValues: [fv('age', age)] },
+      stub.run({
+        id: crypto.randomUUID(),
+        requestId: `turn-${age}`,
+        keyHash,
+        write: { kind: 'patch', recordId: record.id, workspaceId, patch: { fieldValues: [fv('age', age)] } },
       }),
     );
     const turn = stub.turn(record.version);
     const answers = await Promise.all(patches);
-    expect(answers.map((a) => a.record?.version)).toEqual([2, 3, 4]);
+    expect(answers.map((a) => a.body.version)).toEqual([2, 3, 4]);
     const seen = await turn;
-    expect(seen.newer).toEqual(answers[2]?.record);
+    expect(seen.newer).toEqual(answers[2]?.body);
     // A batch that already read that state gets no state back.
     expect((await stub.turn(4)).newer).toBeUndefined();
   });

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { stubNamed } from '../../src/patching/objects.ts';
+import { stubNamed } from '../../src/write/record-turns.ts';
 
 /** Records how the namespace was asked for an object; the real namespace answers. */
 function recording(hint: string) {

@@ -221,7 +221,7 @@ describe('unique values on every write path', () => {
       });
       expectProblem(batch, 409, 'conflict');
       expect(batch.body.errors).toEqual([
-        { pointer: '/1/fieldValues/1', code: 'unique_violation', message: 'another live record holds this value' },
+        { pointer: '/1/fieldValues/1', code: 'unique_violation', message: `record ${a.id} holds this value` },
       ]);
       expect((await call('GET', `/records/${a.id}`, { key: editor.key })).body.version).toBe(1);
       // A deleted holder frees the value; restoring it while another record holds it is refused.

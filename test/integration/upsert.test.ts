@@ -2,7 +2,8 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { createContext } from '../../src/context.ts';
 import { sha256Hex } from '../../src/http/auth.ts';
-import { upsertRecords } from '../../src/patching/upsert.ts';
+import { runWrite } from '../../src/write/engine.ts';
+import type { WriteCall } from '../../src/write/write.ts';
 import { admin, call, createOne, expectProblem, newUser, newWorkspace } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
@@ -195,12 +196,14 @@ describe('POST /objects/{objectId}/records/upsert', () => {
           passThroughOnException() {},
           props: {},
         } as unknown as ExecutionContext);
-      const input = {
+      const call: WriteCall = {
+        id: 'rerun-write-1',
+        requestId: 'rerun',
         keyHash: await sha256Hex(editor.key),
-        objectId: object.id,
-        body: {
-          ok: true as const,
-          value: {
+        write: {
+          kind: 'upsert',
+          objectId: object.id,
+          body: {
             matchOn: 'email',
             items: [
               { fieldValues: [fv('email', 'r@x.org'), fv('score', 3)] },
@@ -208,13 +211,13 @@ describe('POST /objects/{objectId}/records/upsert', () => {
             ],
           },
         },
-        idempotency: { key: undefined, method: 'POST', path: `/objects/${object.id}/records/upsert`, problems: [] },
       };
-      const first = await upsertRecords(context(), input, 'rerun-write-1');
+      const text = (answer: { body: Uint8Array }) => new TextDecoder().decode(answer.body);
+      const first = await runWrite(context(), call);
       const after = await recordsOf(object.id);
-      const again = await upsertRecords(context(), input, 'rerun-write-1');
-      expect('value' in again && again.value).toEqual('value' in first && first.value);
-      expect('value' in first && first.value.map((item) => item.result)).toEqual(['updated', 'created']);
+      const again = await runWrite(context(), { ...call, again: true });
+      expect([again.status, text(again)]).toEqual([first.status, text(first)]);
+      expect(JSON.parse(text(first)).map((item: { result: string }) => item.result)).toEqual(['updated', 'created']);
       expect(await recordsOf(object.id)).toEqual(after);
     },
   );

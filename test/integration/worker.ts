@@ -3,7 +3,7 @@ import { RecordObject as Production } from '../../src/record-object.ts';
 import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts';
 import { IndexBuildObject as ProductionIndexBuild } from '../../src/index-build-object.ts';
 import { ImportObject as ProductionImport } from '../../src/import-object.ts';
-import { importChunk } from '../../src/patching/import-chunk.ts';
+import { importChunk } from '../../src/write/import-chunk.ts';
 import type { Env } from '../../src/env.ts';
 import { loggingD1 } from '../d1-log.ts';
 import { withProductionLimits } from '../limits.ts';

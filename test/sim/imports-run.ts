@@ -1,6 +1,6 @@
 /// <reference types="node" />
 import { LEASE_MS } from '../../src/storage/idempotency.ts';
-import { CALL_DEADLINE_MS } from '../../src/writing/deadlines.ts';
+import { CALL_DEADLINE_MS } from '../../src/write/deadlines.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 import { byName, foldItem } from '../feed-fold.ts';

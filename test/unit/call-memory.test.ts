@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CallMemory, jsonBytes, PENDING_BYTES } from '../../src/writing/call-memory.ts';
+import { CallMemory, jsonBytes, PENDING_BYTES } from '../../src/write/call-memory.ts';
 
 const MiB = 1024 * 1024;
 const answer = (bytes: number) => ({ body: 'x'.repeat(bytes / 2 - 11) }); // {"body":"…"}, 2 bytes a unit

@@ -1,10 +1,11 @@
 import type { Context } from '../context.ts';
 import { newWriteId } from '../core/ledger.ts';
 import type { HttpError } from '../http/errors.ts';
-import { claimOrDone, holding, type KeyRequest } from '../patching/idempotent.ts';
 import { ADMIN_KEY_SCOPE, AdminWrites, type AdminBatch, type AdminOutcome } from '../storage/admin-writes.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
+import { claimKey, releaseKey } from './claim.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
+import type { IdempotencyKey } from './write.ts';
 
 /**
  * One admin write, exactly once, with its Idempotency-Key. The write has an id and one D1 batch
@@ -35,16 +36,16 @@ export interface AdminWrite {
  */
 export async function adminWrite(
   context: Context,
-  key: KeyRequest,
+  key: IdempotencyKey | undefined,
   body: unknown,
   write: AdminWrite,
   scope: number = ADMIN_KEY_SCOPE,
 ): Promise<Response> {
   const writes = new AdminWrites(context.primary, context.meter);
   const writeId = newWriteId();
-  const claim = await claim_(context, writes, key, body, writeId, write, scope);
+  const claim = await claimed(context, writes, key, body, writeId, write, scope);
   if (claim instanceof Response) return claim;
-  return holding(context, claim, async () => {
+  try {
     const now = Date.now();
     const { outcome, effects } = await writes.commit(
       writeId,
@@ -55,8 +56,11 @@ export async function adminWrite(
     );
     if ('failed' in outcome) throw await write.failure(outcome.failed, writes);
     await write.done?.(effects, outcome);
-    return answer(outcome, writeId, write, {});
-  });
+    return await answer(outcome, writeId, write, {});
+  } catch (error) {
+    await releaseKey(context, claim);
+    throw error;
+  }
 }
 
 async function answer(
@@ -71,18 +75,18 @@ async function answer(
 }
 
 /** Claims the key, or answers: the replay of a completed key, 409 while it runs, 422 for another body. */
-async function claim_(
+async function claimed(
   context: Context,
   writes: AdminWrites,
-  request: KeyRequest,
+  key: IdempotencyKey | undefined,
   body: unknown,
   writeId: string,
   write: AdminWrite,
   scope: number,
 ): Promise<KeyClaim | undefined | Response> {
-  const held = await claimOrDone(context, request, scope, body, writeId);
-  if ('claim' in held) return held.claim;
-  const done = held.done;
+  const result = await claimKey(context, key, scope, body, writeId);
+  if ('claim' in result) return result.claim;
+  const done = result.done;
   const outcome: AdminOutcome | undefined =
     done.writeId === undefined ? undefined : await writes.outcome(done.writeId, Date.now() + TURN_TIMEOUT_MS);
   if (outcome === undefined || 'failed' in outcome)

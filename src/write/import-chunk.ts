@@ -2,7 +2,7 @@ import type { Caller } from '../domain/access.ts';
 import { recordAccess } from '../domain/access.ts';
 import { planCreate, type NewRecord } from '../domain/create.ts';
 import type { ObjectDef } from '../domain/definition.ts';
-import { blankRecord, csvRecords, csvRow, ndjsonRow, type RowRead } from '../domain/import-rows.ts';
+import { csvChunk, ndjsonRows, type Row } from '../domain/import-file.ts';
 import { applyPatch, patchProblems } from '../domain/patch.ts';
 import { referenceClaims } from '../domain/references.ts';
 import type { Env } from '../env.ts';
@@ -13,8 +13,10 @@ import { Meter } from '../storage/meter.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes, uniqueHolders } from '../storage/record-index.ts';
 import { foldCase } from '../core/fold.ts';
 import { isInvalidReference, referenceProblems } from '../storage/references.ts';
+import { AGAIN, recomputing } from '../storage/retry.ts';
 import { RecordWrites, VersionConflict } from '../storage/writes.ts';
-import { turnInObject } from './objects.ts';
+import { TURN_TIMEOUT_MS } from './deadlines.ts';
+import { recordTurns } from './record-turns.ts';
 
 /**
  * One chunk of an import: the rows after the import's position, read from its file in R2, checked
@@ -34,18 +36,8 @@ export const UPSERT_ROWS = 20;
  */
 const READ_BYTES = 256 * 1024;
 const MAX_READ_BYTES = 16 * 1024 * 1024;
-/** Bytes of rows a chunk takes at most (past one row): what one D1 transaction carries stays bounded. */
-const CHUNK_BYTES = 2 * 1024 * 1024;
 /** Times a chunk is computed again after D1 refused some of its rows or lost a race. */
 const ATTEMPTS = 8;
-const TURN_MS = 10_000;
-
-/** A row of the chunk: its number in the file (1-based), where it ends in the file, and what it holds. */
-interface Row {
-  number: number;
-  end: number;
-  read: RowRead;
-}
 
 /** Runs one chunk of import `id`: whether more remain, and the workspace whose records it wrote. */
 export async function importChunk(
@@ -83,12 +75,10 @@ export async function importChunk(
   }
   const writes = new RecordWrites(env.DB, meter);
   const failed = new Map<number, InputProblem[]>();
-  for (let attempt = 1; ; attempt++) {
-    const plan = await planChunk(env, writes, state, caller, def, rows.rows, failed, now());
-    if (plan.stale === true) {
-      if (attempt >= ATTEMPTS) throw new Error('the records an upsert matched kept moving');
-      continue;
-    }
+  return recomputing(async (attempt) => {
+    if (attempt > ATTEMPTS) throw new Error('an import chunk kept losing races');
+    const plan = await planChunk(env, meter, writes, state, caller, def, rows.rows, failed, now());
+    if (plan.stale === true) return AGAIN;
     const done: ChunkDone = {
       from: state.position,
       to: plan.to ?? rows.to,
@@ -120,15 +110,16 @@ export async function importChunk(
     } catch (error) {
       if (isChunkMoved(error)) return { more: true };
       if (attempt >= ATTEMPTS) throw error;
-      if (error instanceof Error && error.message.includes('version_conflict')) continue;
-      if (error instanceof VersionConflict) continue;
+      if (error instanceof Error && error.message.includes('version_conflict')) return AGAIN;
+      if (error instanceof VersionConflict) return AGAIN;
       // An upsert's value taken by another writer meanwhile: match again before listing rows as failed.
-      if (state.mode === 'upsert' && isUniqueViolation(error) && attempt < ATTEMPTS / 2) continue;
+      if (state.mode === 'upsert' && isUniqueViolation(error) && attempt < ATTEMPTS / 2) return AGAIN;
       const refused = await refusedRows(env, caller, def, plan, error);
       if (refused === undefined) throw error;
       for (const [number, problems] of refused) failed.set(number, problems);
+      return AGAIN;
     }
-  }
+  });
 }
 
 /** An import's file once it is finished: best effort (a file left behind costs storage, not correctness). */
@@ -161,99 +152,6 @@ async function readRows(
   return `a row is longer than ${MAX_READ_BYTES} bytes`;
 }
 
-/** Keeps a U+FEFF as it is: a row's bytes and characters count alike (a file's own mark comes before its rows). */
-const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-const lenient = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
-
-function ndjsonRows(bytes: Uint8Array, atEnd: boolean, max: number, state: ImportState): { rows: Row[]; to: number } {
-  const rows: Row[] = [];
-  let start = 0;
-  while (rows.length < max && start < bytes.length && !(rows.length > 0 && start >= CHUNK_BYTES)) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end < 0) {
-      if (!atEnd) break;
-      end = bytes.length;
-    }
-    const line = bytes.subarray(start, end);
-    start = end + 1;
-    let text: string;
-    try {
-      text = decoder.decode(line);
-    } catch {
-      rows.push(failedRow(rows.length, state, start, 'invalid_encoding', 'the line is not UTF-8'));
-      continue;
-    }
-    if (text.trim() === '') continue;
-    // The file's first line may start with a byte-order mark.
-    if (state.position === 0 && line.byteOffset === bytes.byteOffset) text = text.replace(/^\uFEFF/, '');
-    rows.push({
-      number: state.processed + rows.length + 1,
-      end: state.position + Math.min(start, bytes.length),
-      read: ndjsonRow(text),
-    });
-  }
-  return { rows, to: state.position + Math.min(start, bytes.length) };
-}
-
-function failedRow(index: number, state: ImportState, end: number, code: string, message: string): Row {
-  return {
-    number: state.processed + index + 1,
-    end: state.position + end,
-    read: { ok: false, problems: [{ pointer: '', code, message }] },
-  };
-}
-
-function csvChunk(
-  bytes: Uint8Array,
-  atEnd: boolean,
-  max: number,
-  state: ImportState,
-  def: ObjectDef,
-  columns: readonly string[],
-): { rows: Row[]; to: number } {
-  // Decoded line by line: a record ends at a line's end, so each record's bytes are those of its
-  // lines, and a line that is not UTF-8 fails only the record it is in.
-  const cut = atEnd ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
-  const byteAt = new Map<number, number>([[0, 0]]);
-  const bad: [number, number][] = [];
-  let text = '';
-  for (let from = 0; from < cut;) {
-    const newline = bytes.indexOf(0x0a, from);
-    const to = newline < 0 || newline >= cut ? cut : newline + 1;
-    const line = bytes.subarray(from, to);
-    let decoded: string;
-    try {
-      decoded = decoder.decode(line);
-    } catch {
-      decoded = lenient.decode(line);
-      bad.push([text.length, text.length + decoded.length]);
-    }
-    text += decoded;
-    from = to;
-    byteAt.set(text.length, to);
-  }
-  const rows: Row[] = [];
-  let at = 0;
-  while (rows.length < max && !(rows.length > 0 && (byteAt.get(at) ?? 0) >= CHUNK_BYTES)) {
-    const { records, consumed } = csvRecords(text.slice(at), atEnd, 1);
-    const record = records[0];
-    const end = byteAt.get(at + consumed);
-    if (record === undefined || end === undefined) break;
-    const encoded = !bad.some(([a, b]) => a < at + consumed && b > at);
-    const number = state.processed + rows.length + 1;
-    at += consumed;
-    if (encoded && blankRecord(record)) continue;
-    rows.push({
-      number,
-      end: state.position + end,
-      read: encoded
-        ? csvRow(record, columns, def)
-        : { ok: false, problems: [{ pointer: '', code: 'invalid_encoding', message: 'the record is not UTF-8' }] },
-    });
-  }
-  return { rows, to: state.position + (byteAt.get(at) ?? 0) };
-}
-
 interface ChunkPlan {
   /** A record matched by an upsert no longer holds the value: plan the chunk again. */
   stale?: boolean;
@@ -271,6 +169,7 @@ const inRow = ({ status: _status, ...problem }: InputProblem): InputProblem =>
 
 async function planChunk(
   env: Env,
+  meter: Meter,
   writes: RecordWrites,
   state: ImportState,
   caller: Caller,
@@ -354,13 +253,14 @@ async function planChunk(
   }
   const holders = await uniqueHolders(env.DB, claims.slice(0, taken.length));
   const ids = [...new Set(holders.filter((h): h is number => h !== undefined))];
-  const deadline = Date.now() + TURN_MS;
+  const deadline = Date.now() + TURN_TIMEOUT_MS;
+  const inTurn = recordTurns(env, meter);
   const current = ids.length === 0 ? new Map<number, RecordOut>() : await writes.current(ids, deadline);
   const turns = new Map(
     await Promise.all(
       ids.map(async (recordId) => {
         const record = current.get(recordId) as RecordOut;
-        const turn = await turnInObject(env, recordId, record.version, deadline);
+        const turn = await inTurn.turn(recordId, record.version, deadline);
         return [recordId, turn.newer ?? record] as const;
       }),
     ),

@@ -8,7 +8,7 @@ import { applySequence, newer, type Outcome, type QueuedPatch } from '../domain/
 import type { RecordOut } from '../schemas/record.ts';
 import { recordKeyAnswer, type KeyClaim } from '../storage/idempotency.ts';
 import { Meter, type Work } from '../storage/meter.ts';
-import { isTransient } from '../storage/retry.ts';
+import { AGAIN, isTransient, recomputing } from '../storage/retry.ts';
 import { OutcomeUnknown, VersionConflict, type ChangeOf, type RecordWrites } from '../storage/writes.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
 
@@ -18,7 +18,7 @@ const MAX_GROUP = 64;
 export interface PatchCall extends QueuedPatch {
   recordId: number;
   /** The write's id: unique per request, the key of its ledger row. */
-  callId: string;
+  writeId: string;
   /** The record as the caller read it for this patch, if it did; the queue may know a newer state. */
   snapshot?: RecordOut;
   /** The request's Idempotency-Key claim: completed in the same D1 batch as the write. */
@@ -65,7 +65,7 @@ const OUTCOME_UNKNOWN: InputProblem = {
  * include it) wait in one FIFO queue and are applied one group at a time. Time, chance and
  * storage are injected, so the simulator runs this very class.
  *
- * One rule settles everything that can go wrong: a group's D1 batch starts with a ledger row
+ * One rule decides everything that can go wrong: a group's D1 batch starts with a ledger row
  * for each of its calls, the committed outcome or the failure it will answer. If any call's id
  * is already in the ledger (an earlier life of this object, a twin, or this group's own lost
  * attempt finished it), the batch changes nothing; the queue reads the ledger, answers those
@@ -181,37 +181,37 @@ export class RecordQueue {
       this.known,
     );
     try {
-      for (let attempt = 1; ; attempt++) {
-        const now = this.clock.now();
-        const late = entries.filter((entry) => entry.deadline <= now);
-        entries = entries.filter((entry) => entry.deadline > now);
-        await Promise.all(late.map((entry) => this.late(entry, meter)));
-        if (entries.length === 0) return;
-        const deadline = Math.max(...entries.map((entry) => entry.deadline));
-        base ??= await this.load(writes, deadline);
-        const { final, outcomes } = applySequence(
-          base,
-          entries.map((entry) => entry.call),
-          now,
-        );
-        const result = await this.commit(writes, base, final, entries, outcomes, now, deadline).catch(
-          (error: unknown) => {
-            if (error instanceof VersionConflict) return 'conflict' as const;
-            throw error;
-          },
-        );
-        if (result === 'conflict' || result.size > 0) {
-          if (result !== 'conflict') entries = await this.settle(entries, result, writes, meter, deadline);
-          // A writer that keeps winning (a twin, a stream of batches) is not raced in a tight loop.
-          if (attempt > 1) await this.clock.sleep(this.clock.random() * Math.min(100, 5 * 2 ** attempt));
-          this.known = undefined;
-          base = undefined;
-          continue;
-        }
-        this.known = final;
-        entries.forEach((entry, i) => entry.answer({ ...toAnswer(outcomes[i] as Outcome), work: meter.work() }));
-        return;
-      }
+      await recomputing(
+        async () => {
+          entries = await this.withoutLate(entries, meter);
+          if (entries.length === 0) return undefined;
+          const now = this.clock.now();
+          const deadline = Math.max(...entries.map((entry) => entry.deadline));
+          base ??= await this.load(writes, deadline);
+          const { final, outcomes } = applySequence(
+            base,
+            entries.map((entry) => entry.call),
+            now,
+          );
+          const finished = await this.commit(writes, base, final, entries, outcomes, now, deadline).catch(
+            (error: unknown) => {
+              if (error instanceof VersionConflict) return 'conflict' as const;
+              throw error;
+            },
+          );
+          if (finished === 'conflict' || finished.size > 0) {
+            if (finished !== 'conflict')
+              entries = await this.answerFinished(entries, finished, writes, meter, deadline);
+            this.known = undefined;
+            base = undefined;
+            return AGAIN;
+          }
+          this.known = final;
+          entries.forEach((entry, i) => entry.answer({ ...toAnswer(outcomes[i] as Outcome), work: meter.work() }));
+          return undefined;
+        },
+        { clock: this.clock },
+      );
     } catch (error) {
       this.known = undefined;
       if (error instanceof OutcomeUnknown || isTransient(error)) {
@@ -220,34 +220,16 @@ export class RecordQueue {
       } else if (entries.length > 1) {
         for (const entry of entries) await this.applyGroup([entry]);
       } else {
-        const entry = entries[0] as PatchEntry;
-        console.error(
-          JSON.stringify({
-            recordId: this.recordId,
-            callId: entry.call.callId,
-            refused: error instanceof Error ? error.message : String(error),
-          }),
-        );
-        const refusal: { status: 409 | 422; problem: InputProblem } = isInvalidReference(error)
-          ? { status: 422, problem: invalidReference('/fieldValues') }
-          : isRecordReferenced(error)
-            ? { status: 409, problem: referenced }
-            : isUniqueViolation(error)
-              ? {
-                  status: 409,
-                  problem: { pointer: '/fieldValues', code: 'unique_violation', message: uniqueViolation('').message },
-                }
-              : {
-                  status: 422,
-                  problem: {
-                    pointer: '',
-                    code: 'storage_refused',
-                    message: 'storage refused this change; nothing was written',
-                  },
-                };
-        await this.refuse(entry, refusal, meter);
+        await this.refuse(entries[0] as PatchEntry, refusalOf(error, this.recordId), meter);
       }
     }
+  }
+
+  /** Answers the entries whose time is up (each as its ledger row says); returns the others. */
+  private async withoutLate(entries: PatchEntry[], meter: Meter): Promise<PatchEntry[]> {
+    const now = this.clock.now();
+    await Promise.all(entries.filter((entry) => entry.deadline <= now).map((entry) => this.late(entry, meter)));
+    return entries.filter((entry) => entry.deadline > now);
   }
 
   private async load(writes: RecordWrites, deadline: number): Promise<RecordOut> {
@@ -274,7 +256,7 @@ export class RecordQueue {
     const ledger = entries.map(({ call }, i) => {
       const outcome = outcomes[i] as Outcome;
       return {
-        id: call.callId,
+        id: call.writeId,
         outcome: outcome.ok
           ? { r: [[this.recordId, outcome.record.version]] }
           : failed(outcome.status, outcome.problem),
@@ -290,7 +272,7 @@ export class RecordQueue {
         changes.push({ type: outcome.change, prev, next: outcome.record });
       prev = outcome.record;
       if (call.claim !== undefined)
-        keys.push(writes.keyDone(call.claim, call.callId, recordKeyAnswer(outcome.record.version), now));
+        keys.push(writes.keyDone(call.claim, call.writeId, recordKeyAnswer(outcome.record.version), now));
     });
     const state =
       final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base.version);
@@ -309,7 +291,7 @@ export class RecordQueue {
   }
 
   /** Answers the calls the ledger says are finished; returns the others. */
-  private async settle(
+  private async answerFinished(
     entries: PatchEntry[],
     finished: Map<string, LedgerOutcome>,
     writes: RecordWrites,
@@ -318,12 +300,12 @@ export class RecordQueue {
   ): Promise<PatchEntry[]> {
     await Promise.all(
       entries
-        .filter((entry) => finished.has(entry.call.callId))
+        .filter((entry) => finished.has(entry.call.writeId))
         .map(async (entry) =>
-          entry.answer(await this.answerOf(finished.get(entry.call.callId) as LedgerOutcome, writes, meter, deadline)),
+          entry.answer(await this.answerOf(finished.get(entry.call.writeId) as LedgerOutcome, writes, meter, deadline)),
         ),
     );
-    return entries.filter((entry) => !finished.has(entry.call.callId));
+    return entries.filter((entry) => !finished.has(entry.call.writeId));
   }
 
   /**
@@ -338,7 +320,7 @@ export class RecordQueue {
     const writes = this.storage(meter);
     const deadline = this.clock.now() + TURN_TIMEOUT_MS;
     try {
-      const committed = await writes.fence(entry.call.callId, refusal.status, deadline, [refusal.problem]);
+      const committed = await writes.closeAsFailed(entry.call.writeId, refusal.status, deadline, [refusal.problem]);
       entry.answer(
         committed === undefined
           ? { ...refusal, work: meter.work() }
@@ -354,7 +336,7 @@ export class RecordQueue {
     const writes = this.storage(meter);
     const deadline = this.clock.now() + TURN_TIMEOUT_MS;
     try {
-      const committed = await writes.fence(entry.call.callId, 503, deadline);
+      const committed = await writes.closeAsFailed(entry.call.writeId, 503, deadline);
       entry.answer(
         committed === undefined
           ? { status: 503, work: meter.work() }
@@ -382,6 +364,26 @@ export class RecordQueue {
       return { status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() };
     }
   }
+}
+
+/**
+ * What storage's refusal of one patch is answered: a reference it may not make, a delete that
+ * live records hold back, a unique value held by another record. These are answers, not
+ * failures of the service, and are not logged; a refusal of another kind is logged once.
+ */
+function refusalOf(error: unknown, recordId: number): { status: 409 | 422; problem: InputProblem } {
+  if (isInvalidReference(error)) return { status: 422, problem: invalidReference('/fieldValues') };
+  if (isRecordReferenced(error)) return { status: 409, problem: referenced };
+  if (isUniqueViolation(error))
+    return {
+      status: 409,
+      problem: { pointer: '/fieldValues', code: 'unique_violation', message: uniqueViolation('').message },
+    };
+  console.log(JSON.stringify({ message: 'storage refused a patch', recordId, error: String(error) }));
+  return {
+    status: 422,
+    problem: { pointer: '', code: 'storage_refused', message: 'storage refused this change; nothing was written' },
+  };
 }
 
 function failed(status: number, problem: InputProblem | undefined): LedgerOutcome {

@@ -32,7 +32,7 @@ export interface PatchContext extends Remembered {
  * (a key, a membership, a field) can take up to CACHE_TTL_MS to be seen. Unknown keys, records
  * and objects are never remembered.
  */
-export class Recall {
+export class CachedReads {
   constructor(
     private readonly store: Store,
     private readonly cache: IsolateCache,

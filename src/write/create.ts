@@ -1,0 +1,96 @@
+import type { Context } from '../context.ts';
+import { failureOf, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
+import type { Caller } from '../domain/access.ts';
+import { planCreate, type NewRecord } from '../domain/create.ts';
+import type { ObjectDef } from '../domain/definition.ts';
+import { createdRecord } from '../domain/record-json.ts';
+import { referenceClaims } from '../domain/references.ts';
+import { rejected } from '../http/errors.ts';
+import { pointer } from '../schemas/parse.ts';
+import type { CreateItemIn, RecordOut } from '../schemas/record.ts';
+import type { KeyClaim } from '../storage/idempotency.ts';
+import { claimsOf } from '../storage/record-index.ts';
+import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
+import { JSON_TYPE } from './answer.ts';
+import { explained } from './refusals.ts';
+
+/**
+ * Creating records, all or nothing: planned on the caller and the definitions, then one D1
+ * batch that starts with the write's ledger row. A repeat of a committed create fails on that
+ * row and changes nothing; the records it made are read back from their `created` change rows.
+ */
+
+/** What a create is decided on: the caller and the current definitions of its objects. */
+export interface CreateRead {
+  caller: Caller;
+  objects: ReadonlyMap<number, ObjectDef>;
+  remembered: boolean;
+}
+
+/** Plans the records; a refusal made on the isolate's memory alone is made again on a fresh read. */
+export async function planCreates(
+  context: Context,
+  keyHash: string,
+  items: readonly CreateItemIn[],
+  read: CreateRead,
+): Promise<NewRecord[]> {
+  let plan = planCreate(read.caller, items, read.objects, Date.now());
+  if (!plan.ok && read.remembered) {
+    const objectIds = [...new Set(items.map((item) => item.objectId))];
+    const fresh = await context.cached.createContext(keyHash, objectIds, true);
+    if (fresh.caller !== undefined) plan = planCreate(fresh.caller, items, fresh.objects, Date.now());
+  }
+  if (!plan.ok) throw rejected(plan.problems);
+  return plan.value;
+}
+
+/** Writes the planned records in one D1 batch: the records as answered. */
+export async function commitCreates(
+  context: Context,
+  writeId: string,
+  items: readonly CreateItemIn[],
+  records: readonly NewRecord[],
+  read: CreateRead,
+  claim: KeyClaim | undefined,
+): Promise<RecordOut[]> {
+  const { writes } = context;
+  const now = Date.now();
+  const deadline = now + TURN_TIMEOUT_MS;
+  const statements = [
+    writes.ledgerOfCreate(writeId, records.length),
+    ...writes.inserts(records),
+    ...(claim === undefined
+      ? []
+      : [writes.keyDone(claim, writeId, { status: 201, headers: JSON_TYPE, shape: 'items' }, now)]),
+  ];
+  const result = await writes.commit<{ id: number }>(statements, [writeId], deadline).catch(async (error) => {
+    throw (
+      (await explained(context, error, {
+        caller: read.caller,
+        fallback: '',
+        references: () =>
+          records.flatMap((record, i) => {
+            const def = read.objects.get(record.objectId);
+            return def === undefined ? [] : referenceClaims(def, items[i]?.fieldValues ?? [], [], pointer('', i));
+          }),
+        unique: () =>
+          claimsOf(
+            records,
+            (id) => read.objects.get(id)?.fields,
+            (i, name) =>
+              pointer('', i, 'fieldValues', items[i]?.fieldValues.findIndex((v) => v.fieldName === name) ?? 0),
+          ),
+      })) ?? error
+    );
+  });
+  if ('committed' in result)
+    return records.map((record, i) => createdRecord(record, result.committed[1 + i * 3]?.results[0]?.id as number));
+  return answeredBefore(context, result.finished.get(writeId) as LedgerOutcome, deadline);
+}
+
+/** What an earlier attempt of the same write committed (or was refused), as it was answered. */
+export async function answeredBefore(context: Context, outcome: LedgerOutcome, deadline: number): Promise<RecordOut[]> {
+  const failure = failureOf(outcome);
+  if (failure !== undefined) throw rejected(problemsOf(outcome), failure.status);
+  return (await context.writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [];
+}

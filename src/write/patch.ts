@@ -1,0 +1,89 @@
+import type { Context } from '../context.ts';
+import { recordAccess } from '../domain/access.ts';
+import { patchProblems } from '../domain/patch.ts';
+import { referenceClaims } from '../domain/references.ts';
+import { rejected, unauthorized, type InputProblem } from '../http/errors.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { KeyClaim } from '../storage/idempotency.ts';
+import type { PatchContext } from '../storage/cached-reads.ts';
+import { referenceProblems } from '../storage/references.ts';
+import { CALL_DEADLINE_MS } from './deadlines.ts';
+import { referencedRefusal, refusedInTurn, restoreRefused } from './refusals.ts';
+import type { Write, WriteCall } from './write.ts';
+
+type PatchWrite = Extract<Write, { kind: 'patch' }>;
+
+/**
+ * A patch, delete or restore of one record: decided on the caller, the record's facts and its
+ * definition (what the Worker read for it, else the isolate's memory, else one D1 read), then
+ * applied in the record's turn by its queue, which groups it with the patches waiting and
+ * commits them in one D1 batch.
+ */
+
+/** What a patch is decided on. The caller is known: none answers 401. */
+export async function readForPatch(context: Context, call: WriteCall, write: PatchWrite): Promise<PatchContext> {
+  const read = call.read;
+  const snapshot = read?.records.find((record) => record.id === write.recordId);
+  const known: PatchContext =
+    read === undefined
+      ? await context.cached.patchContext(call.keyHash, write.recordId)
+      : {
+          caller: read.caller,
+          facts: snapshot,
+          def: read.objects.find((def) => def.id === snapshot?.objectId),
+          snapshot,
+          remembered: false,
+        };
+  if (known.caller === undefined) throw unauthorized();
+  return known;
+}
+
+/** Everything a patch can be refused for before its turn; delete and restore may act on a deleted record. */
+function problemsOf({ caller, facts, def }: PatchContext, write: PatchWrite): InputProblem[] {
+  const access = caller && facts ? recordAccess(caller, facts.sharedWorkspaceIds, write.workspaceId) : 'none';
+  const seen = write.action !== undefined && facts !== undefined ? { ...facts, deleted: false } : facts;
+  return patchProblems(seen, access, def, write.patch, '');
+}
+
+/** Applies the write in the record's turn: the record as it answered, or the refusal thrown. */
+export async function patchInTurn(
+  context: Context,
+  call: WriteCall,
+  write: PatchWrite,
+  known: PatchContext,
+  claim: KeyClaim | undefined,
+): Promise<RecordOut> {
+  let decided = known;
+  let problems = problemsOf(decided, write);
+  if (problems.length > 0 && decided.remembered) {
+    // Refuse only on what D1 says now: a membership or a field may be new.
+    decided = await context.cached.patchContext(call.keyHash, write.recordId, true);
+    if (decided.caller === undefined) throw unauthorized();
+    problems = problemsOf(decided, write);
+  }
+  const { caller, def, snapshot } = decided;
+  if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
+
+  const answer = await context.recordTurns.patch(
+    {
+      recordId: write.recordId,
+      writeId: call.id,
+      def,
+      patch: write.patch,
+      userId: caller.userId,
+      ...(snapshot === undefined ? {} : { snapshot }),
+      ...(write.ifMatch === undefined ? {} : { ifMatch: write.ifMatch }),
+      ...(claim === undefined ? {} : { claim }),
+      ...(write.action === undefined ? {} : { action: write.action }),
+    },
+    Date.now() + CALL_DEADLINE_MS,
+  );
+  if (answer.status === 200 && answer.record !== undefined) return answer.record;
+  if (answer.problem?.code === 'record_referenced') throw await referencedRefusal(context, caller, write.recordId);
+  if (answer.problem?.code === 'invalid_reference') {
+    if (write.action === 'restore') throw rejected([restoreRefused]);
+    const claims = referenceClaims(def, write.patch.fieldValues ?? [], snapshot?.fieldValues ?? [], '');
+    throw rejected(await referenceProblems(context.db, claims, caller.userId, '/fieldValues'));
+  }
+  throw refusedInTurn(answer.status, answer.problem);
+}
