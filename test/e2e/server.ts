@@ -27,6 +27,8 @@ export interface LocalWorker {
   state: string;
   /** The port of its DevTools inspector (a CPU profile of the Worker and its objects). */
   inspectorPort: number;
+  /** What wrangler dev printed so far (its errors, and the Worker's). */
+  output: () => string;
 }
 
 export async function freePort(): Promise<number> {
@@ -114,6 +116,7 @@ export async function startLocalWorker(
     inspectorPort: inspector,
     stop: () => stop(child, keep ? undefined : state),
     cpuMs: () => treeCpuMs(child.pid),
+    output: () => output,
   };
 }
 

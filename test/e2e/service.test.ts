@@ -123,7 +123,7 @@ describe('end to end over HTTP against wrangler dev', () => {
   // The walk-through needs jq, as the README says; without it this proof cannot run here.
   it.skipIf(!hasJq)(
     'the README walk-through works as pasted, and its API examples after it, printing what the README shows',
-    () => {
+    async () => {
       const walk = readmeWalkThrough();
       const examples = readmeExamples();
       expect(examples.length).toBe(5);
@@ -142,6 +142,11 @@ describe('end to end over HTTP against wrangler dev', () => {
       expect(out).toContain('"pointer":"/0/fieldValues/0/value"');
       // Fresh state: the ids and versions the README shows.
       expect(steady(out)).toBe(steady(walk.shown));
+      // The walk-through ends in an expected refusal (409 record_referenced): an answer, not an error.
+      expect(out).toContain('"code":"record_referenced"');
+      // What wrangler dev printed meanwhile arrives once the shell above has let the event loop go.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(worker.output()).not.toMatch(/ERROR|record_referenced/);
       exampleOutputs.forEach((output, i) =>
         expect(steady(output), examples[i]?.script).toBe(steady(examples[i]?.shown ?? '')),
       );
