@@ -64,7 +64,7 @@ export function createContext(
     lists: new Lists(session, meter),
     keys: new KeyStore(primary, meter),
     cached: new CachedReads(store, isolateCache),
-    recordTurns: recordTurns(env, meter, own),
+    recordTurns: recordTurns(meter, own),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),
   };

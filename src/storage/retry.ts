@@ -62,8 +62,10 @@ export const AGAIN = Symbol('again');
 
 /**
  * Runs a write's attempt (read, plan, commit) until it does not answer AGAIN: it lost a race to
- * another writer and nothing of it was written. The attempts after the first pause a little,
- * so writers that keep meeting do not race in a tight loop. Past `deadline`, `late()` is thrown.
+ * another writer and nothing of it was written. A lost attempt learns the state it lost to, so
+ * the next one runs at once: a pause would only let that state grow old. A write that keeps
+ * losing (a twin, a record everyone writes) pauses a little from its fifth attempt on, so writers
+ * that keep meeting do not race in a tight loop. Past `deadline`, `late()` is thrown.
  */
 export async function recomputing<T>(
   attempt: (n: number) => Promise<T | typeof AGAIN>,
@@ -73,6 +75,6 @@ export async function recomputing<T>(
     const result = await attempt(n);
     if (result !== AGAIN) return result;
     if (clock.now() >= deadline) throw late === undefined ? new Error('a write kept losing races') : late();
-    if (n > 1) await clock.sleep(clock.random() * Math.min(100, 5 * 2 ** n));
+    if (n > 4) await clock.sleep(clock.random() * Math.min(200, 5 * 2 ** n));
   }
 }

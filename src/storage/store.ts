@@ -37,7 +37,15 @@ export interface ObjectRow {
   workspace_ids: string;
 }
 
-export type RecordReadRow = RecordRow & { shared_workspace_ids: string };
+export type RecordReadRow = RecordRow & { shared_workspace_ids: string; keyed?: number };
+
+/**
+ * Records read from D1 whose row holds its keys (every record but one written before records had
+ * them, until the background fill reaches it), and records written with them: a write that keeps
+ * such a record's name (and text values) need not compute its keys again. A record that is not
+ * here (one that crossed an object call, say) gets its keys computed.
+ */
+export const keyedRecords = new WeakSet<RecordOut>();
 
 export interface RecordContext {
   caller: Caller | undefined;
@@ -98,7 +106,11 @@ export function sizedPage(from: string, extras: readonly [string, string][] = []
     WHERE m.before <= ${MAX_PAGE_BYTES}`;
 }
 
-export const RECORD_COLUMNS = `r.*, (SELECT json_group_array(workspace_id) FROM
+// The columns a record's JSON is made of, and no more: its search keys and folds (as long as its
+// values, for a record of text) are for SQL to compare, never for an answer.
+export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.field_values, r.creation_type, r.version,
+  r.deleted, r.owned_by, r.created_at, r.created_by, r.updated_at, r.updated_by, r.is_template,
+  r.folds IS NOT NULL AS keyed, (SELECT json_group_array(workspace_id) FROM
     (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids`;
 
 const RECORDS = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
@@ -175,7 +187,11 @@ function recordMap(rows: readonly RecordReadRow[]): Map<number, RecordOut> {
 
 /** Rows read with RECORD_COLUMNS, as records, in their order. */
 export function recordsOf(rows: readonly RecordReadRow[]): RecordOut[] {
-  return rows.map((row) => toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]));
+  return rows.map((row) => {
+    const record = toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]);
+    if (row.keyed === 1) keyedRecords.add(record);
+    return record;
+  });
 }
 
 function toCaller(rows: readonly CallerRow[]): Caller | undefined {

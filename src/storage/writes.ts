@@ -5,12 +5,19 @@ import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
-import { fallbackKeys, PREFIX_TERM, recordKeys, WHOLE_NAME_TERM, type RecordKeys } from '../domain/record-keys.ts';
+import {
+  fallbackKeys,
+  foldsOf,
+  PREFIX_TERM,
+  recordKeys,
+  WHOLE_NAME_TERM,
+  type RecordKeys,
+} from '../domain/record-keys.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
-import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
+import { keyedRecords, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
 import type { D1 } from './sessions.ts';
 
 /**
@@ -43,6 +50,16 @@ export class OutcomeUnknown extends Error {
 export type Committed<T> = { committed: D1Result<T>[] } | { finished: Map<string, LedgerOutcome> };
 
 const LEDGER = 'INSERT INTO writes (id, outcome) SELECT value ->> 0, value ->> 1 FROM json_each(?1)';
+// The same rows, for a write whose records must still be at the versions it read (`?2`: `[[id,
+// version], …]`): when one moved on, the outcome is NULL, and the NOT NULL column aborts the batch
+// at its first statement, before any record or index is touched: a lost race costs one statement.
+// An id already finished is inserted as it is, to fail on its key: its own commit (a retry after
+// a lost reply) moved the versions, and what it committed is the answer, not a lost race.
+const LEDGER_GUARDED = `INSERT INTO writes (id, outcome)
+  SELECT j.value ->> 0, iif((SELECT count(*) FROM json_each(?2) g JOIN records r
+      ON r.id = g.value ->> 0 AND r.version = g.value ->> 1) = json_array_length(?2)
+      OR EXISTS (SELECT 1 FROM writes w WHERE w.id = j.value ->> 0), j.value ->> 1, NULL)
+  FROM json_each(?1) j`;
 // A create's ids are max + 1 onwards (rows are never deleted), known in SQL before its inserts run.
 const LEDGER_CREATE = `INSERT INTO writes (id, outcome)
   SELECT ?1, json_object('c', json_array(coalesce(max(id), 0) + 1, ?2)) FROM records`;
@@ -57,9 +74,10 @@ const OUTCOMES = 'SELECT id, outcome FROM writes WHERE id IN (SELECT value FROM 
 
 // See migrations 0002 and 0003: a stale expected version yields NULL, which the trigger refuses;
 // a guard keeps the version and changes nothing else, which the trigger allows.
+// Keys bound NULL are the stored ones: the name (and the text values) they come from did not change.
 const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
-    name = ?4, field_values = ?5, deleted = ?6, updated_at = ?7, updated_by = ?8, name_key = ?9, terms = ?10,
-    folds = ?11
+    name = ?4, field_values = ?5, deleted = ?6, updated_at = ?7, updated_by = ?8, name_key = coalesce(?9, name_key),
+    terms = coalesce(?10, terms), folds = iif(?12, folds, ?11)
   WHERE id = ?1`;
 const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version END WHERE id = ?1';
 
@@ -70,7 +88,7 @@ const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data, was
 const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data, was)
   SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6
   FROM json_each(?1) ORDER BY key`;
-// A tuple of two is a guard (as GUARD: every column kept), of eleven a new state (as UPDATE).
+// A tuple of two is a guard (as GUARD: every column kept), of twelve a new state (as UPDATE).
 const UPDATES = `UPDATE records SET
     version = CASE records.version WHEN u.expected THEN coalesce(u.version, records.version) END,
     name = iif(u.version IS NULL, records.name, u.name),
@@ -78,12 +96,12 @@ const UPDATES = `UPDATE records SET
     deleted = iif(u.version IS NULL, records.deleted, u.deleted),
     updated_at = iif(u.version IS NULL, records.updated_at, u.updated_at),
     updated_by = iif(u.version IS NULL, records.updated_by, u.updated_by),
-    name_key = iif(u.version IS NULL, records.name_key, u.name_key),
-    terms = iif(u.version IS NULL, records.terms, u.terms),
-    folds = iif(u.version IS NULL, records.folds, u.folds)
+    name_key = iif(u.version IS NULL OR u.name_key IS NULL, records.name_key, u.name_key),
+    terms = iif(u.version IS NULL OR u.terms IS NULL, records.terms, u.terms),
+    folds = iif(u.version IS NULL OR u.same_folds, records.folds, u.folds)
   FROM (SELECT value ->> 0 AS id, value ->> 1 AS expected, value ->> 2 AS version, value ->> 3 AS name,
       value ->> 4 AS field_values, value ->> 5 AS deleted, value ->> 6 AS updated_at, value ->> 7 AS updated_by,
-      value ->> 8 AS name_key, value ->> 9 AS terms, value ->> 10 AS folds
+      value ->> 8 AS name_key, value ->> 9 AS terms, value ->> 10 AS folds, value ->> 11 AS same_folds
     FROM json_each(?1)) AS u
   WHERE records.id = u.id`;
 /**
@@ -141,6 +159,8 @@ const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2
   AND version = 1 AND type = 'created' ORDER BY record_id`;
 
 const STATES = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value ->> 0 FROM json_each(?1))`;
+const MOVED = `SELECT ${RECORD_COLUMNS} FROM json_each(?1) g JOIN records r ON r.id = g.value ->> 0
+  WHERE r.version <> g.value ->> 1`;
 const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data, c.was
   FROM json_each(?1) AS j JOIN changes c ON c.record_id = j.value ->> 0 AND c.version > j.value ->> 1
   ORDER BY c.record_id, c.version DESC`;
@@ -152,6 +172,23 @@ const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fing
   ON CONFLICT (user_id, key, method, path) DO UPDATE SET state = 'done', status = excluded.status,
     headers = excluded.headers, write_id = excluded.write_id, shape = excluded.shape, body = NULL,
     token = CASE WHEN idempotency_keys.token = excluded.token THEN excluded.token END`;
+
+// A write made only while the records it read are at those versions (`?3`: `[[id, version],
+// …]`), in one round trip that answers either way: its ledger row goes in only then, every other
+// statement acts only when that row is in, and a last one reads the records that moved on when
+// it is not. A lost race thus costs one round trip and no abort. An id already finished is
+// inserted as it is, to fail on its key.
+const LEDGERED = (param: string): string => `EXISTS (SELECT 1 FROM writes WHERE id = ${param})`;
+const LEDGER_WHILE = `INSERT INTO writes (id, outcome) SELECT ?1, ?2
+  WHERE (SELECT count(*) FROM json_each(?3) g JOIN records r
+      ON r.id = g.value ->> 0 AND r.version = g.value ->> 1) = json_array_length(?3)
+    OR ${LEDGERED('?1')}`;
+const UPDATES_WHILE = `${UPDATES} AND ${LEDGERED('?2')}`;
+const CHANGES_WHILE = CHANGES.replace(' ORDER BY key', ` WHERE ${LEDGERED('?2')} ORDER BY key`);
+const KEY_DONE_WHILE = KEY_DONE.replace(/VALUES \(([^)]*)\)/, `SELECT $1 WHERE ${LEDGERED('?9')}`);
+const MOVED_UNLESS = `${MOVED} AND NOT ${LEDGERED('?2')}`;
+if (CHANGES_WHILE === CHANGES || KEY_DONE_WHILE === KEY_DONE)
+  throw new Error('CHANGES or KEY_DONE no longer has the shape their conditional forms are made from');
 
 /** How a completed key's body is rebuilt from its write: one record, batch items, or an answer as stored. */
 export type AnswerShape = 'record' | 'items' | 'answer';
@@ -196,21 +233,37 @@ export interface ChangeOf {
   next: RecordOut;
 }
 
-/** A record's new state as UPDATE binds it (and UPDATES reads a tuple): its columns, then its keys. */
-function stateOf(record: RecordOut, expectedVersion: number): unknown[] {
-  const keys = recordKeys(record.name, record.fieldValues);
+/** Whether two lists of field values hold the same text values (the ones a record's folds come from). */
+function sameTexts(a: readonly FieldValueOut[], b: readonly FieldValueOut[]): boolean {
+  const texts = (values: readonly FieldValueOut[]) => values.filter(({ value }) => typeof value === 'string');
+  const [x, y] = [texts(a), texts(b)];
+  return x.length === y.length && x.every((v, i) => v.fieldName === y[i]?.fieldName && v.value === y[i]?.value);
+}
+
+/**
+ * A record's new state as UPDATE binds it (and UPDATES reads a tuple): its columns, then its keys.
+ * Keys that `prev` (the stored state it replaces) already has are not computed again: the name's
+ * when the name did not change, the folds when neither the name nor a text value did (see
+ * keyedRecords).
+ */
+function stateOf(record: RecordOut, prev: RecordOut): unknown[] {
+  const sameName = keyedRecords.has(prev) && prev.name === record.name;
+  const sameFolds = sameName && sameTexts(prev.fieldValues, record.fieldValues);
+  const keys = sameName ? undefined : recordKeys(record.name, record.fieldValues);
+  keyedRecords.add(record);
   return [
     record.id,
-    expectedVersion,
+    prev.version,
     record.version,
     record.name,
     JSON.stringify(record.fieldValues),
     record.deleted ? 1 : 0,
     record.updatedAt,
     record.updatedBy,
-    keys.nameKey,
-    keys.terms,
-    keys.folds,
+    keys?.nameKey ?? null,
+    keys?.terms ?? null,
+    sameFolds ? null : (keys?.folds ?? foldsOf(record.name, record.fieldValues)),
+    sameFolds ? 1 : 0,
   ];
 }
 
@@ -236,6 +289,28 @@ const changeTuple = ({ type, prev, next }: ChangeOf): unknown[] => {
   ];
 };
 
+/**
+ * One record's part of a write, its JSON made once: its new state (or only its guard, when it
+ * did not change) and its change row. A write that runs again after a lost race makes it again
+ * only for the records that moved on.
+ */
+export interface RecordPart {
+  base: RecordOut;
+  record?: RecordOut;
+  state: string;
+  change?: string;
+}
+
+export function recordPart(base: RecordOut, record?: RecordOut): RecordPart {
+  if (record === undefined) return { base, state: JSON.stringify([base.id, base.version]) };
+  return {
+    base,
+    record,
+    state: JSON.stringify(stateOf(record, base)),
+    change: JSON.stringify(changeTuple({ type: 'updated', prev: base, next: record })),
+  };
+}
+
 export class RecordWrites {
   constructor(
     private readonly db: D1,
@@ -243,11 +318,19 @@ export class RecordWrites {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  /** The ledger rows of the write ids this batch finishes, one statement: always first. */
-  ledger(entries: readonly { id: string; outcome: LedgerOutcome }[]): D1PreparedStatement {
-    return this.db
-      .prepare(LEDGER)
-      .bind(JSON.stringify(entries.map(({ id, outcome }) => [id, JSON.stringify(outcome)])));
+  /**
+   * The ledger rows of the write ids this batch finishes, one statement: always first. With
+   * `versions` (`[id, version]` of the records the write read), the batch fails at once as a
+   * VersionConflict when any of them moved on.
+   */
+  ledger(
+    entries: readonly { id: string; outcome: LedgerOutcome }[],
+    versions?: readonly [number, number][],
+  ): D1PreparedStatement {
+    const rows = JSON.stringify(entries.map(({ id, outcome }) => [id, JSON.stringify(outcome)]));
+    return versions === undefined
+      ? this.db.prepare(LEDGER).bind(rows)
+      : this.db.prepare(LEDGER_GUARDED).bind(rows, JSON.stringify(versions));
   }
 
   /** A create's ledger row: its records' ids are known only in SQL. */
@@ -269,9 +352,9 @@ export class RecordWrites {
     return this.db.prepare(CHANGE).bind(...changeTuple(change));
   }
 
-  /** The new state of a record, guarded by the version it was computed from. */
-  update(record: RecordOut, expectedVersion: number): D1PreparedStatement {
-    return this.db.prepare(UPDATE).bind(...stateOf(record, expectedVersion));
+  /** The new state of a record, guarded by the version of `prev`, the stored state it was computed from. */
+  update(record: RecordOut, prev: RecordOut): D1PreparedStatement {
+    return this.db.prepare(UPDATE).bind(...stateOf(record, prev));
   }
 
   /** Fails the write unless the record is still at `version` (an element answered unchanged). */
@@ -288,10 +371,10 @@ export class RecordWrites {
     changes: readonly ChangeOf[],
   ): D1PreparedStatement[] {
     const stateTuples = states.map(({ base, record: r }) =>
-      JSON.stringify(r === undefined ? [base.id, base.version] : stateOf(r, base.version)),
+      JSON.stringify(r === undefined ? [base.id, base.version] : stateOf(r, base)),
     );
     const state = ({ base, record }: { base: RecordOut; record?: RecordOut }): D1PreparedStatement =>
-      record === undefined ? this.guard(base.id, base.version) : this.update(record, base.version);
+      record === undefined ? this.guard(base.id, base.version) : this.update(record, base);
     const changeTuples = changes.map((change) => JSON.stringify(changeTuple(change)));
     return [
       ...packTuples(stateTuples, MAX_TUPLE_CHARS).map((p) =>
@@ -301,6 +384,43 @@ export class RecordWrites {
         typeof p === 'string' ? this.db.prepare(CHANGES).bind(p) : this.change(changes[p] as ChangeOf),
       ),
     ];
+  }
+
+  /**
+   * A write of records' new states (or guards), their change rows and its key, made only while
+   * the records are at the versions read (see LEDGER_WHILE): its statements, whose last reads the
+   * records that moved on when it was not made. Undefined when a record is too large to travel
+   * packed with the others: that write goes as batchWrites() does, and a lost race aborts it.
+   */
+  writesWhile(
+    writeId: string,
+    outcome: LedgerOutcome,
+    parts: readonly RecordPart[],
+    key?: { claim: KeyClaim; answer: KeyAnswer; now: number },
+  ): D1PreparedStatement[] | undefined {
+    const statePacks = packTuples(
+      parts.map((part) => part.state),
+      MAX_TUPLE_CHARS,
+    );
+    const changePacks = packTuples(
+      parts.flatMap((part) => (part.change === undefined ? [] : [part.change])),
+      MAX_TUPLE_CHARS,
+    );
+    if ([...statePacks, ...changePacks].some((pack) => typeof pack === 'number')) return undefined;
+    const versions = JSON.stringify(parts.map(({ base }) => [base.id, base.version]));
+    return [
+      this.db.prepare(LEDGER_WHILE).bind(writeId, JSON.stringify(outcome), versions),
+      ...statePacks.map((pack) => this.db.prepare(UPDATES_WHILE).bind(pack, writeId)),
+      ...changePacks.map((pack) => this.db.prepare(CHANGES_WHILE).bind(pack, writeId)),
+      ...(key === undefined ? [] : [this.keyStatement(KEY_DONE_WHILE, key.claim, writeId, key.answer, key.now)]),
+      this.db.prepare(MOVED_UNLESS).bind(versions, writeId),
+    ];
+  }
+
+  /** The records that moved on, as the last statement of writesWhile() read them (none: it was made). */
+  movedOf(results: readonly D1Result<unknown>[]): Map<number, RecordOut> {
+    const rows = (results.at(-1)?.results ?? []) as RecordReadRow[];
+    return new Map(recordsOf(rows).map((record) => [record.id, record]));
   }
 
   /** Inserts new records, their sharing and their `created` change rows. */
@@ -338,8 +458,12 @@ export class RecordWrites {
 
   /** Completes a claimed Idempotency-Key with its write: the answer is rebuilt from the ledger when replayed. */
   keyDone(claim: KeyClaim, writeId: string, answer: KeyAnswer, now: number): D1PreparedStatement {
+    return this.keyStatement(KEY_DONE, claim, writeId, answer, now);
+  }
+
+  private keyStatement(sql: string, claim: KeyClaim, writeId: string, answer: KeyAnswer, now: number) {
     return this.db
-      .prepare(KEY_DONE)
+      .prepare(sql)
       .bind(
         claim.userId,
         claim.method,
@@ -371,7 +495,8 @@ export class RecordWrites {
       return { committed: await this.untilDeadline(deadline, () => this.db.batch<T>(statements)) };
     } catch (error) {
       const message = error instanceof Error ? error.message : '';
-      if (message.includes('version_conflict')) throw new VersionConflict();
+      if (message.includes('version_conflict') || /NOT NULL constraint failed: writes\.outcome/.test(message))
+        throw new VersionConflict();
       if (!/UNIQUE constraint failed: writes\.id/.test(message)) throw error;
       const finished = await this.outcomes(ids, deadline);
       if (finished.size > 0) return { finished };
@@ -402,6 +527,16 @@ export class RecordWrites {
       this.db.prepare(OUTCOMES).bind(JSON.stringify(ids)).all<{ id: string; outcome: string }>(),
     );
     return new Map(rows.results.map((row) => [row.id, JSON.parse(row.outcome) as LedgerOutcome]));
+  }
+
+  /**
+   * The stored state of the records that moved on from the versions a write read (`[id, version]`):
+   * what a write that lost a race recomputes on. Retried until `deadline`.
+   */
+  async moved(versions: readonly [number, number][], deadline: number): Promise<Map<number, RecordOut>> {
+    const at = JSON.stringify(versions);
+    const rows = await this.untilDeadline(deadline, () => this.db.prepare(MOVED).bind(at).all<RecordReadRow>());
+    return new Map(recordsOf(rows.results).map((record) => [record.id, record]));
   }
 
   /** The stored state of records (a write lost to another recomputes on it). Retried until `deadline`. */

@@ -2,7 +2,7 @@ import type { Context } from '../context.ts';
 import type { LedgerOutcome } from '../core/ledger.ts';
 import { recordAccess, type Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
-import { applyPatch, patchProblems } from '../domain/patch.ts';
+import { applyPatch, patchProblems, type Applied } from '../domain/patch.ts';
 import { referenceClaims } from '../domain/references.ts';
 import { busy, rejected, unauthorized } from '../http/errors.ts';
 import { pointer } from '../schemas/parse.ts';
@@ -11,7 +11,7 @@ import type { RecordContext } from '../storage/store.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimsOf } from '../storage/record-index.ts';
 import { AGAIN, recomputing } from '../storage/retry.ts';
-import { VersionConflict } from '../storage/writes.ts';
+import { recordPart, VersionConflict, type RecordPart } from '../storage/writes.ts';
 import { JSON_TYPE } from './answer.ts';
 import { answeredBefore } from './create.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
@@ -21,12 +21,11 @@ import type { Write, WriteCall } from './write.ts';
 type BatchWrite = Extract<Write, { kind: 'batch' }>;
 
 /**
- * Patching records in a batch, all or nothing: one D1 read decides every element; then every
- * record's object gives the batch its turn, in parallel, handing over a newer state if it wrote
- * one; the new states are committed in one D1 batch guarded by versions (the unchanged
- * elements too, so every answer is the state at the commit) that starts with the batch's
- * ledger row. If any record moved on meanwhile, nothing was written: re-read, recompute and
- * commit again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
+ * Patching records in a batch, all or nothing: one D1 read decides every element; the new
+ * states are committed in one D1 batch guarded by the versions read (the unchanged elements
+ * too, so every answer is the state at the commit) that starts with the batch's ledger row. If
+ * any record moved on meanwhile, nothing was written: read what moved, recompute and commit
+ * again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
  */
 
 /** The caller (none: 401), the records and their definitions, read from D1 (a batch needs their state). */
@@ -56,79 +55,108 @@ export async function patchInTurns(
   });
   if (problems.length > 0) throw rejected(problems);
 
-  const read = items.map((item) => records.get(item.id) as RecordOut);
-  const turns = await Promise.all(
-    read.map((record) => context.recordTurns.turn(record.id, record.version, arrival + CALL_DEADLINE_MS)),
-  );
-  if (turns.some((turn) => !turn.granted)) throw busy();
-  const states = new Map(read.map((record, i) => [record.id, turns[i]?.newer ?? record]));
+  const states = new Map(items.map((item) => [item.id, records.get(item.id) as RecordOut]));
+  // The record whose object this runs in gives the batch its turn (no call): the patches queued
+  // there before it are written first. The others are guarded by the versions read: a turn in
+  // each of their objects would cost a call apiece, and the ledger and the guards keep them right.
+  const [first] = items;
+  const own = first === undefined ? undefined : states.get(first.id);
+  if (own !== undefined && context.recordTurns.owns(own.id)) {
+    const turn = await context.recordTurns.turn(own.id, own.version);
+    if (!turn.granted) throw busy();
+    if (turn.newer !== undefined) states.set(own.id, turn.newer);
+  }
   const deadline = arrival + TURN_TIMEOUT_MS;
+  const batch: Batch = { writeId: call.id, items, objects, caller, claim, now: Date.now(), parts: new Map() };
   return recomputing(
     async () => {
-      const committed = await commitBatch(context, call.id, items, states, objects, caller, claim, deadline);
-      if (committed !== AGAIN) return committed;
-      for (const [id, record] of await context.writes.current(
-        items.map((item) => item.id),
-        deadline + CALL_DEADLINE_MS,
-      ))
-        states.set(id, record);
+      const committed = await commitBatch(context, batch, states, deadline);
+      if (Array.isArray(committed)) return committed;
+      for (const [id, record] of committed) states.set(id, record);
       return AGAIN;
     },
     { deadline, late: busy },
   );
 }
 
+/** A batch as it is committed, and each record's part of it, made on the state it was read at. */
+interface Batch {
+  writeId: string;
+  items: readonly PatchItemIn[];
+  objects: ReadonlyMap<number, ObjectDef>;
+  caller: Caller;
+  claim: KeyClaim | undefined;
+  now: number;
+  parts: Map<number, { applied: Applied; part: RecordPart | undefined }>;
+}
+
+/** Applies an element on its record's state; the part made for that state before is kept. */
+function partOf(batch: Batch, item: PatchItemIn, i: number, base: RecordOut) {
+  const made = batch.parts.get(item.id);
+  if (made !== undefined && made.part?.base.version === base.version) return made;
+  const def = batch.objects.get(base.objectId) as ObjectDef;
+  const applied = applyPatch(base, def, item, batch.caller.userId, batch.now, pointer('', i));
+  const part = !applied.ok ? undefined : applied.changed ? recordPart(base, applied.record) : recordPart(base);
+  batch.parts.set(item.id, { applied, part });
+  return { applied, part };
+}
+
 /**
- * Applies every element on the newest states and writes them all in one guarded D1 batch with
- * the batch's ledger row: the records answered, or AGAIN when a record moved on meanwhile.
+ * Applies every element on the newest states and writes them all in one D1 batch, made only
+ * while the records are at those versions, that starts with the batch's ledger row: the records
+ * answered, or the states of those that moved on meanwhile (nothing was written).
  */
 async function commitBatch(
   context: Context,
-  writeId: string,
-  items: readonly PatchItemIn[],
+  batch: Batch,
   states: ReadonlyMap<number, RecordOut>,
-  objects: ReadonlyMap<number, ObjectDef>,
-  caller: Caller,
-  claim: KeyClaim | undefined,
   deadline: number,
-): Promise<RecordOut[] | typeof AGAIN> {
-  const { userId } = caller;
+): Promise<RecordOut[] | Map<number, RecordOut>> {
   const { writes } = context;
-  const now = Date.now();
-  const results = items.map((item, i) => {
-    const base = states.get(item.id) as RecordOut;
-    const applied = applyPatch(base, objects.get(base.objectId) as ObjectDef, item, userId, now, pointer('', i));
-    return { base, applied };
-  });
+  const { writeId, items, claim, now } = batch;
+  const results = items.map((item, i) => partOf(batch, item, i, states.get(item.id) as RecordOut));
   const failures = results.flatMap(({ applied }) => (applied.ok ? [] : [applied.problem]));
   if (failures.length > 0) throw rejected(failures);
+  const parts = results.map(({ part }) => part as RecordPart);
   const answered = results.map(({ applied }) => (applied.ok ? applied.record : (undefined as never)));
-  const statements = [
-    writes.ledger([{ id: writeId, outcome: { r: answered.map((record) => [record.id, record.version]) } }]),
+  const outcome = { r: answered.map((record): [number, number] => [record.id, record.version]) };
+  const key =
+    claim === undefined
+      ? undefined
+      : { claim, answer: { status: 200, headers: JSON_TYPE, shape: 'items' as const }, now };
+  const made = writes.writesWhile(writeId, outcome, parts, key);
+  const statements = made ?? [
+    writes.ledger(
+      [{ id: writeId, outcome }],
+      parts.map(({ base }) => [base.id, base.version]),
+    ),
     ...writes.batchWrites(
-      results.map(({ base, applied }) => (applied.ok && applied.changed ? { base, record: applied.record } : { base })),
-      results.flatMap(({ base, applied }) =>
-        applied.ok && applied.changed ? [{ type: 'updated' as const, prev: base, next: applied.record }] : [],
+      parts.map(({ base, record }) => (record === undefined ? { base } : { base, record })),
+      parts.flatMap(({ base, record }) =>
+        record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
       ),
     ),
-    ...(claim === undefined
-      ? []
-      : [writes.keyDone(claim, writeId, { status: 200, headers: JSON_TYPE, shape: 'items' }, now)]),
+    ...(key === undefined ? [] : [writes.keyDone(key.claim, writeId, key.answer, now)]),
   ];
   try {
     const result = await writes.commit(statements, [writeId], deadline);
-    if ('committed' in result) return answered;
-    return answeredBefore(context, result.finished.get(writeId) as LedgerOutcome, deadline);
+    if ('finished' in result) return answeredBefore(context, result.finished.get(writeId) as LedgerOutcome, deadline);
+    const moved = made === undefined ? new Map<number, RecordOut>() : writes.movedOf(result.committed);
+    return moved.size > 0 ? moved : answered;
   } catch (error) {
-    if (error instanceof VersionConflict) return AGAIN;
+    if (error instanceof VersionConflict)
+      return writes.moved(
+        parts.map(({ base }) => [base.id, base.version]),
+        deadline + CALL_DEADLINE_MS,
+      );
     throw (
       (await explained(context, error, {
-        caller,
+        caller: batch.caller,
         fallback: '',
         references: () =>
           items.flatMap((item, i) => {
             const base = states.get(item.id) as RecordOut;
-            const def = objects.get(base.objectId) as ObjectDef;
+            const def = batch.objects.get(base.objectId) as ObjectDef;
             return referenceClaims(def, item.fieldValues ?? [], base.fieldValues, pointer('', i));
           }),
         unique: () =>
@@ -138,7 +166,7 @@ async function commitBatch(
               objectId: (states.get(item.id) as RecordOut).objectId,
               fieldValues: item.fieldValues ?? [],
             })),
-            (objectId) => objects.get(objectId)?.fields,
+            (objectId) => batch.objects.get(objectId)?.fields,
             (i, name) =>
               pointer('', i, 'fieldValues', items[i]?.fieldValues?.findIndex((f) => f.fieldName === name) ?? 0),
           ),

@@ -16,7 +16,6 @@ import { isInvalidReference, referenceProblems } from '../storage/references.ts'
 import { AGAIN, recomputing } from '../storage/retry.ts';
 import { RecordWrites, VersionConflict } from '../storage/writes.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
-import { recordTurns } from './record-turns.ts';
 
 /**
  * One chunk of an import: the rows after the import's position, read from its file in R2, checked
@@ -254,18 +253,8 @@ async function planChunk(
   const holders = await uniqueHolders(env.DB, claims.slice(0, taken.length));
   const ids = [...new Set(holders.filter((h): h is number => h !== undefined))];
   const deadline = Date.now() + TURN_TIMEOUT_MS;
-  const inTurn = recordTurns(env, meter);
-  const current = ids.length === 0 ? new Map<number, RecordOut>() : await writes.current(ids, deadline);
-  const turns = new Map(
-    await Promise.all(
-      ids.map(async (recordId) => {
-        const record = current.get(recordId) as RecordOut;
-        const turn = await inTurn.turn(recordId, record.version, deadline);
-        return [recordId, turn.newer ?? record] as const;
-      }),
-    ),
-  );
-  // A holder read before its turn may have let go of the value since (a patch, a delete): the
+  const turns = ids.length === 0 ? new Map<number, RecordOut>() : await writes.current(ids, deadline);
+  // A holder found before it was read may have let go of the value since (a patch, a delete): the
   // chunk is planned again on what D1 holds now, as a serial order would see it.
   if (
     taken.some(({ key }, i) => {

@@ -7,7 +7,6 @@ import type { RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import type { PatchContext } from '../storage/cached-reads.ts';
 import { referenceProblems } from '../storage/references.ts';
-import { CALL_DEADLINE_MS } from './deadlines.ts';
 import { referencedRefusal, refusedInTurn, restoreRefused } from './refusals.ts';
 import type { Write, WriteCall } from './write.ts';
 
@@ -64,20 +63,17 @@ export async function patchInTurn(
   const { caller, def, snapshot } = decided;
   if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
 
-  const answer = await context.recordTurns.patch(
-    {
-      recordId: write.recordId,
-      writeId: call.id,
-      def,
-      patch: write.patch,
-      userId: caller.userId,
-      ...(snapshot === undefined ? {} : { snapshot }),
-      ...(write.ifMatch === undefined ? {} : { ifMatch: write.ifMatch }),
-      ...(claim === undefined ? {} : { claim }),
-      ...(write.action === undefined ? {} : { action: write.action }),
-    },
-    Date.now() + CALL_DEADLINE_MS,
-  );
+  const answer = await context.recordTurns.patch({
+    recordId: write.recordId,
+    writeId: call.id,
+    def,
+    patch: write.patch,
+    userId: caller.userId,
+    ...(snapshot === undefined ? {} : { snapshot }),
+    ...(write.ifMatch === undefined ? {} : { ifMatch: write.ifMatch }),
+    ...(claim === undefined ? {} : { claim }),
+    ...(write.action === undefined ? {} : { action: write.action }),
+  });
   if (answer.status === 200 && answer.record !== undefined) return answer.record;
   if (answer.problem?.code === 'record_referenced') throw await referencedRefusal(context, caller, write.recordId);
   if (answer.problem?.code === 'invalid_reference') {

@@ -100,9 +100,20 @@ export class RecordQueue {
    * `version` is the one the batch read; only a newer state crosses back, so the common answer is tiny.
    */
   turn(version: number): Promise<TurnAnswer> {
+    // Nothing is queued or being written: the turn is now, with no wait and no timer.
+    if (!this.running && this.queue.length === 0) return Promise.resolve(this.grant(version));
     return new Promise((answer) => {
       this.enqueue({ kind: 'turn', version, answer, deadline: this.clock.now() + TURN_TIMEOUT_MS });
     });
+  }
+
+  /** A batch's turn, given: the newer state this queue knows, then forgotten (the batch will likely write it). */
+  private grant(version: number): TurnAnswer {
+    const known = this.known;
+    this.known = undefined;
+    return known !== undefined && known.version > version
+      ? { granted: true, newer: known, work: NO_WORK }
+      : { granted: true, work: NO_WORK };
   }
 
   private enqueue(entry: Entry): void {
@@ -139,14 +150,7 @@ export class RecordQueue {
       while (this.queue.length > 0) {
         const head = this.queue.shift() as Entry;
         if (head.kind === 'turn') {
-          const known = this.known;
-          head.answer(
-            known !== undefined && known.version > head.version
-              ? { granted: true, newer: known, work: NO_WORK }
-              : { granted: true, work: NO_WORK },
-          );
-          // The batch will most likely write this record: a state remembered now would be stale.
-          this.known = undefined;
+          head.answer(this.grant(head.version));
           continue;
         }
         const group: PatchEntry[] = [head];
@@ -274,8 +278,7 @@ export class RecordQueue {
       if (call.claim !== undefined)
         keys.push(writes.keyDone(call.claim, call.writeId, recordKeyAnswer(outcome.record.version), now));
     });
-    const state =
-      final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base.version);
+    const state = final.version === base.version ? writes.guard(base.id, base.version) : writes.update(final, base);
     const statements = [
       writes.ledger(ledger),
       state,

@@ -1,5 +1,4 @@
 import type { Env } from '../env.ts';
-import { busy } from '../http/errors.ts';
 import type { RecordObjectRpc } from '../record-rpc.ts';
 import type { Meter } from '../storage/meter.ts';
 import { retrying } from '../storage/retry.ts';
@@ -13,8 +12,23 @@ type Stub = DurableObjectStub<RecordObjectRpc>;
  */
 export function stubNamed(env: Env, name: string): Stub {
   const hint = env.RECORD_OBJECT_LOCATION_HINT;
-  const id = env.RECORDS.idFromName(name);
+  const id = idNamed(env.RECORDS, name);
   return hint ? env.RECORDS.get(id, { locationHint: hint as DurableObjectLocationHint }) : env.RECORDS.get(id);
+}
+
+/** Ids already derived from their names, per namespace: an id never changes, and a batch derives twenty. */
+const ids = new WeakMap<object, Map<string, DurableObjectId>>();
+const IDS_KEPT = 10_000;
+
+function idNamed(namespace: Env['RECORDS'], name: string): DurableObjectId {
+  let known = ids.get(namespace);
+  if (known === undefined) ids.set(namespace, (known = new Map()));
+  let id = known.get(name);
+  if (id === undefined) {
+    if (known.size >= IDS_KEPT) known.clear();
+    known.set(name, (id = namespace.idFromName(name)));
+  }
+  return id;
 }
 
 /**
@@ -33,12 +47,18 @@ export function callObject<T>(
   return retrying((attempt) => call(stubNamed(env, name), attempt > 1) as Promise<T>, { deadline, late });
 }
 
-/** How a write reaches the records it changes, in their turn; their work is counted in the write's meter. */
+/**
+ * A write's way into the turns of the record whose object it runs in: that record's queue, with
+ * no call. Other records are not asked for turns: a turn there would cost an object call apiece,
+ * and their writes are guarded by the versions read (the ledger and D1 keep them right).
+ */
 export interface RecordTurns {
-  /** Applies one patch of a record in its turn (only from inside that record's object). */
-  patch(call: PatchCall, deadline: number): Promise<PatchAnswer>;
-  /** A batch's turn in a record's order. */
-  turn(recordId: number, version: number, deadline: number): Promise<TurnAnswer>;
+  /** Applies one patch of the record in its turn. */
+  patch(call: PatchCall): Promise<PatchAnswer>;
+  /** A batch's turn in the record's order. */
+  turn(recordId: number, version: number): Promise<TurnAnswer>;
+  /** Whether the write runs in this record's own object. */
+  owns(recordId: number): boolean;
 }
 
 /** The record whose object a write runs in, and its queue. */
@@ -48,21 +68,18 @@ export interface OwnRecord {
 }
 
 /**
- * The turns of records: a record's own queue when the write runs in its object (no call), any
- * other record's object over RPC. A patch of one record always runs in that record's object.
+ * The turns of the record whose object this is (none in the Worker or a coordinator); their work
+ * is counted in `meter`.
  */
-export function recordTurns(env: Env, meter: Meter, own?: OwnRecord): RecordTurns {
+export function recordTurns(meter: Meter, own?: OwnRecord): RecordTurns {
+  const queueOf = (recordId: number): RecordQueue => {
+    if (own === undefined || recordId !== own.recordId)
+      throw new Error(`record ${recordId}'s turn must be taken in its own object`);
+    return own.queue;
+  };
   return {
-    patch: (call) => {
-      if (own === undefined || call.recordId !== own.recordId)
-        throw new Error(`record ${call.recordId}'s patch must run in its own object`);
-      return meter.within(() => own.queue.patch(call));
-    },
-    turn: (recordId, version, deadline) =>
-      own !== undefined && recordId === own.recordId
-        ? meter.within(() => own.queue.turn(version))
-        : meter.durable(() =>
-            callObject<TurnAnswer>(env, String(recordId), deadline, busy, (stub) => stub.turn(recordId, version)),
-          ),
+    patch: (call) => meter.within(() => queueOf(call.recordId).patch(call)),
+    turn: (recordId, version) => meter.within(() => queueOf(recordId).turn(version)),
+    owns: (recordId) => own?.recordId === recordId,
   };
 }

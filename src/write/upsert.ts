@@ -16,7 +16,7 @@ import { AGAIN, recomputing } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
 import { JSON_TYPE } from './answer.ts';
 import { answeredBefore } from './create.ts';
-import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
+import { TURN_TIMEOUT_MS } from './deadlines.ts';
 import { explained } from './refusals.ts';
 import type { Write, WriteCall } from './write.ts';
 
@@ -24,8 +24,8 @@ type UpsertWrite = Extract<Write, { kind: 'upsert' }>;
 
 /**
  * Upserting records of one object, all or nothing: each item whose `matchOn` value a live record
- * holds patches that record (its object gives the upsert a turn, as in a patch batch), the
- * others create records; all of it is one D1 batch that starts with the upsert's ledger row.
+ * holds patches that record (guarded by the version read, as in a patch batch), the others
+ * create records; all of it is one D1 batch that starts with the upsert's ledger row.
  * D1's unique index decides races: when another writer took a value first, nothing was written,
  * and the upsert runs again on what D1 holds now (so concurrent upserts of one new value create
  * exactly one record, the others update it). The ledger row holds every record's id and version
@@ -114,8 +114,7 @@ export async function upsertInTurns(
   { caller, def }: { caller: Caller; def: ObjectDef },
   claim: KeyClaim | undefined,
 ): Promise<Upserted> {
-  const arrival = Date.now();
-  const deadline = arrival + TURN_TIMEOUT_MS;
+  const deadline = Date.now() + TURN_TIMEOUT_MS;
   const { body } = write;
   const matched: UniqueClaim[] = claimsOf(
     body.items.map((item) => ({
@@ -127,7 +126,7 @@ export async function upsertInTurns(
   );
   return recomputing(
     async () => {
-      const plan = await planUpsert(context, call, body, caller, def, matched, arrival);
+      const plan = await planUpsert(context, call, body, caller, def, matched);
       if (plan === AGAIN) return AGAIN;
       return commitUpsert(context, call.id, body, caller, plan, matched, claim, deadline);
     },
@@ -136,8 +135,9 @@ export async function upsertInTurns(
 }
 
 /**
- * Finds the holders of the matched values, decides every item on them and takes the updated
- * records' turns: the plan, or AGAIN when a holder let go of its value before its turn.
+ * Finds the holders of the matched values and decides every item on them: the plan, or AGAIN
+ * when a holder let go of its value before it was read. The updated records are guarded by the
+ * versions read, as a batch's are.
  */
 async function planUpsert(
   context: Context,
@@ -146,7 +146,6 @@ async function planUpsert(
   caller: Caller,
   def: ObjectDef,
   matched: readonly UniqueClaim[],
-  arrival: number,
 ): Promise<UpsertPlan | typeof AGAIN> {
   const holders = await uniqueHolders(context.db, matched);
   const { records, objects } = await context.cached.recordContext(call.keyHash, [
@@ -175,14 +174,8 @@ async function planUpsert(
   if (!planned.ok) problems.push(...planned.problems.map((p) => inRequest(p, createIndices)));
   if (problems.length > 0 || !planned.ok) throw rejected(problems);
 
-  const turns = await Promise.all(
-    updates.map(({ id }) =>
-      context.recordTurns.turn(id, (records.get(id) as RecordOut).version, arrival + CALL_DEADLINE_MS),
-    ),
-  );
-  if (turns.some((turn) => !turn.granted)) throw busy();
-  const bases = updates.map(({ id }, k) => turns[k]?.newer ?? (records.get(id) as RecordOut));
-  // A record read as holding an item's value may have let go of it before its turn (a patch,
+  const bases = updates.map(({ id }) => records.get(id) as RecordOut);
+  // A record found holding an item's value may have let go of it before it was read (a patch,
   // a delete): match again on what D1 holds now, as a serial order would.
   const key = (values: RecordOut['fieldValues']): unknown => matchKey(def, body.matchOn, values);
   if (

@@ -1,7 +1,8 @@
 /**
  * `npm run bench:profile`: where one scenario's time goes, measured rather than guessed. Starts the
  * service under wrangler dev, warms its records as `npm run bench` does, then drives one scenario
- * (the hot record by default; `BENCH_PROFILE=patch` for patches over 1000 records) while the
+ * (the hot record by default; `BENCH_PROFILE=patch` for patches over 1000 records, `batch` for
+ * batches of 20 of them, `create` for creates of 20) while the
  * DevTools inspector samples the Worker's isolate (the Worker and its objects). Prints the
  * functions and files with the most self time and writes the whole profile to
  * `test/bench/hot.cpuprofile` (open it in Chrome's DevTools). D1's SQLite runs outside the isolate
@@ -95,9 +96,16 @@ async function main(): Promise<void> {
       headers: target.headers,
       requests: [
         {
-          method: 'PATCH',
+          method: WHICH === 'create' ? 'POST' : 'PATCH',
           setupRequest: (req) => {
-            const id = WHICH === 'hot' ? target.ids[0] : target.ids[Math.floor(Math.random() * target.ids.length)];
+            const random = () => target.ids[Math.floor(Math.random() * target.ids.length)] as number;
+            if (WHICH === 'create') return { ...req, path: '/records/batch', body: JSON.stringify(target.createBody) };
+            if (WHICH === 'batch') {
+              const ids = new Set<number>();
+              while (ids.size < 20) ids.add(random());
+              return { ...req, path: '/records/batch', body: JSON.stringify(target.batchBody([...ids], ++value)) };
+            }
+            const id = WHICH === 'hot' ? target.ids[0] : random();
             const path = target.patchPath.replace('{id}', String(id));
             return { ...req, path, body: JSON.stringify(target.patchBody(++value)) };
           },

@@ -70,11 +70,14 @@ describe('faults', () => {
     const writes = new RecordWrites(env.DB, new Meter());
     const soon = Date.now() + 1000;
     await expect(
-      writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, 0)], [], soon),
+      writes.commit([writes.update({ ...a, version: 2, name: 'stale' }, { ...a, version: 0 })], [], soon),
     ).rejects.toBeInstanceOf(VersionConflict);
     await expect(
       writes.commit(
-        [writes.update({ ...a, version: 2, name: 'good' }, 1), writes.update({ ...b, version: 3, name: 'stale' }, 2)],
+        [
+          writes.update({ ...a, version: 2, name: 'good' }, a),
+          writes.update({ ...b, version: 3, name: 'stale' }, { ...b, version: 2 }),
+        ],
         [],
         soon,
       ),
@@ -87,7 +90,7 @@ describe('faults', () => {
       /version_conflict/,
     );
     expect((await versions([a.id, b.id])).map((r: any) => r.version)).toEqual([1, 1]);
-    await writes.commit([writes.update({ ...a, version: 2, name: 'good' }, 1)], [], soon);
+    await writes.commit([writes.update({ ...a, version: 2, name: 'good' }, a)], [], soon);
     expect((await versions([a.id]))[0]).toMatchObject({ version: 2 });
   });
 
