@@ -60,7 +60,8 @@ function located(sql: Sql, name: string): string {
   const written = `(r.field_values = '[]' OR substr(r.field_values, 1, ${ENTRY.length + 2}) = '[${ENTRY}"')`;
   return `(SELECT CASE WHEN e ->> '$.fieldName' = ${n} THEN e ->> '$.value' WHEN p = 0 AND ${written} THEN NULL
       ELSE (SELECT f.value ->> '$.value' FROM json_each(r.field_values) f WHERE f.value ->> '$.fieldName' = ${n}) END
-    FROM (SELECT p, r.field_values -> ('$[' || (${index}) || ']') AS e FROM (SELECT instr(r.field_values, ${entry}) AS p)))`;
+    FROM (SELECT p, r.field_values -> ('$[' || (${index}) || ']') AS e
+      FROM (SELECT instr(r.field_values, ${entry}) AS p)))`;
 }
 
 /**

@@ -120,7 +120,8 @@ export async function restricting(
     db
       .prepare(
         `SELECT q.recordId, q.objectId, q.field, s.name FROM (
-           SELECT p.record_id AS recordId, p.object_id AS objectId, group_concat(p.field, ', ' ORDER BY p.field) AS field
+           SELECT p.record_id AS recordId, p.object_id AS objectId,
+             group_concat(p.field, ', ' ORDER BY p.field) AS field
            FROM (SELECT DISTINCT e.value ->> 0 AS object_id, e.value ->> 1 AS field, e.value ->> 2 AS record_id
              FROM ${readableWalk(`t.on_delete = 'restrict'`, 'x.record_id <> ?1')}) p
            GROUP BY p.record_id ORDER BY p.object_id, p.record_id LIMIT ?3) q

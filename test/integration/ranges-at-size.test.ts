@@ -27,8 +27,10 @@ const LATE_FLIGHTS = [3001, 11002, 19003, 27004];
 const ZULU = [5005, 25025];
 // `late`: 1 only for the last 5,000 records (past the first 20,000 that a count reads).
 const VALUES = `json_array(
-  json_object('fieldName', 'delay', 'value', CASE WHEN i IN (${LATE_FLIGHTS.join(', ')}) THEN 1000 + i ELSE i % 900 END),
-  json_object('fieldName', 'code', 'value', CASE WHEN i IN (${ZULU.join(', ')}) THEN 'zulu-' || i ELSE 'c' || (i % 50) END),
+  json_object('fieldName', 'delay', 'value',
+    CASE WHEN i IN (${LATE_FLIGHTS.join(', ')}) THEN 1000 + i ELSE i % 900 END),
+  json_object('fieldName', 'code', 'value',
+    CASE WHEN i IN (${ZULU.join(', ')}) THEN 'zulu-' || i ELSE 'c' || (i % 50) END),
   json_object('fieldName', 'note', 'value', 'Note ' || (i % 97)),
   json_object('fieldName', 'late', 'value', iif(i > 25000, 1, 0)))`;
 

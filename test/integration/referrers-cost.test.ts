@@ -64,7 +64,7 @@ const referencedBy = (id: number) => call('GET', `/records/${id}/referenced-by?l
 const remove = (id: number) => call('DELETE', `/workspaces/${shared}/records/${id}`, { key: reader.key });
 
 describe(`${MANY} hidden and ${MANY} deleted referencing records cost their readers nothing`, () => {
-  it('referenced-by reads by the page, and a delete that they do not decide reads as if they were not there', async () => {
+  it('referenced-by reads by the page; a delete they do not decide reads as if they were not there', async () => {
     // The costs of a record nobody references and of one with one readable referencing record.
     const alone = await createOne(reader.key, company, [fv('title', 'Alone')]);
     const seen = await createOne(reader.key, company, [fv('title', 'Seen')]);
@@ -92,7 +92,7 @@ describe(`${MANY} hidden and ${MANY} deleted referencing records cost their read
     expect(rowsRead(deleted)).toBeLessThanOrEqual(baseline.delete + 20);
   });
 
-  it('a delete that hidden live records hold back reads those references, once each, and names none of them', async () => {
+  it('a delete that hidden live records hold back reads those references once each, names none', async () => {
     const target = await createOne(reader.key, company, [fv('title', 'Held')]);
     await referrers(shipment, hidden, 'holder', target.id);
     // Another thousand hidden ones that let deletes through, and a thousand deleted ones: never read.
@@ -123,7 +123,7 @@ describe(`${MANY} hidden and ${MANY} deleted referencing records cost their read
     ]);
   });
 
-  it('pages of referenced-by walk every readable referencing record once, whatever is hidden between them', async () => {
+  it('pages of referenced-by walk every readable referencing record once, whatever is hidden', async () => {
     const target = await createOne(reader.key, company, [fv('title', 'Paged')]);
     await referrers(shipment, hidden, 'company', target.id);
     await referrers(visit, shared, 'company', target.id, 45);
