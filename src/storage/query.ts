@@ -109,11 +109,12 @@ const RANGE_OPS = new Set<string>(['lt', 'lte', 'gt', 'gte']);
  * the field the key keeps), as SQL on `value` of `record_sort`: a walk of the key reads only the
  * entries between them. Empty when the filter bounds the key nowhere.
  */
-function boundsOf(sql: Sql, query: Query, key: SortKeyOf): string[] {
+function boundsOf(sql: Sql, query: Query, key: SortKeyOf, ops: readonly Bounding[] = BOUNDS): string[] {
   return topConditions(query)
-    .filter((e) => e.op in BOUNDING && !several(e.field) && keyOf(e.field)?.name === key.name)
+    .filter((e) => ops.includes(e.op as Bounding) && !several(e.field) && keyOf(e.field)?.name === key.name)
     .map((e) => `value ${BOUNDING[e.op as Bounding]} ${operand(sql, e.field, e.value)}`);
 }
+const BOUNDS = Object.keys(BOUNDING) as Bounding[];
 
 /**
  * A range (`lt`, `lte`, `gt`, `gte`) on a kept key other than `except` that every match must meet:
@@ -278,7 +279,7 @@ export class Queries {
       // A sort by a kept key walks it, unless a search or an `eq` leaves few candidates: then SQL
       // orders them, and pages are full however rarely the key's walk would meet them.
       if (keyed !== undefined && (plan === undefined || !plan.few)) {
-        // A range of the sorted key bounds its own walk: the walk reads by the page.
+        // An `eq` or a range of the sorted key bounds its own walk: the walk reads by the page.
         const few = await this.fewCandidates(workspaceId, query, plan, keyed.name);
         if (few === undefined) return this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
         return this.sortedPage(workspaceId, query, plan, at, since, few);
@@ -304,7 +305,8 @@ export class Queries {
   /**
    * The candidates of a query when fewer than NARROW records can match it: those holding its
    * rarest search word's term (or range of whole words), the keys of its `eq` on an indexed
-   * field, or the entries of its range on a kept key (but the key `except`, which the page walks).
+   * field, or the entries of its range on a kept key (but not of the key `except`, which the page
+   * walks between the same bounds).
    * One round trip; undefined when none is that narrow.
    */
   private async fewCandidates(
@@ -321,7 +323,8 @@ export class Queries {
         count: this.db.prepare(sql).bind(JSON.stringify(params), workspaceId),
       });
     }
-    if (driverOf(query) !== undefined) {
+    const driver = driverOf(query);
+    if (driver !== undefined && keyOf(driver.field)?.name !== except) {
       const s = new Sql();
       const walk = idWalk(s, query, undefined, false, undefined, NARROW);
       options.push({
@@ -632,13 +635,21 @@ export class Queries {
             ${key.reference === true ? '' : 'AND x.value IS NOT NULL'})
           ORDER BY rw.record_id ${desc ? 'DESC' : ''} LIMIT ${SCAN_BOUND})`;
       }
+      const dir = desc ? 'DESC' : '';
+      const after = desc ? '<' : '>';
+      // Only the entries between the filter's bounds of the key: a rare range is met at once. Past
+      // a position, the bounds on its side are implied by it (SQLite would start the walk at them),
+      // and within the one value of an `eq` the position is the id.
+      const behind: Bounding[] = desc ? ['lt', 'lte'] : ['gt', 'gte'];
+      const one = boundsOf(new Sql(), query, key, ['eq']).length > 0;
+      const ahead = one ? ['eq' as const] : BOUNDS.filter((op) => from === undefined || !behind.includes(op));
+      const bounds = boundsOf(sql, query, key, ahead).map((b) => `AND ${b}`);
       const past =
         from === undefined
           ? ''
-          : `AND (value, record_id) ${desc ? '<' : '>'} (${sql.param(from[0])}, ${sql.param(from[1])})`;
-      const dir = desc ? 'DESC' : '';
-      // Only the entries between the filter's bounds of the key: a rare range is met at once.
-      const bounds = boundsOf(sql, query, key).map((b) => `AND ${b}`);
+          : one
+            ? `AND record_id ${after} ${sql.param(from[1])}`
+            : `AND (value, record_id) ${after} (${sql.param(from[0])}, ${sql.param(from[1])})`;
       return `(SELECT record_id AS id, value AS v FROM record_sort
         WHERE workspace_id = ?2 AND key = ${sql.param(key.name)} ${bounds.join(' ')}
         ${past} ORDER BY value ${dir}, record_id ${dir} LIMIT ${SCAN_BOUND})`;

@@ -110,9 +110,12 @@ describe(`a range on an indexed field among ${N} records walks the field's index
     for (const direction of ['asc', 'desc'] as const) {
       const body = { filter, sort: [{ field: 'delay', direction }], limit: 20 };
       let answer = await query(body);
-      for (let page = 1; page <= 5; page++) {
+      const first = rowsRead(answer);
+      expect(first).toBeLessThanOrEqual(PAGE_ROWS);
+      for (let page = 1; page <= 10; page++) {
         expect([direction, page, answer.body.items.length]).toEqual([direction, page, 20]);
-        expect([direction, page, rowsRead(answer) <= PAGE_ROWS]).toEqual([direction, page, true]);
+        // Later pages read what the first did: the walk starts at the cursor, not at the range's start.
+        expect([direction, page, rowsRead(answer) <= first + 5]).toEqual([direction, page, true]);
         answer = await query({ ...body, cursor: answer.body.nextCursor });
       }
       const dir = direction === 'asc' ? '' : 'DESC';

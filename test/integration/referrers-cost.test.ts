@@ -1,7 +1,18 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { restricting } from '../../src/storage/references.ts';
-import { admin, bulkRecords, call, createOne, expectProblem, fv, newUser, newWorkspace, rowsRead } from './helpers.ts';
+import {
+  admin,
+  bulkRecords,
+  call,
+  createOne,
+  expectProblem,
+  fv,
+  newUser,
+  newWorkspace,
+  rowsRead,
+  type Answer,
+} from './helpers.ts';
 
 /**
  * What references a record costs the one who asks: `GET /records/{id}/referenced-by` and a delete
@@ -137,7 +148,7 @@ describe(`${MANY} hidden and ${MANY} deleted referencing records cost their read
     const reads: number[] = [];
     let cursor: string | null = null;
     do {
-      const page = await call(
+      const page: Answer = await call(
         'GET',
         `/records/${target.id}/referenced-by?limit=20${cursor === null ? '' : `&cursor=${cursor}`}`,
         { key: reader.key },
