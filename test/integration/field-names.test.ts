@@ -1,4 +1,5 @@
 import { env } from 'cloudflare:workers';
+import { RESERVED_FIELD_NAMES as RESERVED } from '../../src/domain/definition.ts';
 import { describe, expect, it } from 'vitest';
 import { admin, call, createOne, expectProblem, fv, newUser, newWorkspace, queryRecords } from './helpers.ts';
 
@@ -7,21 +8,6 @@ import { admin, call, createOne, expectProblem, fv, newUser, newWorkspace, query
  * would be shadowed by the property in queries and exports. A definition that already holds one
  * (written before the rule) keeps it.
  */
-
-const RESERVED = [
-  'id',
-  'name',
-  'version',
-  'objectId',
-  'createdAt',
-  'updatedAt',
-  'createdBy',
-  'updatedBy',
-  'ownedBy',
-  'deleted',
-  'isTemplate',
-  'creationType',
-];
 
 /** `name` in another case: every other letter upper case. */
 const otherCase = (name: string): string =>

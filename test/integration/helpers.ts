@@ -210,6 +210,26 @@ export async function walkQuery(
   return { ids, pages, rowsRead: read };
 }
 
+/** Every page of `GET /records/{id}/referenced-by` for `key`, following nextCursor: its items, each page's rows read. */
+export async function walkReferencedBy(
+  key: string,
+  id: number,
+  limit: number,
+): Promise<{ items: { recordId: number; objectId: number; field: string; name: string }[]; rowsRead: number[] }> {
+  const items = [];
+  const read: number[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`;
+    const answer: Answer = await call('GET', `/records/${id}/referenced-by?${query}`, { key });
+    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
+    items.push(...answer.body.items);
+    read.push(rowsRead(answer));
+    cursor = answer.body.nextCursor;
+  } while (cursor !== null);
+  return { items, rowsRead: read };
+}
+
 /** The Cron Trigger's run, as the test build runs it (on the D1 with production's limits), to its end. */
 export async function runScheduled(): Promise<void> {
   const pending: Promise<unknown>[] = [];

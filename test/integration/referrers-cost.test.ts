@@ -11,7 +11,7 @@ import {
   newUser,
   newWorkspace,
   rowsRead,
-  type Answer,
+  walkReferencedBy,
 } from './helpers.ts';
 
 /**
@@ -144,19 +144,9 @@ describe(`${MANY} hidden and ${MANY} deleted referencing records cost their read
     )
       .bind(visit, target.id)
       .all<{ id: number }>();
-    const seen: number[] = [];
-    const reads: number[] = [];
-    let cursor: string | null = null;
-    do {
-      const page: Answer = await call(
-        'GET',
-        `/records/${target.id}/referenced-by?limit=20${cursor === null ? '' : `&cursor=${cursor}`}`,
-        { key: reader.key },
-      );
-      seen.push(...page.body.items.map((r: { recordId: number }) => r.recordId));
-      reads.push(rowsRead(page));
-      cursor = page.body.nextCursor;
-    } while (cursor !== null);
+    const walked = await walkReferencedBy(reader.key, target.id, 20);
+    const seen = walked.items.map((r) => r.recordId);
+    const reads = walked.rowsRead;
     expect(seen).toEqual(expected.results.map((r) => r.id));
     expect(reads).toHaveLength(3);
     expect(reads.filter((n) => n > 200)).toEqual([]);

@@ -3,6 +3,7 @@ import { RESERVED_FIELD_NAMES, reservedNames, type FieldDef } from '../../src/do
 import { exportColumns } from '../../src/domain/export.ts';
 import { SYSTEM_FIELDS } from '../../src/domain/query.ts';
 import type { ObjectDefinitionIn } from '../../src/schemas/admin.ts';
+import { RecordSchema } from '../../src/schemas/record.ts';
 
 const definition = (fields: FieldDef[]): ObjectDefinitionIn => ({ name: 'Flight', workspaceIds: [1], fields });
 const text = (name: string): FieldDef => ({ name, type: 'text' });
@@ -17,6 +18,13 @@ describe('field names that shadow a record property', () => {
         message: `${fields[i]?.name} is a property of every record; choose another field name`,
         status: 422,
       })),
+    );
+  });
+
+  it('are the properties every record has beside its values, sharing and object version', () => {
+    const own = ['fieldValues', 'sharedWorkspaceIds', 'objectVersion'];
+    expect(new Set(RESERVED_FIELD_NAMES)).toEqual(
+      new Set(Object.keys(RecordSchema.entries).filter((k) => !own.includes(k))),
     );
   });
 
