@@ -210,7 +210,7 @@ export async function walkQuery(
   return { ids, pages, rowsRead: read };
 }
 
-/** Every page of `GET /records/{id}/referenced-by` for `key`, following nextCursor: its items, each page's rows read. */
+/** Every page of `GET /records/{id}/referenced-by` for `key`, following nextCursor: the items, each page's rows. */
 export async function walkReferencedBy(
   key: string,
   id: number,
