@@ -133,3 +133,44 @@ export function referenceChanges(history: readonly (readonly FieldDef[])[], inpu
 }
 
 const fixed = (at: string, message: string): InputProblem => ({ pointer: at, code: 'fixed', message, status: 422 });
+
+/**
+ * Names a field may not take, in any case: a record's own properties. A field so named would be
+ * shadowed by the property in queries and exports (a filter on `name` compares the record's name).
+ */
+export const RESERVED_FIELD_NAMES: readonly string[] = [
+  'id',
+  'name',
+  'version',
+  'objectId',
+  'createdAt',
+  'updatedAt',
+  'createdBy',
+  'updatedBy',
+  'ownedBy',
+  'deleted',
+  'isTemplate',
+  'creationType',
+];
+const RESERVED = new Set(RESERVED_FIELD_NAMES.map((name) => name.toLowerCase()));
+
+/**
+ * Fields of a definition named like a record's own property (any case), each a 422 at its name;
+ * a field of the current version (`current`) keeps its name, so a definition that already holds one
+ * can still be replaced.
+ */
+export function reservedNames(current: readonly FieldDef[], input: ObjectDefinitionIn): InputProblem[] {
+  const kept = new Set(current.map((field) => field.name));
+  return input.fields.flatMap((field, i) =>
+    RESERVED.has(field.name.toLowerCase()) && !kept.has(field.name)
+      ? [
+          {
+            pointer: pointer('', 'fields', i, 'name'),
+            code: 'reserved_name',
+            message: `${field.name} is a property of every record; choose another field name`,
+            status: 422,
+          },
+        ]
+      : [],
+  );
+}

@@ -28,6 +28,8 @@ export function applyFieldValues(
   const fields = new Map(def.fields.map((field) => [field.name, field]));
   const values = new Map(current.map((entry) => [entry.fieldName, entry.value]));
   const problems: InputProblem[] = [];
+  // A required field sent as null is listed there, at its value: not again as missing.
+  const emptied = new Set<string>();
   changes.forEach(({ fieldName, value }, index) => {
     const field = fields.get(fieldName);
     if (field === undefined) {
@@ -39,6 +41,7 @@ export function applyFieldValues(
     if (value === null) {
       if (field.required === true) {
         problems.push(problem(pointer(prefix, 'fieldValues', index, 'value'), 'required', `${fieldName} is required`));
+        emptied.add(fieldName);
       }
       values.delete(fieldName);
       return;
@@ -50,7 +53,7 @@ export function applyFieldValues(
   });
   if (mode === 'create') {
     for (const field of def.fields) {
-      if (field.required === true && !values.has(field.name)) {
+      if (field.required === true && !values.has(field.name) && !emptied.has(field.name)) {
         problems.push(problem(pointer(prefix, 'fieldValues'), 'required', `${field.name} is required`));
       }
     }

@@ -2,7 +2,13 @@ import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
 import { startIndexBuild } from '../push/index-builds.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { definitionOut, definitionProblems, referenceChanges, type ObjectDef } from '../domain/definition.ts';
+import {
+  definitionOut,
+  definitionProblems,
+  referenceChanges,
+  reservedNames,
+  type ObjectDef,
+} from '../domain/definition.ts';
 import { derivedApiKey, KEY_PREFIX_LENGTH, requireAdmin, sha256Hex } from '../http/auth.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { readJson } from '../http/body.ts';
@@ -328,7 +334,8 @@ async function definitionBody(
           },
         ],
   );
-  const problems = [...missing, ...unknownTargets, ...changed];
+  const reserved = reservedNames(history.at(-1) ?? [], input);
+  const problems = [...missing, ...unknownTargets, ...changed, ...reserved];
   if (problems.length > 0) throw rejected(problems);
   return input;
 }

@@ -8,6 +8,8 @@ export interface QueryParameter {
   name: string;
   description: string;
   schema: Record<string, unknown>;
+  /** Without it the request is refused (400); otherwise the parameter may be left out. */
+  required?: true;
   /** An object whose properties are sent as query parameters of their own (`field.stage=lead`). */
   style?: 'form';
   explode?: true;

@@ -297,6 +297,7 @@ export const operations: Operation[] = [
     query: [
       {
         name: 'objectId',
+        required: true,
         description: 'The object whose records to export (required).',
         schema: { type: 'integer', minimum: 0 },
       },
@@ -333,6 +334,7 @@ export const operations: Operation[] = [
     query: [
       {
         name: 'objectId',
+        required: true,
         description: 'The object the rows are records of (required).',
         schema: { type: 'integer', minimum: 0 },
       },

@@ -14,7 +14,51 @@ export { pointer };
 export function validate<S extends Schema>(schema: S, input: unknown, prefix = ''): Result<v.InferOutput<S>> {
   const result = v.safeParse(schema, input);
   if (result.success) return { ok: true, value: result.output };
-  return { ok: false, problems: result.issues.map((issue) => toProblem(issue, prefix)) };
+  return {
+    ok: false,
+    problems: result.issues.flatMap((issue) => [
+      toProblem(issue, prefix),
+      ...otherUnknownKeys(schema, issue).map((key) =>
+        unknownProperty(pointer(prefix, ...keysOf(issue).slice(0, -1), key)),
+      ),
+    ]),
+  };
+}
+
+const keysOf = (issue: v.BaseIssue<unknown>): (string | number)[] =>
+  (issue.path ?? []).map((item) => item.key as string | number);
+
+const unknownProperty = (at: string): InputProblem => ({
+  pointer: at,
+  code: 'unknown_property',
+  message: 'unknown property',
+});
+
+/** A schema as Valibot builds it: what a path walks through. */
+interface SchemaParts {
+  type: string;
+  entries?: Record<string, SchemaParts>;
+  item?: SchemaParts;
+  wrapped?: SchemaParts;
+}
+
+/**
+ * An unknown key is reported by Valibot for the first such key of an object only: the object's
+ * other keys that its schema does not name. The object's schema is found by the issue's path
+ * (through objects, arrays and optional or nullable wrappers); none when the path leads elsewhere.
+ */
+function otherUnknownKeys(schema: Schema, issue: v.BaseIssue<unknown>): string[] {
+  const last = issue.path?.at(-1);
+  if (issue.expected !== 'never' || last === undefined || last.type !== 'object') return [];
+  let at: SchemaParts | undefined = schema as unknown as SchemaParts;
+  for (const key of keysOf(issue).slice(0, -1)) {
+    while (at?.wrapped !== undefined) at = at.wrapped;
+    at = typeof key === 'number' ? at?.item : at?.entries?.[key];
+  }
+  while (at?.wrapped !== undefined) at = at.wrapped;
+  const entries = at?.type === 'strict_object' ? at.entries : undefined;
+  if (entries === undefined) return [];
+  return Object.keys(last.input as object).filter((key) => key !== last.key && !Object.hasOwn(entries, key));
 }
 
 /** Every problem Valibot finds, in our vocabulary; messages never quote the input. */
@@ -27,9 +71,7 @@ function toProblem(issue: v.BaseIssue<unknown>, prefix: string): InputProblem {
   const keys = (issue.path ?? []).map((item) => item.key as string | number);
   const at = pointer(prefix, ...keys);
   const last = keys.at(-1);
-  if (issue.kind === 'schema' && issue.expected === 'never') {
-    return { pointer: at, code: 'unknown_property', message: 'unknown property' };
-  }
+  if (issue.kind === 'schema' && issue.expected === 'never') return unknownProperty(at);
   if (issue.kind === 'schema' && issue.received === 'undefined' && issue.path?.at(-1)?.type === 'object') {
     return { pointer: at, code: 'required', message: `${String(last)} is required` };
   }

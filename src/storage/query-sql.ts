@@ -1,5 +1,5 @@
 import { foldCase } from '../core/fold.ts';
-import type { Expr, FieldRef, Query, SystemField } from '../domain/query.ts';
+import type { Expr, FieldRef, SystemField } from '../domain/query.ts';
 import { NAME_FOLD } from '../domain/record-keys.ts';
 import { datetimeKey } from './record-index.ts';
 
@@ -30,25 +30,6 @@ export const missing = (desc: boolean): string => (desc ? '-9e999' : "x''");
 
 export class Sql {
   readonly params: unknown[] = [];
-  private fields = false;
-  /** `shared`: the statement reads several field values of a record (see fieldValues). */
-  constructor(readonly shared = false) {}
-  /**
-   * The record `r`'s field values as one JSON object by name, computed once per record (a one-row
-   * `json_each` join, see joins()): each condition reads its value from it, where reading the
-   * values' array per condition would cost a row per value and condition.
-   */
-  fieldValues(): string {
-    this.fields = true;
-    return 'fv.value';
-  }
-  /** The joins the statement's expressions asked for, to follow `records r`. */
-  joins(): string {
-    return this.fields
-      ? `CROSS JOIN json_each(json_array((SELECT json_group_object(e.value ->> '$.fieldName', e.value -> '$.value')
-          FROM json_each(r.field_values) e))) fv`
-      : '';
-  }
   /** The JSON parameter `k`, as an SQL value. */
   param(value: unknown): string {
     this.params.push(value);
@@ -61,36 +42,38 @@ export class Sql {
   }
 }
 
+/** How every entry of a record's `field_values` begins, as the Worker writes it (JSON.stringify). */
+const ENTRY = '{"fieldName":';
+
+/**
+ * The field `name`'s value in the record `r`, read from the record's own row: no row beyond the
+ * record's, however many values it holds (json_each would read a row per value, for each
+ * condition). The Worker writes each entry as `{"fieldName":"<name>","value":…}`, so the entry's
+ * text is found by instr() and its index is the number of entries that begin before it; the entry
+ * at that index must name the field (a `json` value holding such text could mislead the count).
+ * Only when it does not, or the array is not in that form, are the entries read one by one.
+ */
+function located(sql: Sql, name: string): string {
+  const n = sql.param(name);
+  const entry = sql.param(`${ENTRY}${JSON.stringify(name)},"value":`);
+  // Kept short: a filter may name 50 fields, and D1 takes 100 KB of SQL a statement.
+  const v = 'r.field_values';
+  const index = `(p-1-length(replace(substr(${v},1,p-1),'${ENTRY}','')))/${ENTRY.length}`;
+  const written = `(${v}='[]' OR substr(${v},1,${ENTRY.length + 2})='[${ENTRY}"')`;
+  const oneByOne = `(SELECT f.value->>'$.value' FROM json_each(${v}) f WHERE f.value->>'$.fieldName'=${n})`;
+  return `(SELECT CASE WHEN e->>'$.fieldName'=${n} THEN e->>'$.value' WHEN p=0 AND ${written} THEN NULL
+    ELSE ${oneByOne} END FROM (SELECT p,${v}->('$['||(${index})||']') AS e FROM (SELECT instr(${v},${entry}) AS p)))`;
+}
+
 /**
  * A field's value in the record `r`, as the index compares it: read from the record's own row (a
  * condition costs no row beyond the record's), a date-time as epoch milliseconds.
  */
 export function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
-  const raw = sql.shared
-    ? `(${sql.fieldValues()} ->> ${sql.param(`$.${field.name}`)})`
-    : `(SELECT e.value ->> '$.value' FROM json_each(r.field_values) e
-        WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)})`;
-  return field.type === 'datetime' ? datetimeKey(raw) : raw;
-}
-
-/** Whether the query's filter reads several field values of a record: then they are read once, together. */
-export function shares(query: Query): boolean {
-  const leaves = (expr: Expr | undefined): number =>
-    expr === undefined
-      ? 0
-      : 'and' in expr
-        ? expr.and.reduce((n, e) => n + leaves(e), 0)
-        : 'or' in expr
-          ? expr.or.reduce((n, e) => n + leaves(e), 0)
-          : 'not' in expr
-            ? leaves(expr.not)
-            : expr.field.kind === 'value' &&
-                !(expr.op === 'contains' && expr.field.type === 'multiSelect') &&
-                expr.field.multiple !== true
-              ? 1
-              : 0;
-  return leaves(query.filter) > 1;
+  const raw = located(sql, field.name);
+  // The key's expression names its value three times: the value is found once.
+  return field.type === 'datetime' ? `(SELECT ${datetimeKey('d')} FROM (SELECT ${raw} AS d))` : raw;
 }
 
 /** A value sent for a field, as the field's SQL value compares with it. */
@@ -126,15 +109,13 @@ export function compile(sql: Sql, expr: Expr): string {
     );
   if ('not' in expr) return `(NOT ${compile(sql, expr.not)})`;
   const { field, op, value } = expr;
-  if (op === 'contains' && field.type === 'multiSelect') {
-    return `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
-      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value = ${sql.param(value)})`;
-  }
+  // A value of several (the options of a multiSelect, the ids of a reference): its elements.
+  if (op === 'contains' && field.type === 'multiSelect')
+    return `EXISTS (SELECT 1 FROM json_each(${valueOf(sql, field)}) o WHERE o.value = ${sql.param(value)})`;
   if (field.kind === 'value' && field.multiple === true && op !== 'exists') {
     // A reference of several ids: does it hold any of the ids named?
     const ids = op === 'in' || op === 'nin' ? `SELECT value FROM ${sql.list(value as unknown[])}` : sql.param(value);
-    const holds = `EXISTS (SELECT 1 FROM json_each(r.field_values) e, json_each(e.value, '$.value') o
-      WHERE e.value ->> '$.fieldName' = ${sql.param(field.name)} AND o.value IN (${ids}))`;
+    const holds = `EXISTS (SELECT 1 FROM json_each(${valueOf(sql, field)}) o WHERE o.value IN (${ids}))`;
     return op === 'ne' || op === 'nin' ? `(NOT ${holds})` : holds;
   }
   const v = valueOf(sql, field);

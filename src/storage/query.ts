@@ -1,11 +1,11 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
-import { RELEVANCE_TIERS, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
+import { RELEVANCE_TIERS, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
 import { searchWords } from '../core/fold.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { movesOf, splitSince, unmoved, SINCE, type Position, type Since } from './query-moves.ts';
-import { balanced, compile, missing, operand, shares, Sql, startsWords, valueOf, wholeWords } from './query-sql.ts';
+import { balanced, compile, missing, operand, Sql, startsWords, valueOf, wholeWords } from './query-sql.ts';
 import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
 import { countOf as countTerms, overWorkspace, searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
@@ -74,15 +74,20 @@ export interface QueryPage {
   count?: { value: number; exact: boolean };
 }
 
+/** The conditions every match must meet: the filter's top-level conjuncts. */
+function topConditions(query: Query): Extract<Expr, { field: FieldRef }>[] {
+  const filter = query.filter;
+  const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
+  return top.filter((e): e is Extract<Expr, { field: FieldRef }> => 'field' in e);
+}
+
 /**
  * An `eq` or `in` on an indexed field (or an `eq` or `contains` of one id on a reference of several)
  * that every match must meet: the walk can read the workspace's keys of it.
  */
 function driverOf(query: Query): { field: FieldRef; values: unknown[] } | undefined {
-  const filter = query.filter;
-  const top = filter === undefined ? [] : 'and' in filter ? filter.and : [filter];
-  for (const e of top) {
-    if (!('field' in e) || e.field.kind !== 'value' || !e.field.ready) continue;
+  for (const e of topConditions(query)) {
+    if (e.field.kind !== 'value' || !e.field.ready) continue;
     // A reference of several ids has a key per id: a walk of several ids could meet a record twice.
     if (e.field.multiple === true) {
       if (e.op === 'eq' || e.op === 'contains') return { field: e.field, values: [e.value] };
@@ -91,6 +96,65 @@ function driverOf(query: Query): { field: FieldRef; values: unknown[] } | undefi
   }
   return undefined;
 }
+
+/** A reference of several ids: a key per id, so no walk of its keys is in one order of records. */
+const several = (field: FieldRef): boolean => field.kind === 'value' && field.multiple === true;
+
+const BOUNDING = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
+type Bounding = keyof typeof BOUNDING;
+const RANGE_OPS = new Set<string>(['lt', 'lte', 'gt', 'gte']);
+
+/**
+ * The conditions on a kept key that every match must meet (an `eq`, `lt`, `lte`, `gt`, `gte` of
+ * the field the key keeps), as SQL on `value` of `record_sort`: a walk of the key reads only the
+ * entries between them. Empty when the filter bounds the key nowhere.
+ */
+function boundsOf(sql: Sql, query: Query, key: SortKeyOf, ops: readonly Bounding[] = BOUNDS): string[] {
+  return topConditions(query)
+    .filter((e) => ops.includes(e.op as Bounding) && !several(e.field) && keyOf(e.field)?.name === key.name)
+    .map((e) => `value ${BOUNDING[e.op as Bounding]} ${operand(sql, e.field, e.value)}`);
+}
+const BOUNDS = Object.keys(BOUNDING) as Bounding[];
+
+/**
+ * A range (`lt`, `lte`, `gt`, `gte`) on a kept key other than `except` that every match must meet:
+ * its entries in `record_sort` hold every match, in the key's order, not the page's.
+ */
+function rangeOf(query: Query, except?: string): SortKeyOf | undefined {
+  for (const e of topConditions(query)) {
+    const key = keyOf(e.field);
+    if (RANGE_OPS.has(e.op) && !several(e.field) && key !== undefined && key.name !== except) return key;
+  }
+  return undefined;
+}
+
+/** The entries of the workspace's (`?2`) key between the filter's bounds of it, at most `bound` of them. */
+function rangeWalk(sql: Sql, query: Query, key: SortKeyOf, bound?: number): string {
+  const bounds = boundsOf(sql, query, key).map((b) => `AND ${b}`);
+  return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
+      ${bounds.join(' ')} ${bound === undefined ? '' : `LIMIT ${bound}`}) c`;
+}
+
+/**
+ * The entries of the workspace's (`?2`) key between the filter's bounds of it, in id order after
+ * `from`, at most `bound` of them: SQL reads them all to order them (a walk of a range known to be narrow).
+ */
+function rangeIdWalk(
+  sql: Sql,
+  query: Query,
+  key: SortKeyOf,
+  desc: boolean,
+  from: number | undefined,
+  bound: number,
+): string {
+  const bounds = boundsOf(sql, query, key).map((b) => `AND ${b}`);
+  const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+  return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
+      ${bounds.join(' ')} ${past} ORDER BY record_id ${desc ? 'DESC' : ''} LIMIT ${bound}) c`;
+}
+
+/** Candidates of a short walk: a range that many records meet fills a page within them. */
+const PROBE = (limit: number): number => 4 * (limit + 1);
 
 /** The records of a tier: how the name meets the search's words, beyond starting with each. */
 function tierSql(sql: Sql, tier: number, plan: SearchPlan, driver: Driver): string {
@@ -200,7 +264,7 @@ export class Queries {
     const byId = query.relevance
       ? plan === undefined || after?.length === 1
       : query.sort.length === 1 && first?.field.name === 'id';
-    if (byId) return this.idPage(workspaceId, query, plan, after);
+    if (byId) return countingShown(await this.idPage(workspaceId, query, plan, after));
     // Any other walk is by a key a write may move: it passes over records whose place moved since
     // it began.
     const { at, since: seq } = splitSince(after);
@@ -215,7 +279,8 @@ export class Queries {
       // A sort by a kept key walks it, unless a search or an `eq` leaves few candidates: then SQL
       // orders them, and pages are full however rarely the key's walk would meet them.
       if (keyed !== undefined && (plan === undefined || !plan.few)) {
-        const few = await this.fewCandidates(workspaceId, query, plan);
+        // An `eq` or a range of the sorted key bounds its own walk: the walk reads by the page.
+        const few = await this.fewCandidates(workspaceId, query, plan, keyed.name);
         if (few === undefined) return this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
         return this.sortedPage(workspaceId, query, plan, at, since, few);
       }
@@ -225,12 +290,13 @@ export class Queries {
       if (phase === 'values') return this.sortedPage(workspaceId, query, plan, undefined, since);
       if (phase === 'missing')
         return this.sortedPage(workspaceId, query, plan, [null, desc ? Number.MAX_SAFE_INTEGER : -1], since);
-      return this.sortedPage(workspaceId, query, plan, at, since);
+      const few = plan === undefined ? await this.fewCandidates(workspaceId, query, undefined) : undefined;
+      return this.sortedPage(workspaceId, query, plan, at, since, few);
     })();
-    if (start === undefined) return walked;
+    if (start === undefined) return countingShown(walked);
     const tag = (position: Position): Position => [...position, `${SINCE}${start}`];
     return {
-      ...walked,
+      ...countingShown(walked),
       positions: walked.positions.map(tag),
       next: walked.next === undefined ? undefined : tag(walked.next),
     };
@@ -238,13 +304,16 @@ export class Queries {
 
   /**
    * The candidates of a query when fewer than NARROW records can match it: those holding its
-   * rarest search word's term (or range of whole words), or the keys of its `eq` on an indexed
-   * field. One round trip; undefined when none is that narrow.
+   * rarest search word's term (or range of whole words), the keys of its `eq` on an indexed
+   * field, or the entries of its range on a kept key (but not of the key `except`, which the page
+   * walks between the same bounds).
+   * One round trip; undefined when none is that narrow.
    */
   private async fewCandidates(
     workspaceId: number,
     query: Query,
     plan: SearchPlan | undefined,
+    except?: string,
   ): Promise<((sql: Sql) => string) | undefined> {
     const options: { walk: (sql: Sql) => string; count: D1PreparedStatement }[] = [];
     for (const driver of plan?.narrowing ?? []) {
@@ -254,11 +323,21 @@ export class Queries {
         count: this.db.prepare(sql).bind(JSON.stringify(params), workspaceId),
       });
     }
-    if (driverOf(query) !== undefined) {
+    const driver = driverOf(query);
+    if (driver !== undefined && keyOf(driver.field)?.name !== except) {
       const s = new Sql();
       const walk = idWalk(s, query, undefined, false, undefined, NARROW);
       options.push({
         walk: (sql) => idWalk(sql, query, undefined, false, undefined),
+        count: this.db.prepare(`SELECT count(*) AS n FROM ${walk}`).bind(JSON.stringify(s.params), workspaceId),
+      });
+    }
+    const range = rangeOf(query, except);
+    if (range !== undefined) {
+      const s = new Sql();
+      const walk = rangeWalk(s, query, range, NARROW);
+      options.push({
+        walk: (sql) => rangeWalk(sql, query, range),
         count: this.db.prepare(`SELECT count(*) AS n FROM ${walk}`).bind(JSON.stringify(s.params), workspaceId),
       });
     }
@@ -301,35 +380,37 @@ export class Queries {
   }
 
   /**
-   * The count of the query's matches, up to COUNT_BOUND + 1, among the first COUNT_SCAN candidates
-   * of an id walk (the records holding the search's term, the keys of an `eq` or `in` on an indexed
-   * field, or the workspace's records), whatever the page's plan: its rows read are bounded like a
-   * page's. `cut`: more matched, or the walk holds more candidates (the count is a lower bound).
+   * The count of the query's matches among the first COUNT_SCAN candidates of a walk (the records
+   * holding the search's term, the keys of an `eq` or `in` on an indexed field, the entries of a
+   * range on a kept key, or the workspace's records), whatever the page's plan: its rows read are
+   * bounded like a page's, two a candidate (its entry and its record). `seen`: the candidates
+   * read, one more than COUNT_SCAN when the walk holds more (then the count is a lower bound).
    */
   private countStatement(workspaceId: number, query: Query, plan: SearchPlan | undefined): D1PreparedStatement {
-    const sql = new Sql(shares(query));
-    const from = idWalk(sql, query, plan, false, undefined, COUNT_SCAN);
+    const sql = new Sql();
+    const range = plan === undefined && driverOf(query) === undefined ? rangeOf(query) : undefined;
+    const walk =
+      range === undefined
+        ? idWalk(sql, query, plan, false, undefined, COUNT_SCAN + 1)
+        : rangeWalk(sql, query, range, COUNT_SCAN + 1);
     const where = this.where(sql, query, plan);
-    // Whether the walk holds more candidates than were read: asked only when few matched.
-    const more = idWalk(sql, query, plan, false, undefined, COUNT_SCAN + 1);
-    const text = `SELECT n, CASE WHEN n > ${COUNT_BOUND} THEN 1
-        ELSE (SELECT count(*) FROM ${more}) > ${COUNT_SCAN} END AS cut
-      FROM (SELECT count(*) AS n FROM (SELECT 1 FROM ${from} CROSS JOIN records r ON r.id = c.id ${sql.joins()}
-        WHERE ${where} LIMIT ${COUNT_BOUND + 1}))`;
+    const text = `SELECT count(*) AS seen, coalesce(sum(m), 0) AS n
+      FROM (SELECT ${where} AS m FROM ${walk} CROSS JOIN records r ON r.id = c.id)`;
     return this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId);
   }
 
   /**
    * A walk's page: `text` selects the page's rows (at most limit + 1) from the walk `walk`;
-   * `scanned`, asked only when the page is not full, says whether the walk stopped at its bound,
-   * and where. Positions come from `positionOf`.
+   * `scanned`, asked only when the page is not full, gives the walk's SCAN_BOUND-th candidate
+   * (`last`, its position), if it has one: there the walk stopped at its bound. Reading it reads
+   * the walk's entries once, never its records. Positions come from `positionOf`.
    */
   private async walkPage<Row extends RecordReadRow>(
     workspaceId: number,
     query: Query,
     plan: SearchPlan | undefined,
     page: { sql: Sql; text: string; limit: number },
-    scanned: () => { sql: Sql; text: string },
+    scanned: (() => { sql: Sql; text: string }) | undefined,
     positionOf: (row: Row) => Position,
   ): Promise<{ records: RecordOut[]; positions: Position[]; full: boolean; stopped?: Position; count?: Count }> {
     const statements = [this.db.prepare(page.text).bind(JSON.stringify(page.sql.params), workspaceId, page.limit)];
@@ -344,34 +425,71 @@ export class Queries {
     const cutAt = positions.at(-1);
     if (results.at(-1)?.size_cut === 1 && cutAt !== undefined)
       return { records, positions, full: false, stopped: cutAt, ...count };
+    if (scanned === undefined) return { records, positions, full: false, ...count };
     const walk = scanned();
     const [bound] = await this.read([this.db.prepare(walk.text).bind(JSON.stringify(walk.sql.params), workspaceId)]);
-    const { n, last } = (bound?.results[0] ?? { n: 0, last: null }) as { n: number; last: string | null };
-    const stopped = n >= SCAN_BOUND && last !== null ? (JSON.parse(last) as Position) : undefined;
+    const last = (bound?.results[0] as { last: string } | undefined)?.last;
+    const stopped = last === undefined ? undefined : (JSON.parse(last) as Position);
     return { records, positions, full: false, ...(stopped === undefined ? {} : { stopped }), ...count };
   }
 
-  /** A page in id order: the candidates of an id walk, at most SCAN_BOUND of them. */
+  /**
+   * A page in id order: the candidates of an id walk, at most SCAN_BOUND of them. A range of a kept
+   * key (without a search or an `eq` to walk) is met in id order by its records, not its entries:
+   * a short walk of the workspace first, which a range that many records meet fills; else, when the
+   * range holds fewer than NARROW records, its entries, ordered by id; else the whole walk.
+   */
   private async idPage(
     workspaceId: number,
     query: Query,
     plan: SearchPlan | undefined,
     after: Position | undefined,
   ): Promise<QueryPage> {
+    const everyRecord: IdWalk = (sql, desc, from, bound) => idWalk(sql, query, plan, desc, from, bound);
+    const range = plan === undefined && driverOf(query) === undefined ? rangeOf(query) : undefined;
+    if (range === undefined) return this.idWalkPage(workspaceId, query, plan, after, everyRecord);
+    const probe = await this.idWalkPage(workspaceId, query, plan, after, everyRecord, PROBE(query.limit));
+    if (probe.next !== undefined) return probe;
+    const rest = { ...query, count: false };
+    const entries: IdWalk = (sql, desc, from, bound) => rangeIdWalk(sql, query, range, desc, from, bound);
+    const few = await this.fewer(workspaceId, (sql) => rangeWalk(sql, query, range, NARROW));
+    const page = await this.idWalkPage(workspaceId, rest, plan, after, few ? entries : everyRecord);
+    return probe.count === undefined ? page : { ...page, count: probe.count };
+  }
+
+  /** Whether the walk `walk` (bounded at NARROW) holds fewer than NARROW candidates. One round trip. */
+  private async fewer(workspaceId: number, walk: (sql: Sql) => string): Promise<boolean> {
+    const sql = new Sql();
+    const text = `SELECT count(*) AS n FROM ${walk(sql)}`;
+    const [counted] = await this.read([this.db.prepare(text).bind(JSON.stringify(sql.params), workspaceId)]);
+    return ((counted?.results[0] as { n: number } | undefined)?.n ?? NARROW) < NARROW;
+  }
+
+  /**
+   * A page of the id walk `walk` after `after`, at most `bound` candidates (the page ends early
+   * with a cursor there, unless the bound is a probe's: then the page ends without one).
+   */
+  private async idWalkPage(
+    workspaceId: number,
+    query: Query,
+    plan: SearchPlan | undefined,
+    after: Position | undefined,
+    walk: IdWalk,
+    probe?: number,
+  ): Promise<QueryPage> {
     const desc = query.sort[0]?.direction === 'desc';
     const from = after?.at(-1) as number | undefined;
-    const sql = new Sql(shares(query));
-    const candidates = idWalk(sql, query, plan, desc, from, SCAN_BOUND);
+    const sql = new Sql();
+    const candidates = walk(sql, desc, from, probe ?? SCAN_BOUND);
     const where = this.where(sql, query, plan);
     // The walk stays the outer loop, in its order, and the page stops reading at its limit.
-    const text = sizedPage(`FROM ${candidates} CROSS JOIN records r ON r.id = c.id ${sql.joins()} WHERE ${where}`);
-    const walked = walkOf(query, plan, desc, from);
+    const text = sizedPage(`FROM ${candidates} CROSS JOIN records r ON r.id = c.id WHERE ${where}`);
     const page = await this.walkPage<RecordReadRow>(
       workspaceId,
       query,
       plan,
       { sql, text, limit: query.limit + 1 },
-      walked,
+      probe === undefined ? scannedOf(walk, desc, from) : undefined,
       (row) => [row.id],
     );
     return finish(page, query.limit);
@@ -396,10 +514,10 @@ export class Queries {
     for (;;) {
       const driver = plan.tiers[tier];
       if (driver !== undefined) {
-        const sql = new Sql(shares(query));
+        const sql = new Sql();
         const walk = termWalk(sql, driver, false, from, SCAN_BOUND);
         const where = this.where(sql, query, plan, since);
-        const text = sizedPage(`FROM ${walk} c CROSS JOIN records r ON r.id = c.id ${sql.joins()}
+        const text = sizedPage(`FROM ${walk} c CROSS JOIN records r ON r.id = c.id
           WHERE ${where} AND ${tierSql(sql, tier, plan, driver)}`);
         const need = query.limit + 1 - records.length;
         const at = tier;
@@ -411,7 +529,7 @@ export class Queries {
           () => {
             const scan = new Sql();
             const bounded = termWalk(scan, driver, false, from, SCAN_BOUND);
-            return { sql: scan, text: `SELECT count(*) AS n, json_array(${at}, max(id)) AS last FROM ${bounded}` };
+            return { sql: scan, text: `SELECT json_array(${at}, id) AS last FROM ${bounded} ${AT_BOUND('id')}` };
           },
           (row) => [at, row.id],
         );
@@ -483,8 +601,10 @@ export class Queries {
           ...counted,
         };
       if (page.stopped !== undefined) return { records, positions, next: page.stopped, ...counted };
-      // The values walk ended: the records without a value follow (a field's only).
-      if (walk === 'missing' || !key.field) return { records, positions, next: undefined, ...counted };
+      // The values walk ended: the records without a value follow (a field's only, unless the
+      // filter bounds its values: then no record without one matches).
+      const bounded = boundsOf(new Sql(), query, key).length > 0;
+      if (walk === 'missing' || !key.field || bounded) return { records, positions, next: undefined, ...counted };
       walk = 'missing';
       from = undefined;
     }
@@ -515,21 +635,31 @@ export class Queries {
             ${key.reference === true ? '' : 'AND x.value IS NOT NULL'})
           ORDER BY rw.record_id ${desc ? 'DESC' : ''} LIMIT ${SCAN_BOUND})`;
       }
+      const dir = desc ? 'DESC' : '';
+      const after = desc ? '<' : '>';
+      // Only the entries between the filter's bounds of the key: a rare range is met at once. Past
+      // a position, the bounds on its side are implied by it (SQLite would start the walk at them),
+      // and within the one value of an `eq` the position is the id.
+      const behind: Bounding[] = desc ? ['lt', 'lte'] : ['gt', 'gte'];
+      const one = boundsOf(new Sql(), query, key, ['eq']).length > 0;
+      const ahead = one ? ['eq' as const] : BOUNDS.filter((op) => from === undefined || !behind.includes(op));
+      const bounds = boundsOf(sql, query, key, ahead).map((b) => `AND ${b}`);
       const past =
         from === undefined
           ? ''
-          : `AND (value, record_id) ${desc ? '<' : '>'} (${sql.param(from[0])}, ${sql.param(from[1])})`;
-      const dir = desc ? 'DESC' : '';
+          : one
+            ? `AND record_id ${after} ${sql.param(from[1])}`
+            : `AND (value, record_id) ${after} (${sql.param(from[0])}, ${sql.param(from[1])})`;
       return `(SELECT record_id AS id, value AS v FROM record_sort
-        WHERE workspace_id = ?2 AND key = ${sql.param(key.name)}
+        WHERE workspace_id = ?2 AND key = ${sql.param(key.name)} ${bounds.join(' ')}
         ${past} ORDER BY value ${dir}, record_id ${dir} LIMIT ${SCAN_BOUND})`;
     };
-    const sql = new Sql(shares(query));
+    const sql = new Sql();
     const walked = source(sql);
     const where = this.where(sql, query, plan, since);
     // CROSS JOIN keeps the walk as the outer loop: rows come in its order and the page stops
     // reading at its limit.
-    const text = sizedPage(`FROM ${walked} c CROSS JOIN records r ON r.id = c.id ${sql.joins()} WHERE ${where}`, [
+    const text = sizedPage(`FROM ${walked} c CROSS JOIN records r ON r.id = c.id WHERE ${where}`, [
       ['c.v', 'sort_value'],
     ]);
     return this.walkPage<RecordReadRow & { sort_value: string | number | null }>(
@@ -539,12 +669,10 @@ export class Queries {
       { sql, text, limit },
       () => {
         const scan = new Sql();
-        // The walk's last entry: its greatest ascending, its least descending.
-        const order = desc ? '' : 'DESC';
+        const dir = desc ? 'DESC' : '';
         return {
           sql: scan,
-          text: `SELECT (SELECT count(*) FROM ${source(scan)}) AS n,
-            (SELECT json_array(c.v, c.id) FROM ${source(scan)} c ORDER BY c.v ${order}, c.id ${order} LIMIT 1) AS last`,
+          text: `SELECT json_array(c.v, c.id) AS last FROM ${source(scan)} c ${AT_BOUND(`c.v ${dir}, c.id ${dir}`)}`,
         };
       },
       (row) => [row.sort_value, row.id],
@@ -563,7 +691,7 @@ export class Queries {
     since: Since | undefined,
     few?: (sql: Sql) => string,
   ): Promise<QueryPage> {
-    const sql = new Sql(shares(query));
+    const sql = new Sql();
     const keys = query.sort.map((key) => {
       const value = valueOf(sql, key.field);
       const last = missing(key.direction === 'desc');
@@ -590,7 +718,7 @@ export class Queries {
           : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
     const where = this.where(sql, query, plan, since);
     const text = sizedPage(
-      `FROM ${candidates} JOIN records r ON r.id = c.id ${sql.joins()}
+      `FROM ${candidates} JOIN records r ON r.id = c.id
       WHERE ${where} AND (${keyset})
       ORDER BY ${keys.map((k) => `${k.value} ${k.key.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ')}`,
       [[`json_array(${keys.map((k) => k.raw).join(', ')})`, 'position']],
@@ -639,17 +767,19 @@ function keyOf(field: FieldRef | undefined): SortKeyOf | undefined {
     : { name: `f:${field.name}`, field: true };
 }
 
-/** The statement that says how far an id walk reads, bounded: its count and its last id. */
-function walkOf(
-  query: Query,
-  plan: SearchPlan | undefined,
-  desc: boolean,
-  from: number | undefined,
-): () => { sql: Sql; text: string } {
+/** In a walk in the order `order`, its SCAN_BOUND-th candidate (none when the walk is shorter). */
+const AT_BOUND = (order: string): string => `ORDER BY ${order} LIMIT 1 OFFSET ${SCAN_BOUND - 1}`;
+
+/** An id walk (`… c`, ids in order) after `from`, at most `bound` candidates. */
+type IdWalk = (sql: Sql, desc: boolean, from: number | undefined, bound: number) => string;
+
+/** The statement that says where an id walk stopped at its bound, if it did: its SCAN_BOUND-th id. */
+function scannedOf(walk: IdWalk, desc: boolean, from: number | undefined): () => { sql: Sql; text: string } {
   return () => {
     const sql = new Sql();
-    const walk = idWalk(sql, query, plan, desc, from, SCAN_BOUND);
-    return { sql, text: `SELECT count(*) AS n, json_array(${desc ? 'min' : 'max'}(c.id)) AS last FROM ${walk}` };
+    const text = `SELECT json_array(c.id) AS last FROM ${walk(sql, desc, from, SCAN_BOUND)}
+      ${AT_BOUND(`c.id ${desc ? 'DESC' : ''}`)}`;
+    return { sql, text };
   };
 }
 
@@ -671,6 +801,17 @@ function finish(
 
 function countOf(result: D1Result<unknown> | undefined): { count?: Count } {
   if (result === undefined) return {};
-  const { n, cut } = (result.results[0] as { n: number; cut: number } | undefined) ?? { n: 0, cut: 0 };
-  return { count: cut === 1 ? { value: Math.min(n, COUNT_BOUND), exact: false } : { value: n, exact: true } };
+  const { n, seen } = (result.results[0] as { n: number; seen: number } | undefined) ?? { n: 0, seen: 0 };
+  const exact = seen <= COUNT_SCAN && n <= COUNT_BOUND;
+  return { count: exact ? { value: n, exact } : { value: Math.min(n, COUNT_BOUND), exact } };
+}
+
+/**
+ * A page whose count is never below the matches it shows: a lower bound read from the start of
+ * another walk (the count's) may have met none of them, and is raised to them.
+ */
+function countingShown(page: QueryPage): QueryPage {
+  const { count, records } = page;
+  if (count === undefined || count.exact || count.value >= records.length) return page;
+  return { ...page, count: { value: records.length, exact: false } };
 }

@@ -75,15 +75,31 @@ export const REFERENCING_SHOWN = 20;
 /** The count of restricting references a refused delete reports at most (past it, "at least"). */
 export const REFERENCING_COUNT = 10_000;
 
-const RESTRICTING = `FROM record_refs r JOIN records s ON s.id = r.record_id AND s.deleted = 0 AND s.id <> ?1
-  JOIN reference_fields f ON f.object_id = r.object_id AND f.name = r.field AND f.on_delete = 'restrict'
-  WHERE r.target_id = ?1`;
-const READABLE = `EXISTS (SELECT 1 FROM record_workspaces w
-  WHERE w.record_id = r.record_id AND w.workspace_id IN (SELECT value FROM json_each(?2)))`;
+/** The object of the record `?1`: the target of the reference fields that may reference it. */
+const TARGET_OBJECT = '(SELECT object_id FROM records WHERE id = ?1)';
+
+/**
+ * The live references of the record `?1` that a reader of the workspaces of the JSON array `?2`
+ * can read, as rows of `e.value` = `[objectId, field, recordId]`: in each of those workspaces, at
+ * most `?3` of its references by `(objectId, field, recordId)` after `after`, by the fields `fields`
+ * (a condition on `t`, the reference field of `x`'s object) holds. Each workspace's walk reads its
+ * own entries only, so records the reader cannot read, and deleted ones, are never read.
+ */
+function readableWalk(fields: string, after: string): string {
+  return `json_each(?2) w, json_each((SELECT json_group_array(json_array(x.object_id, x.field, x.record_id)) FROM (
+      SELECT x.object_id, x.field, x.record_id FROM record_referrers x
+      WHERE x.workspace_id = w.value AND x.target_id = ?1 AND ${after}
+        AND EXISTS (SELECT 1 FROM reference_targets t WHERE t.target = ${TARGET_OBJECT}
+          AND t.object_id = x.object_id AND t.field = x.field AND ${fields})
+      ORDER BY x.object_id, x.field, x.record_id LIMIT ?3) x)) e`;
+}
 
 /**
  * Why record `id` may not be deleted: how many live records reference it by a restricting field
- * (up to REFERENCING_COUNT + 1), and the first `limit` of them that a reader of `workspaceIds` can read.
+ * (up to REFERENCING_COUNT + 1), and the first `limit` of them that a reader of `workspaceIds` can
+ * read. The count reads those references only (the fields that restrict, then each one's live
+ * references of the record); the list reads, in each workspace of the reader, at most `limit`
+ * references by each restricting field.
  */
 export async function restricting(
   db: D1,
@@ -93,13 +109,24 @@ export async function restricting(
 ): Promise<{ count: number; readable: Referencing[] }> {
   const [count, readable] = await db.batch([
     db
-      .prepare(`SELECT count(*) AS n FROM (SELECT DISTINCT r.record_id ${RESTRICTING} LIMIT ${REFERENCING_COUNT + 1})`)
+      .prepare(
+        `SELECT count(*) AS n FROM (SELECT DISTINCT r.record_id FROM reference_targets t
+           CROSS JOIN record_refs r ON r.target_id = ?1 AND r.live = 1 AND r.object_id = t.object_id
+             AND r.field = t.field
+           WHERE t.target = ${TARGET_OBJECT} AND t.on_delete = 'restrict' AND r.record_id <> ?1
+           LIMIT ${REFERENCING_COUNT + 1})`,
+      )
       .bind(id),
     db
       .prepare(
-        `SELECT r.record_id AS recordId, r.object_id AS objectId, group_concat(r.field, ', ') AS field, s.name
-         ${RESTRICTING} AND ${READABLE}
-         GROUP BY r.record_id ORDER BY r.object_id, r.record_id LIMIT ?3`,
+        `SELECT q.recordId, q.objectId, q.field, s.name FROM (
+           SELECT p.record_id AS recordId, p.object_id AS objectId,
+             group_concat(p.field, ', ' ORDER BY p.field) AS field
+           FROM (SELECT DISTINCT e.value ->> 0 AS object_id, e.value ->> 1 AS field, e.value ->> 2 AS record_id
+             FROM ${readableWalk(`t.on_delete = 'restrict'`, 'x.record_id <> ?1')}) p
+           GROUP BY p.record_id ORDER BY p.object_id, p.record_id LIMIT ?3) q
+         CROSS JOIN records s ON s.id = q.recordId
+         ORDER BY q.objectId, q.recordId`,
       )
       .bind(id, JSON.stringify(workspaceIds), limit),
   ]);
@@ -115,8 +142,8 @@ export type ReferencingAfter = [number, string, number];
 /**
  * Live records referencing record `id` by a reference field of their object's current definition
  * (a field taken out keeps its values, which reference nothing any more) that a reader of
- * `workspaceIds` can read, by (objectId, field, recordId), after `after`, at most `limit`: a walk
- * of the index by target.
+ * `workspaceIds` can read, by (objectId, field, recordId), after `after`, at most `limit`: in each
+ * of the reader's workspaces, a walk of its references of the record, at most `limit` each.
  */
 export async function referencingPage(
   db: D1,
@@ -128,13 +155,14 @@ export async function referencingPage(
 ): Promise<Referencing[]> {
   const statement = db
     .prepare(
-      `SELECT r.record_id AS recordId, r.object_id AS objectId, r.field, s.name
-       FROM record_refs r JOIN records s ON s.id = r.record_id AND s.deleted = 0
-       WHERE r.target_id = ?1 AND (r.object_id, r.field, r.record_id) > (?3, ?4, ?5) AND ${READABLE}
-         AND EXISTS (SELECT 1 FROM reference_fields f WHERE f.object_id = r.object_id AND f.name = r.field)
-       ORDER BY r.object_id, r.field, r.record_id LIMIT ?6`,
+      `SELECT p.object_id AS objectId, p.field, p.record_id AS recordId, s.name FROM (
+         SELECT DISTINCT e.value ->> 0 AS object_id, e.value ->> 1 AS field, e.value ->> 2 AS record_id
+         FROM ${readableWalk('1', '(x.object_id, x.field, x.record_id) > (?4, ?5, ?6)')}
+         ORDER BY 1, 2, 3 LIMIT ?3) p
+       CROSS JOIN records s ON s.id = p.record_id
+       ORDER BY p.object_id, p.field, p.record_id`,
     )
-    .bind(id, JSON.stringify(workspaceIds), after?.[0] ?? -1, after?.[1] ?? '', after?.[2] ?? -1, limit);
+    .bind(id, JSON.stringify(workspaceIds), limit, after?.[0] ?? -1, after?.[1] ?? '', after?.[2] ?? -1);
   return (await meter.d1(() => statement.all<Referencing>())).results;
 }
 

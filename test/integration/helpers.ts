@@ -143,7 +143,8 @@ export function expectProblem(answer: Answer, status: number, code: string): voi
 /**
  * Adds `n` records of `objectId` shared with `workspaceId` in one statement (the triggers index
  * them as any write does): `values` is an SQL expression of `i` giving the field values' JSON,
- * `name` one giving the name. Then their keys are computed, as the scheduled run does.
+ * `name` one giving the name, `by` the user who writes them (whom references are checked for).
+ * Then their keys are computed, as the scheduled run does.
  */
 export async function bulkRecords(
   objectId: number,
@@ -151,6 +152,7 @@ export async function bulkRecords(
   n: number,
   values: string,
   name = `'Bulk ' || i`,
+  by = 1,
 ): Promise<void> {
   await env.DB.batch([
     env.DB.prepare(
@@ -158,8 +160,8 @@ export async function bulkRecords(
          owned_by, created_at, created_by, updated_at, updated_by, is_template)
        WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?3)
        SELECT (SELECT coalesce(max(id), 0) FROM records) + i, ?1, 1, ${name}, ${values},
-         'User', 1, 0, NULL, i, 1, i, 1, 0 FROM s`,
-    ).bind(objectId, workspaceId, n),
+         'User', 1, 0, NULL, i, ?4, i, ?4, 0 FROM s`,
+    ).bind(objectId, workspaceId, n, by),
     env.DB.prepare(
       `INSERT INTO record_workspaces (record_id, workspace_id)
        SELECT id, ?2 FROM records r
@@ -206,6 +208,26 @@ export async function walkQuery(
     if (between) await between(pages);
   } while (cursor !== null);
   return { ids, pages, rowsRead: read };
+}
+
+/** Every page of `GET /records/{id}/referenced-by` for `key`, following nextCursor: the items, each page's rows. */
+export async function walkReferencedBy(
+  key: string,
+  id: number,
+  limit: number,
+): Promise<{ items: { recordId: number; objectId: number; field: string; name: string }[]; rowsRead: number[] }> {
+  const items = [];
+  const read: number[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`;
+    const answer: Answer = await call('GET', `/records/${id}/referenced-by?${query}`, { key });
+    if (answer.status !== 200) throw new Error(`${answer.status} ${JSON.stringify(answer.body)}`);
+    items.push(...answer.body.items);
+    read.push(rowsRead(answer));
+    cursor = answer.body.nextCursor;
+  } while (cursor !== null);
+  return { items, rowsRead: read };
 }
 
 /** The Cron Trigger's run, as the test build runs it (on the D1 with production's limits), to its end. */

@@ -1,6 +1,16 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, type Answer, expectProblem, newUser, newWorkspace, rowsRead, fv } from './helpers.ts';
+import {
+  admin,
+  call,
+  createOne,
+  expectProblem,
+  newUser,
+  newWorkspace,
+  rowsRead,
+  fv,
+  walkReferencedBy,
+} from './helpers.ts';
 
 const COMPANY = { name: 'Company', nameTemplate: '{title}', fields: [{ name: 'title', type: 'text', required: true }] };
 
@@ -488,18 +498,7 @@ describe('reference fields: expand and referenced-by', () => {
     expect((await call('DELETE', `/workspaces/${workspaceId}/records/${more[3].id}`, { key: editor.key })).status).toBe(
       200,
     );
-    const seen: unknown[] = [];
-    let cursor: string | null = null;
-    do {
-      const page: Answer = await call(
-        'GET',
-        `/records/${acme.id}/referenced-by?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`,
-        { key: reader.key },
-      );
-      expect(page.status).toBe(200);
-      seen.push(...page.body.items);
-      cursor = page.body.nextCursor;
-    } while (cursor !== null);
+    const seen = (await walkReferencedBy(reader.key, acme.id, 2)).items;
     const item = (r: { id: number; name: string }, field: string) => ({
       recordId: r.id,
       objectId: contact.id,

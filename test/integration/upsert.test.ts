@@ -11,7 +11,7 @@ const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const FIELDS = [
   { name: 'email', type: 'email', unique: true },
   { name: 'code', type: 'integer', unique: true },
-  { name: 'name', type: 'text', required: true },
+  { name: 'fullName', type: 'text', required: true },
   { name: 'score', type: 'integer' },
 ];
 
@@ -43,16 +43,16 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       const { editor, object } = await setup();
       const ada = await createOne(editor.key, object.id, [
         fv('email', 'ada@example.com'),
-        fv('name', 'Ada'),
+        fv('fullName', 'Ada'),
         fv('score', 1),
       ]);
-      const same = await createOne(editor.key, object.id, [fv('email', 'same@example.com'), fv('name', 'Same')]);
+      const same = await createOne(editor.key, object.id, [fv('email', 'same@example.com'), fv('fullName', 'Same')]);
       const answer = await upsert(editor.key, object.id, {
         matchOn: 'email',
         items: [
           { fieldValues: [fv('email', 'ADA@example.com'), fv('score', 2)] },
-          { fieldValues: [fv('email', 'new@example.com'), fv('name', 'New')] },
-          { fieldValues: [fv('email', 'same@example.com'), fv('name', 'Same')] },
+          { fieldValues: [fv('email', 'new@example.com'), fv('fullName', 'New')] },
+          { fieldValues: [fv('email', 'same@example.com'), fv('fullName', 'Same')] },
         ],
       });
       expect(answer.status).toBe(200);
@@ -64,7 +64,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       // The matched value is written as sent: the update takes the new spelling.
       expect(answer.body[0].record.fieldValues).toEqual([
         fv('email', 'ADA@example.com'),
-        fv('name', 'Ada'),
+        fv('fullName', 'Ada'),
         fv('score', 2),
       ]);
       expect(answer.body[0].record.version).toBe(2);
@@ -79,13 +79,17 @@ describe('POST /objects/{objectId}/records/upsert', () => {
     'is all or nothing, checks the body, and answers 400 for the same value twice or a field that is ' + 'not unique',
     async () => {
       const { editor, viewer, stranger, object } = await setup();
-      const holder = await createOne(editor.key, object.id, [fv('email', 'a@x.org'), fv('name', 'A'), fv('code', 1)]);
+      const holder = await createOne(editor.key, object.id, [
+        fv('email', 'a@x.org'),
+        fv('fullName', 'A'),
+        fv('code', 1),
+      ]);
       const before = await recordsOf(object.id);
       const bad = await upsert(editor.key, object.id, {
         matchOn: 'email',
         items: [
           { fieldValues: [fv('email', 'a@x.org'), fv('score', 5)] },
-          { fieldValues: [fv('email', 'b@x.org')] }, // a create without the required name
+          { fieldValues: [fv('email', 'b@x.org')] }, // a create without the required fullName
         ],
       });
       expectProblem(bad, 422, 'unprocessable');
@@ -93,7 +97,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       // A create whose other unique value is held: 409 at its pointer.
       const clash = await upsert(editor.key, object.id, {
         matchOn: 'email',
-        items: [{ fieldValues: [fv('email', 'c@x.org'), fv('name', 'C'), fv('code', 1)] }],
+        items: [{ fieldValues: [fv('email', 'c@x.org'), fv('fullName', 'C'), fv('code', 1)] }],
       });
       expectProblem(clash, 409, 'conflict');
       expect(clash.body.errors).toEqual([
@@ -118,7 +122,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       expect(notUnique.body.errors[0].pointer).toBe('/matchOn');
       const missing = await upsert(editor.key, object.id, {
         matchOn: 'email',
-        items: [{ fieldValues: [fv('name', 'x')] }],
+        items: [{ fieldValues: [fv('fullName', 'x')] }],
       });
       expect(missing.body.errors[0]).toMatchObject({ pointer: '/items/0/fieldValues', code: 'required' });
       const empty = await upsert(editor.key, object.id, { matchOn: 'email', items: [] });
@@ -144,7 +148,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       Array.from({ length: 20 }, (_, i) =>
         upsert(editor.key, object.id, {
           matchOn: 'code',
-          items: [{ fieldValues: [fv('code', 42), fv('name', 'N'), fv('score', i)] }],
+          items: [{ fieldValues: [fv('code', 42), fv('fullName', 'N'), fv('score', i)] }],
         }),
       ),
     );
@@ -158,12 +162,12 @@ describe('POST /objects/{objectId}/records/upsert', () => {
 
   it('replays with an Idempotency-Key: the same answer byte for byte, nothing written again', async () => {
     const { editor, object } = await setup();
-    await createOne(editor.key, object.id, [fv('email', 'k@x.org'), fv('name', 'K')]);
+    await createOne(editor.key, object.id, [fv('email', 'k@x.org'), fv('fullName', 'K')]);
     const body = {
       matchOn: 'email',
       items: [
         { fieldValues: [fv('email', 'k@x.org'), fv('score', 9)] },
-        { fieldValues: [fv('email', 'l@x.org'), fv('name', 'L')] },
+        { fieldValues: [fv('email', 'l@x.org'), fv('fullName', 'L')] },
       ],
     };
     const first = await upsert(editor.key, object.id, body, { 'Idempotency-Key': 'up-1' });
@@ -189,7 +193,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       'row: nothing twice',
     async () => {
       const { editor, object } = await setup();
-      await createOne(editor.key, object.id, [fv('email', 'r@x.org'), fv('name', 'R')]);
+      await createOne(editor.key, object.id, [fv('email', 'r@x.org'), fv('fullName', 'R')]);
       const context = () =>
         createContext(env, 'rerun', {
           waitUntil() {},
@@ -207,7 +211,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
             matchOn: 'email',
             items: [
               { fieldValues: [fv('email', 'r@x.org'), fv('score', 3)] },
-              { fieldValues: [fv('email', 's@x.org'), fv('name', 'S')] },
+              { fieldValues: [fv('email', 's@x.org'), fv('fullName', 'S')] },
             ],
           },
         },

@@ -50,4 +50,9 @@ describe('applyFieldValues', () => {
     ]);
     expect(applyFieldValues(def, [fv('last', 'B')], [fv('age', 1)], '', 'patch').problems).toEqual([]);
   });
+  it('on create, lists a required field sent as null once, at its value (not again as missing)', () => {
+    expect(applyFieldValues(def, [], [fv('first', null), fv('age', 1)], '/2', 'create').problems).toEqual([
+      { pointer: '/2/fieldValues/0/value', code: 'required', message: 'first is required', status: 422 },
+    ]);
+  });
 });

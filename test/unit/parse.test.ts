@@ -45,6 +45,25 @@ describe('batch-level checks', () => {
     ]);
     expect(duplicateProblems('nope', 'id', '')).toEqual([]);
   });
+  it('lists every unknown property of an object, not only the first, at any depth', () => {
+    const unknown = (at: string) => ({ pointer: at, code: 'unknown_property', message: 'unknown property' });
+    const result = parseBatch(
+      CreateItem,
+      [
+        { ...item, colour: 'red', size: 2 },
+        { objectId: 1, fieldValues: [{ fieldName: 'a', value: 1, extra: 1, more: 2 }], isTemplate: 'no', x: 1 },
+      ],
+      none,
+    );
+    expect(result.ok ? [] : result.problems).toEqual([
+      unknown('/0/colour'),
+      unknown('/0/size'),
+      unknown('/1/fieldValues/0/extra'),
+      unknown('/1/fieldValues/0/more'),
+      { pointer: '/1/isTemplate', code: 'invalid_type', message: 'expected boolean' },
+      unknown('/1/x'),
+    ]);
+  });
   it('escapes JSON pointer segments (RFC 6901)', () => {
     expect(pointer('/0', 'a/b', 'c~d', 2)).toBe('/0/a~1b/c~0d/2');
   });

@@ -19,12 +19,15 @@ const LAST = ['Smithson', 'Jones', 'Brown', 'Ölund'];
 const nameOf = (i: number): string =>
   i === 7777 ? 'Quillon Zyxwvut' : `Ann${i % 9} ${i % 9 === 1 ? 'Smith' : LAST[i % 4]}`;
 
+/** Ranks 0–999, but four records spread through the ids rank past every other (a rare range). */
+const rankOf = (i: number): number => (i % 50_000 === 7777 ? 100_000 + i : (i * 7919) % 1000);
+
 /** Inserts records `from`..`to` of the object into the workspace, with their keys, in one batch. */
 async function load(objectId: number, workspaceId: number, from: number, to: number, idBase: number): Promise<void> {
   const tuples = [];
   for (let i = from; i <= to; i++) {
     const name = nameOf(i);
-    const values = [fv('rank', (i * 7919) % 1000), fv('code', `c${i % 50}`)];
+    const values = [fv('rank', rankOf(i)), fv('code', `c${i % 50}`)];
     const keys = recordKeys(name, values);
     tuples.push([idBase + i, name, JSON.stringify(values), keys.nameKey, keys.terms, keys.folds, i]);
   }
@@ -74,6 +77,31 @@ describe(`reads over ${RECORDS} records beside ${SMALL}`, () => {
       ['search common ("ann1 smith")', 'POST', { search: 'ann1 smith' }],
       ['search one letter ("a")', 'POST', { search: 'a' }],
       ['indexed filter (code eq)', 'POST', { filter: { field: 'code', op: 'eq', value: 'c7' } }],
+      [
+        'indexed filter sorted by it (code eq, sort code)',
+        'POST',
+        { filter: { field: 'code', op: 'eq', value: 'c7' }, sort: [{ field: 'code' }] },
+      ],
+      ['range rare (rank gte 100000), by id', 'POST', { filter: { field: 'rank', op: 'gte', value: 100_000 } }],
+      [
+        'range rare, sort rank desc',
+        'POST',
+        { filter: { field: 'rank', op: 'gte', value: 100_000 }, sort: [{ field: 'rank', direction: 'desc' }] },
+      ],
+      [
+        'range of the sort (rank 100–199, sort rank)',
+        'POST',
+        {
+          filter: {
+            and: [
+              { field: 'rank', op: 'gte', value: 100 },
+              { field: 'rank', op: 'lt', value: 200 },
+            ],
+          },
+          sort: [{ field: 'rank' }],
+        },
+      ],
+      ['range wide (rank gte 100), by id', 'POST', { filter: { field: 'rank', op: 'gte', value: 100 } }],
       ['indexed filter with count', 'POST', { filter: { field: 'code', op: 'eq', value: 'c7' }, count: true }],
     ];
     const lines: string[] = [];
