@@ -79,7 +79,7 @@ export async function patchInTurn(
   if (answer.problem?.code === 'invalid_reference') {
     if (write.action === 'restore') throw rejected([restoreRefused]);
     const claims = referenceClaims(def, write.patch.fieldValues ?? [], snapshot?.fieldValues ?? [], '');
-    throw rejected(await referenceProblems(context.db, claims, caller.userId, '/fieldValues'));
+    throw rejected(await referenceProblems(context.primary, claims, caller.userId, '/fieldValues'));
   }
   throw refusedInTurn(answer.status, answer.problem);
 }

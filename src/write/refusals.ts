@@ -32,12 +32,14 @@ export interface Claims {
 export async function explained(context: Context, error: unknown, claims: Claims): Promise<HttpError | undefined> {
   if (isInvalidReference(error)) {
     // A reference names no live record of its target that the caller can read: say which.
-    return rejected(await referenceProblems(context.db, claims.references(), claims.caller.userId, claims.fallback));
+    return rejected(
+      await referenceProblems(context.primary, claims.references(), claims.caller.userId, claims.fallback),
+    );
   }
   if (isUniqueViolation(error)) {
     // A unique field's value is held by another live record: say where, from what D1 holds now.
     const clashes = await uniqueClashes(
-      context.db,
+      context.primary,
       claims.unique(),
       (shared) => recordAccess(claims.caller, shared) !== 'none',
     );
@@ -50,7 +52,7 @@ const CHANGE_THEM = 'change or delete them first.';
 
 /** The refusal of a delete that live records hold back: how many, and the first of them the caller can read. */
 export async function referencedRefusal(context: Context, caller: Caller, recordId: number): Promise<HttpError> {
-  const { count, readable } = await restricting(context.db, recordId, [...caller.roles.keys()], REFERENCING_SHOWN);
+  const { count, readable } = await restricting(context.primary, recordId, [...caller.roles.keys()], REFERENCING_SHOWN);
   const many = count > REFERENCING_COUNT ? `more than ${REFERENCING_COUNT}` : String(count);
   return new HttpError(409, {
     code: 'record_referenced',

@@ -147,7 +147,7 @@ async function planUpsert(
   def: ObjectDef,
   matched: readonly UniqueClaim[],
 ): Promise<UpsertPlan | typeof AGAIN> {
-  const holders = await uniqueHolders(context.db, matched);
+  const holders = await uniqueHolders(context.primary, matched);
   const { records, objects } = await context.cached.recordContext(call.keyHash, [
     ...new Set(holders.filter((h) => h !== undefined)),
   ]);
@@ -271,7 +271,7 @@ async function commitUpsert(
     // Another writer took a matched value first: run again. Else another unique field clashes.
     if (
       isUniqueViolation(error) &&
-      JSON.stringify(await uniqueHolders(context.db, matched)) !== JSON.stringify(plan.holders)
+      JSON.stringify(await uniqueHolders(context.primary, matched)) !== JSON.stringify(plan.holders)
     )
       return AGAIN;
     throw (
