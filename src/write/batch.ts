@@ -16,7 +16,9 @@ import { JSON_TYPE } from './answer.ts';
 import { answeredBefore } from './create.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
 import { explained } from './refusals.ts';
-import type { Write, WriteCall } from './write.ts';
+import { itemsAnswer } from './answer.ts';
+import { withKey } from './claim.ts';
+import type { Write, WriteAnswer, WriteCall } from './write.ts';
 
 type BatchWrite = Extract<Write, { kind: 'batch' }>;
 
@@ -28,8 +30,16 @@ type BatchWrite = Extract<Write, { kind: 'batch' }>;
  * again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
  */
 
+/** A batch, start to end: read, claim its key, commit, answer. */
+export async function batchWrite(context: Context, call: WriteCall, write: BatchWrite): Promise<WriteAnswer> {
+  const read = await readForBatch(context, call, write);
+  return withKey(context, call, read.caller?.userId ?? 0, write.items, async (claim) =>
+    itemsAnswer(await patchInTurns(context, call, write, read, claim), 200, context.meter.work()),
+  );
+}
+
 /** The caller (none: 401), the records and their definitions, read from D1 (a batch needs their state). */
-export async function readForBatch(context: Context, call: WriteCall, write: BatchWrite): Promise<RecordContext> {
+async function readForBatch(context: Context, call: WriteCall, write: BatchWrite): Promise<RecordContext> {
   const read = await context.cached.recordContext(
     call.keyHash,
     write.items.map((item) => item.id),
@@ -38,7 +48,7 @@ export async function readForBatch(context: Context, call: WriteCall, write: Bat
   return read;
 }
 
-export async function patchInTurns(
+async function patchInTurns(
   context: Context,
   call: WriteCall,
   write: BatchWrite,

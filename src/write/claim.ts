@@ -4,8 +4,9 @@ import type { InputProblem } from '../core/problem.ts';
 import { sha256Hex } from '../http/auth.ts';
 import { HttpError } from '../http/errors.ts';
 import type { KeyClaim, KeyDone, StoredAnswer } from '../storage/idempotency.ts';
+import type { WriteAnswer, WriteCall } from './write.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
-import { itemsText } from './answer.ts';
+import { itemsText, replayAnswer } from './answer.ts';
 import type { IdempotencyKey } from './write.ts';
 
 /**
@@ -132,4 +133,26 @@ export async function storedAnswer({ writes }: Context, done: KeyDone): Promise<
  */
 export async function releaseKey({ idempotency }: Context, claim: KeyClaim | undefined): Promise<void> {
   if (claim !== undefined) await idempotency.release(claim).catch(() => undefined);
+}
+
+/**
+ * Runs `write` holding the write's key for `userId`: a completed key answers its first answer
+ * again (409 while another request runs it, 422 for another body); a write that fails gives the
+ * claim back, so a retry with the key runs afresh.
+ */
+export async function withKey(
+  context: Context,
+  call: WriteCall,
+  userId: number,
+  body: unknown,
+  write: (claim: KeyClaim | undefined) => Promise<WriteAnswer>,
+): Promise<WriteAnswer> {
+  const claimed = await claimKey(context, call.key, userId, body, call.id);
+  if ('done' in claimed) return replayAnswer(await storedAnswer(context, claimed.done), context.meter.work());
+  try {
+    return await write(claimed.claim);
+  } catch (error) {
+    await releaseKey(context, claimed.claim);
+    throw error;
+  }
 }

@@ -5,13 +5,15 @@ import { planCreate, type NewRecord } from '../domain/create.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { createdRecord } from '../domain/record-json.ts';
 import { referenceClaims } from '../domain/references.ts';
-import { rejected } from '../http/errors.ts';
+import { rejected, unauthorized } from '../http/errors.ts';
 import { pointer } from '../schemas/parse.ts';
 import type { CreateItemIn, RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimsOf } from '../storage/record-index.ts';
 import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
-import { JSON_TYPE } from './answer.ts';
+import { itemsAnswer, JSON_TYPE } from './answer.ts';
+import { withKey } from './claim.ts';
+import type { Write, WriteAnswer, WriteCall } from './write.ts';
 import { explained } from './refusals.ts';
 
 /**
@@ -19,6 +21,38 @@ import { explained } from './refusals.ts';
  * batch that starts with the write's ledger row. A repeat of a committed create fails on that
  * row and changes nothing; the records it made are read back from their `created` change rows.
  */
+
+type CreateWrite = Extract<Write, { kind: 'create' }>;
+
+/** A create, start to end: read (what the Worker read, else memory, else D1), claim its key, plan, commit, answer. */
+export async function createWrite(context: Context, call: WriteCall, write: CreateWrite): Promise<WriteAnswer> {
+  const read: CreateRead | undefined =
+    call.read === undefined
+      ? await readForCreate(context, call.keyHash, write.items)
+      : {
+          caller: call.read.caller,
+          objects: new Map(call.read.objects.map((def) => [def.id, def])),
+          remembered: false,
+        };
+  if (read === undefined) throw unauthorized();
+  return withKey(context, call, read.caller.userId, write.items, async (claim) => {
+    const records = await planCreates(context, call.keyHash, write.items, read);
+    return itemsAnswer(
+      await commitCreates(context, call.id, write.items, records, read, claim),
+      201,
+      context.meter.work(),
+    );
+  });
+}
+
+async function readForCreate(
+  context: Context,
+  keyHash: string,
+  items: readonly CreateItemIn[],
+): Promise<CreateRead | undefined> {
+  const read = await context.cached.createContext(keyHash, [...new Set(items.map((item) => item.objectId))]);
+  return read.caller === undefined ? undefined : { ...read, caller: read.caller };
+}
 
 /** What a create is decided on: the caller and the current definitions of its objects. */
 export interface CreateRead {
@@ -28,7 +62,7 @@ export interface CreateRead {
 }
 
 /** Plans the records; a refusal made on the isolate's memory alone is made again on a fresh read. */
-export async function planCreates(
+async function planCreates(
   context: Context,
   keyHash: string,
   items: readonly CreateItemIn[],
@@ -45,7 +79,7 @@ export async function planCreates(
 }
 
 /** Writes the planned records in one D1 batch: the records as answered. */
-export async function commitCreates(
+async function commitCreates(
   context: Context,
   writeId: string,
   items: readonly CreateItemIn[],

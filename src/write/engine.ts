@@ -1,16 +1,14 @@
 import type { Context } from '../context.ts';
 import type { LedgerOutcome } from '../core/ledger.ts';
 import { unhandled } from '../core/result.ts';
-import { busy, isOutcomeUnknown, outcomeUnknown, rejected, unauthorized } from '../http/errors.ts';
+import { busy, isOutcomeUnknown, outcomeUnknown, rejected } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
-import type { KeyClaim } from '../storage/idempotency.ts';
-import { itemsAnswer, problemAnswer, recordAnswer, replayAnswer } from './answer.ts';
-import { readForBatch, patchInTurns } from './batch.ts';
-import { claimKey, releaseKey, storedAnswer } from './claim.ts';
-import { commitCreates, planCreates } from './create.ts';
+import { itemsAnswer, problemAnswer, recordAnswer } from './answer.ts';
+import { batchWrite } from './batch.ts';
+import { createWrite } from './create.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
-import { patchInTurn, readForPatch } from './patch.ts';
-import { readForUpsert, upsertInTurns } from './upsert.ts';
+import { patchWrite } from './patch.ts';
+import { upsertWrite } from './upsert.ts';
 import type { Write, WriteAnswer, WriteCall } from './write.ts';
 
 /**
@@ -37,62 +35,15 @@ function steps(context: Context, call: WriteCall): Promise<WriteAnswer> {
   const { write } = call;
   switch (write.kind) {
     case 'create':
-      return (async () => {
-        const read = await context.cached.createContext(call.keyHash, [...new Set(write.items.map((i) => i.objectId))]);
-        const caller = read.caller;
-        if (caller === undefined) throw unauthorized();
-        return keyed(context, call, caller.userId, write.items, async (claim) => {
-          const records = await planCreates(context, call.keyHash, write.items, { ...read, caller });
-          const created = await commitCreates(context, call.id, write.items, records, { ...read, caller }, claim);
-          return itemsAnswer(created, 201, work(context));
-        });
-      })();
+      return createWrite(context, call, write);
     case 'patch':
-      return (async () => {
-        const known = await readForPatch(context, call, write);
-        return keyed(context, call, known.caller?.userId ?? 0, write.patch, async (claim) =>
-          recordAnswer(await patchInTurn(context, call, write, known, claim), work(context)),
-        );
-      })();
+      return patchWrite(context, call, write);
     case 'batch':
-      return (async () => {
-        const read = await readForBatch(context, call, write);
-        return keyed(context, call, read.caller?.userId ?? 0, write.items, async (claim) =>
-          itemsAnswer(await patchInTurns(context, call, write, read, claim), 200, work(context)),
-        );
-      })();
+      return batchWrite(context, call, write);
     case 'upsert':
-      return (async () => {
-        const read = await readForUpsert(context, call, write);
-        return keyed(context, call, read.caller.userId, write.body, async (claim) => {
-          const { records, results } = await upsertInTurns(context, call, write, read, claim);
-          return itemsAnswer(records, 200, work(context), results);
-        });
-      })();
+      return upsertWrite(context, call, write);
     default:
       return unhandled(write, 'write');
-  }
-}
-
-/**
- * Claims the write's key for the caller: a completed key answers its first answer again (409
- * while another request runs it, 422 for another body); else runs `write` holding the claim
- * and gives the claim back if it fails, so a retry with the key runs afresh.
- */
-async function keyed(
-  context: Context,
-  call: WriteCall,
-  userId: number,
-  body: unknown,
-  write: (claim: KeyClaim | undefined) => Promise<WriteAnswer>,
-): Promise<WriteAnswer> {
-  const claimed = await claimKey(context, call.key, userId, body, call.id);
-  if ('done' in claimed) return replayAnswer(await storedAnswer(context, claimed.done), work(context));
-  try {
-    return await write(claimed.claim);
-  } catch (error) {
-    await releaseKey(context, claimed.claim);
-    throw error;
   }
 }
 

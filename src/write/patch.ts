@@ -8,7 +8,9 @@ import type { KeyClaim } from '../storage/idempotency.ts';
 import type { PatchContext } from '../storage/cached-reads.ts';
 import { referenceProblems } from '../storage/references.ts';
 import { referencedRefusal, refusedInTurn, restoreRefused } from './refusals.ts';
-import type { Write, WriteCall } from './write.ts';
+import { recordAnswer } from './answer.ts';
+import { withKey } from './claim.ts';
+import type { Write, WriteAnswer, WriteCall } from './write.ts';
 
 type PatchWrite = Extract<Write, { kind: 'patch' }>;
 
@@ -19,8 +21,16 @@ type PatchWrite = Extract<Write, { kind: 'patch' }>;
  * commits them in one D1 batch.
  */
 
+/** A patch, delete or restore, start to end: read, claim its key, its turn, its answer. */
+export async function patchWrite(context: Context, call: WriteCall, write: PatchWrite): Promise<WriteAnswer> {
+  const known = await readForPatch(context, call, write);
+  return withKey(context, call, known.caller?.userId ?? 0, write.patch, async (claim) =>
+    recordAnswer(await patchInTurn(context, call, write, known, claim), context.meter.work()),
+  );
+}
+
 /** What a patch is decided on. The caller is known: none answers 401. */
-export async function readForPatch(context: Context, call: WriteCall, write: PatchWrite): Promise<PatchContext> {
+async function readForPatch(context: Context, call: WriteCall, write: PatchWrite): Promise<PatchContext> {
   const read = call.read;
   const snapshot = read?.records.find((record) => record.id === write.recordId);
   const known: PatchContext =
@@ -45,7 +55,7 @@ function problemsOf({ caller, facts, def }: PatchContext, write: PatchWrite): In
 }
 
 /** Applies the write in the record's turn: the record as it answered, or the refusal thrown. */
-export async function patchInTurn(
+async function patchInTurn(
   context: Context,
   call: WriteCall,
   write: PatchWrite,

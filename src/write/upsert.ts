@@ -14,11 +14,12 @@ import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimsOf, isUniqueViolation, uniqueHolders, type UniqueClaim } from '../storage/record-index.ts';
 import { AGAIN, recomputing } from '../storage/retry.ts';
 import { VersionConflict } from '../storage/writes.ts';
-import { JSON_TYPE } from './answer.ts';
 import { answeredBefore } from './create.ts';
 import { TURN_TIMEOUT_MS } from './deadlines.ts';
 import { explained } from './refusals.ts';
-import type { Write, WriteCall } from './write.ts';
+import { itemsAnswer, JSON_TYPE } from './answer.ts';
+import { withKey } from './claim.ts';
+import type { Write, WriteAnswer, WriteCall } from './write.ts';
 
 type UpsertWrite = Extract<Write, { kind: 'upsert' }>;
 
@@ -37,8 +38,17 @@ export interface Upserted {
   records: RecordOut[];
 }
 
+/** An upsert, start to end: read, claim its key, match, commit, answer. */
+export async function upsertWrite(context: Context, call: WriteCall, write: UpsertWrite): Promise<WriteAnswer> {
+  const read = await readForUpsert(context, call, write);
+  return withKey(context, call, read.caller.userId, write.body, async (claim) => {
+    const { records, results } = await upsertInTurns(context, call, write, read, claim);
+    return itemsAnswer(records, 200, context.meter.work(), results);
+  });
+}
+
 /** The caller (401) and the object (404 unless the caller is in one of its workspaces), read from D1. */
-export async function readForUpsert(
+async function readForUpsert(
   context: Context,
   call: WriteCall,
   write: UpsertWrite,
@@ -107,7 +117,7 @@ interface UpsertPlan {
   current: ObjectDef;
 }
 
-export async function upsertInTurns(
+async function upsertInTurns(
   context: Context,
   call: WriteCall,
   write: UpsertWrite,
