@@ -5,6 +5,8 @@ import { isolateCache } from './storage/isolate-cache.ts';
 import { KeyStore } from './storage/keys.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
+import { databaseNamed, defaultRoute } from './storage/routes.ts';
+import type { TenantRoute } from './domain/tenant.ts';
 import { onPrimary, type D1 } from './storage/sessions.ts';
 import { Store } from './storage/store.ts';
 import { RecordWrites } from './storage/writes.ts';
@@ -13,7 +15,9 @@ import { recordTurns, type OwnRecord, type RecordTurns } from './write/record-tu
 /** What every handler, and the write engine wherever it runs, receives beside the request. */
 export interface Context {
   env: Env;
-  /** The database of the request's records. */
+  /** The tenant whose records the request reaches, and where it lives. */
+  tenant: TenantRoute;
+  /** The tenant's database. */
   db: D1Database;
   store: Store;
   /** The ledger and the SQL of record writes. */
@@ -38,7 +42,8 @@ export interface Context {
  * `reads`: where the request's D1 session starts (a bookmark, `first-unconstrained` or
  * `first-primary`); its reads of callers, records, lists and the feed go through that session,
  * which D1 may serve from a replica. Without it (inside a record object) everything reads the
- * primary. `own`: the record whose object this runs in, whose turns need no call.
+ * primary. `own`: the record whose object this runs in, whose turns need no call. `tenant`: where
+ * the request's records are (the default tenant on DB unless said).
  */
 export function createContext(
   env: Env,
@@ -46,14 +51,16 @@ export function createContext(
   ctx: Pick<ExecutionContext, 'waitUntil'>,
   reads?: string,
   own?: OwnRecord,
+  tenant: TenantRoute = defaultRoute(),
 ): Context {
   const meter = new Meter();
-  const db = env.DB;
+  const db = databaseNamed(env, tenant.database) ?? env.DB;
   const primary = onPrimary(db, meter);
   const session = reads === undefined ? primary : meter.track(db.withSession(reads));
   const store = new Store(session, meter);
   return {
     env,
+    tenant,
     db,
     meter,
     primary,

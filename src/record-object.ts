@@ -3,6 +3,7 @@ import { systemClock } from './core/clock.ts';
 import { createContext } from './context.ts';
 import type { Env } from './env.ts';
 import type { RecordRpc } from './record-rpc.ts';
+import { databaseNamed } from './storage/routes.ts';
 import { onPrimary } from './storage/sessions.ts';
 import { RecordWrites } from './storage/writes.ts';
 import { CallMemory } from './write/call-memory.ts';
@@ -26,6 +27,8 @@ export const CALL_MEMORY_BYTES = 8 * 1024 * 1024;
 export class RecordObject extends DurableObject<Env> implements RecordRpc {
   private queue: RecordQueue | undefined;
   private recordId: number | undefined;
+  /** The database of this record's tenant, as the last write told it. */
+  private database = 'DB';
   private readonly answers = new CallMemory<WriteAnswer>(
     CALL_MEMORY_MS,
     CALL_MEMORY_ENTRIES,
@@ -48,15 +51,11 @@ export class RecordObject extends DurableObject<Env> implements RecordRpc {
   }
 
   private runOnce(call: WriteCall): Promise<WriteAnswer> {
+    this.database = call.tenant.database;
     const first = firstRecordOf(call.write);
     const own = first === undefined ? undefined : { recordId: first, queue: this.queueOf(first) };
-    const context = createContext(
-      this.env,
-      call.requestId,
-      { waitUntil: (p) => this.ctx.waitUntil(p) },
-      undefined,
-      own,
-    );
+    const waitUntil = (p: Promise<unknown>) => this.ctx.waitUntil(p);
+    const context = createContext(this.env, call.requestId, { waitUntil }, undefined, own, call.tenant);
     const answer = runWrite(context, call);
     this.answers.set(call.id, answer);
     return answer;
@@ -75,7 +74,7 @@ export class RecordObject extends DurableObject<Env> implements RecordRpc {
     this.queue ??= new RecordQueue(
       recordId,
       systemClock,
-      (meter) => new RecordWrites(onPrimary(this.env.DB, meter), meter),
+      (meter) => new RecordWrites(onPrimary(databaseNamed(this.env, this.database) ?? this.env.DB, meter), meter),
     );
     return this.queue;
   }

@@ -32,9 +32,12 @@ export function writeIdTime(time: number): string {
   return Math.max(0, Math.floor(time)).toString(36).padStart(TIME_WIDTH, '0');
 }
 
-/** A new write id: time first (so old ids can be pruned by range), then randomness. */
-export function newWriteId(now: number = Date.now()): string {
-  return `${writeIdTime(now)}-${crypto.randomUUID()}`;
+/**
+ * A new write id: time first (so old ids can be pruned by range), then its tenant (`t<id>-`, none
+ * for the default tenant), then randomness. The database refuses a write of a tenant that left it.
+ */
+export function newWriteId(tenantId = 1, now: number = Date.now()): string {
+  return `${writeIdTime(now)}-${tenantId === 1 ? '' : `t${tenantId}-`}${crypto.randomUUID()}`;
 }
 
 /** The failure a finished write was answered, or undefined when it committed. */

@@ -1,4 +1,5 @@
 import type { Caller, Role } from '../domain/access.ts';
+import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
@@ -59,8 +60,11 @@ interface CallerRow {
   role: Role | null;
 }
 
+// A key of a tenant that left this database (deleted, or moved away) finds no caller here.
+const HERE = (userId: string): string =>
+  `NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = ${userId} / ${TENANT_BLOCK} + 1)`;
 const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
-  LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ?`;
+  LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ? AND ${HERE('k.user_id')}`;
 
 /** The caller behind a key hash: a statement to batch with others, and how to read its result. */
 export const callerStatement = (db: D1, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
@@ -71,7 +75,7 @@ export const userStatement = (db: D1, userId: number): D1PreparedStatement =>
   db
     .prepare(
       `SELECT u.id AS user_id, m.workspace_id, m.role FROM users u
-       LEFT JOIN memberships m ON m.user_id = u.id WHERE u.id = ?`,
+       LEFT JOIN memberships m ON m.user_id = u.id WHERE u.id = ? AND ${HERE('u.id')}`,
     )
     .bind(userId);
 

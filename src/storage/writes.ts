@@ -3,6 +3,7 @@ import { failedWith, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
 import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
+import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import { createdRecordTemplate } from '../domain/record-json.ts';
 import {
@@ -60,16 +61,28 @@ const LEDGER_GUARDED = `INSERT INTO writes (id, outcome)
       ON r.id = g.value ->> 0 AND r.version = g.value ->> 1) = json_array_length(?2)
       OR EXISTS (SELECT 1 FROM writes w WHERE w.id = j.value ->> 0), j.value ->> 1, NULL)
   FROM json_each(?1) j`;
-// A create's ids are max + 1 onwards (rows are never deleted), known in SQL before its inserts run.
+// Ids and change numbers lie in their tenant's block (see domain/tenant.ts); SQL finds the block
+// from an id it is given (a record's object, a change's record): its first id and its size.
+const B = TENANT_BLOCK;
+const blockOf = (id: string): string => `(${id}) / ${B} * ${B}`;
+/** The highest record id in the block starting at `lo` (an SQL expression), or `lo`. */
+const topRecord = (lo: string): string =>
+  `(SELECT coalesce(max(id), ${lo}) FROM records WHERE id >= ${lo} AND id < ${lo} + ${B})`;
+/** The next change number in the block starting at `lo`: the newest change is never pruned, so none comes back. */
+const nextSeq = (lo: string): string =>
+  `(SELECT coalesce(max(seq), ${lo}) + 1 FROM changes WHERE seq >= ${lo} AND seq < ${lo} + ${B})`;
+
+// A create's ids are max + 1 onwards in its tenant's block (`?3`: one of its objects; records are
+// never deleted), known in SQL before its inserts run.
 const LEDGER_CREATE = `INSERT INTO writes (id, outcome)
-  SELECT ?1, json_object('c', json_array(coalesce(max(id), 0) + 1, ?2)) FROM records`;
+  SELECT ?1, json_object('c', json_array(${topRecord(blockOf('?3'))} + 1, ?2))`;
 // An upsert's records in request order: `[id, version]` for a record it updated, `[null, k]` for
 // its k-th create, whose id is max + 1 + k (the ledger row goes in before the inserts).
 const LEDGER_UPSERT = `INSERT INTO writes (id, outcome)
   SELECT ?1, json_object('r', (SELECT json_group_array(json(x)) FROM (SELECT CASE WHEN j.value ->> 0 IS NULL
       THEN json_array(n.first + (j.value ->> 1), 1) ELSE j.value END AS x FROM json_each(?2) j ORDER BY j.key)),
     'u', json(?3))
-  FROM (SELECT coalesce(max(id), 0) + 1 AS first FROM records) AS n`;
+  FROM (SELECT ${topRecord(blockOf('?4'))} + 1 AS first) AS n`;
 const OUTCOMES = 'SELECT id, outcome FROM writes WHERE id IN (SELECT value FROM json_each(?1))';
 
 // See migrations 0002 and 0003: a stale expected version yields NULL, which the trigger refuses;
@@ -81,13 +94,16 @@ const UPDATE = `UPDATE records SET version = CASE version WHEN ?2 THEN ?3 END,
   WHERE id = ?1`;
 const GUARD = 'UPDATE records SET version = CASE version WHEN ?2 THEN version END WHERE id = ?1';
 
-const CHANGE = 'INSERT INTO changes (record_id, version, type, at, by, data, was) VALUES (?, ?, ?, ?, ?, ?, ?)';
+const CHANGE = `INSERT INTO changes (seq, record_id, version, type, at, by, data, was)
+  VALUES (${nextSeq(blockOf('?1'))}, ?1, ?2, ?3, ?4, ?5, ?6, ?7)`;
 // A batch's rows travel as one JSON array of tuples per statement instead of one statement per
 // record (40 statements cost a 20-record batch more than its round trip). Strings in the
 // tuples (a diff, a record's field values) come back out of `->>` exactly as they went in.
-const CHANGES = `INSERT INTO changes (record_id, version, type, at, by, data, was)
-  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6
-  FROM json_each(?1) ORDER BY key`;
+// The k-th takes the tenant's next number + k: SQLite reads the whole SELECT (which reads the table
+// it inserts into) before it inserts. A write's records are all its tenant's.
+const CHANGES = `INSERT INTO changes (seq, record_id, version, type, at, by, data, was)
+  SELECT n.seq + key, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6
+  FROM json_each(?1), (SELECT ${nextSeq(blockOf("?1 ->> '$[0][0]'"))} AS seq) AS n ORDER BY key`;
 // A tuple of two is a guard (as GUARD: every column kept), of twelve a new state (as UPDATE).
 const UPDATES = `UPDATE records SET
     version = CASE records.version WHEN u.expected THEN coalesce(u.version, records.version) END,
@@ -125,36 +141,41 @@ const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_
       )}') s
       UNION SELECT '~' || ltrim(?16 || ' ' || n.id) WHERE length(ltrim(?16 || ' ' || n.id)) <= ${WHOLE_NAME_TERM}))),
     iif(?3 IS NULL AND ?14 IS NOT NULL, json_set(?13, '$."#"', ?14 || ' #' || n.id), ?13)
-  FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n
+  FROM (SELECT ${topRecord(blockOf('?1'))} + 1 AS id) AS n
   RETURNING id`;
+// The object of the first record of a JSON array of records (`[insert parameters, …]` each).
+const FIRST_OBJECT = "json_extract(?1, '$[0][0][0]')";
 // The same insert for a JSON array of records (`[insert parameters, workspace ids, change
 // parameters]` each): the k-th takes id max + 1 + k. SQLite reads the whole SELECT before it
 // inserts (it reads the table it inserts into), so max() is the one before the first.
 const INSERT_MANY = INSERT.replace(/\?(\d+)/g, (_, k: string) => `(j.value -> '$[0]' ->> ${Number(k) - 1})`)
   .replace(/\bn\.id\b/g, '(n.id + j.key)')
   .replace(
-    /FROM \(SELECT coalesce\(max\(id\), 0\) \+ 1 AS id FROM records\) AS n\s+RETURNING id$/,
-    'FROM json_each(?1) j, (SELECT coalesce(max(id), 0) + 1 AS id FROM records) AS n ORDER BY j.key',
+    /FROM \(SELECT \(SELECT coalesce\(max\(id\).*\) \+ 1 AS id\) AS n\s+RETURNING id$/s,
+    `FROM json_each(?1) j, (SELECT ${topRecord(blockOf(FIRST_OBJECT))} + 1 AS id) AS n ORDER BY j.key`,
   );
 const SHARE_MANY = `INSERT INTO record_workspaces (record_id, workspace_id)
   SELECT n.first + j.key, w.value FROM json_each(?1) j, json_each(j.value, '$[1]') w,
-    (SELECT max(id) - CAST(?2 AS INTEGER) + 1 AS first FROM records) AS n
+    (SELECT ${topRecord(blockOf(FIRST_OBJECT))} - CAST(?2 AS INTEGER) + 1 AS first) AS n
   ORDER BY j.key`;
-const CHANGES_MANY = `INSERT INTO changes (record_id, version, type, at, by, data)
-  SELECT n.first + j.key, 1, 'created', c ->> 0, c ->> 1,
+const CHANGES_MANY = `INSERT INTO changes (seq, record_id, version, type, at, by, data)
+  SELECT n.seq + j.key, n.first + j.key, 1, 'created', c ->> 0, c ->> 1,
     '{"id":' || (n.first + j.key) || (c ->> 2) || coalesce(c ->> 3, (c ->> 4) || (n.first + j.key) || '"') || (c ->> 5)
   FROM (SELECT key, value -> '$[2]' AS c FROM json_each(?1)) j,
-    (SELECT max(id) - CAST(?2 AS INTEGER) + 1 AS first FROM records) AS n
+    (SELECT ${topRecord(blockOf(FIRST_OBJECT))} - CAST(?2 AS INTEGER) + 1 AS first,
+      ${nextSeq(blockOf(FIRST_OBJECT))} AS seq) AS n
   ORDER BY j.key`;
 if (!INSERT_MANY.includes('json_each(?1) j') || INSERT_MANY.includes('RETURNING'))
   throw new Error('INSERT no longer has the shape INSERT_MANY is made from');
 
+// The record just inserted is the highest of its tenant's block (`?2`: its object).
 const SHARE_LAST = `INSERT INTO record_workspaces (record_id, workspace_id)
-  SELECT (SELECT max(id) FROM records), value FROM json_each(?)`;
+  SELECT ${topRecord(blockOf('?2'))}, value FROM json_each(?1)`;
 // The created record's JSON is assembled around its id exactly as createdRecord() serializes it.
-const CHANGE_OF_LAST = `INSERT INTO changes (record_id, version, type, at, by, data)
-  SELECT id, 1, 'created', ?1, ?2, '{"id":' || id || ?3 || coalesce(?4, ?5 || id || '"') || ?6
-  FROM (SELECT max(id) AS id FROM records)`;
+const CHANGE_OF_LAST = `INSERT INTO changes (seq, record_id, version, type, at, by, data)
+  SELECT ${nextSeq(blockOf('?7'))}, id, 1, 'created', ?1, ?2,
+    '{"id":' || id || ?3 || coalesce(?4, ?5 || id || '"') || ?6
+  FROM (SELECT ${topRecord(blockOf('?7'))} AS id)`;
 const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2 
   AND version = 1 AND type = 'created' ORDER BY record_id`;
 
@@ -333,9 +354,9 @@ export class RecordWrites {
       : this.db.prepare(LEDGER_GUARDED).bind(rows, JSON.stringify(versions));
   }
 
-  /** A create's ledger row: its records' ids are known only in SQL. */
-  ledgerOfCreate(id: string, count: number): D1PreparedStatement {
-    return this.db.prepare(LEDGER_CREATE).bind(id, count);
+  /** A create's ledger row: its records' ids (in the block of `objectId`'s tenant) are known only in SQL. */
+  ledgerOfCreate(id: string, count: number, objectId: number): D1PreparedStatement {
+    return this.db.prepare(LEDGER_CREATE).bind(id, count, objectId);
   }
 
   /** An upsert's ledger row: the ids of the records it creates are known only in SQL. */
@@ -343,8 +364,9 @@ export class RecordWrites {
     id: string,
     records: readonly ([number, number] | [null, number])[],
     results: readonly string[],
+    objectId: number,
   ): D1PreparedStatement {
-    return this.db.prepare(LEDGER_UPSERT).bind(id, JSON.stringify(records), JSON.stringify(results));
+    return this.db.prepare(LEDGER_UPSERT).bind(id, JSON.stringify(records), JSON.stringify(results), objectId);
   }
 
   /** One change row: the diff from `prev` to `next`. */
@@ -429,8 +451,8 @@ export class RecordWrites {
       const { record, change } = insertTuples(r);
       return [
         this.db.prepare(INSERT).bind(...record),
-        this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds)),
-        this.db.prepare(CHANGE_OF_LAST).bind(...change),
+        this.db.prepare(SHARE_LAST).bind(JSON.stringify(r.sharedWorkspaceIds), r.objectId),
+        this.db.prepare(CHANGE_OF_LAST).bind(...change, r.objectId),
       ];
     });
   }

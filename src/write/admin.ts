@@ -42,7 +42,7 @@ export async function adminWrite(
   scope: number = ADMIN_KEY_SCOPE,
 ): Promise<Response> {
   const writes = new AdminWrites(context.primary, context.meter);
-  const writeId = newWriteId();
+  const writeId = newWriteId(context.tenant.id);
   const claim = await claimed(context, writes, key, body, writeId, write, scope);
   if (claim instanceof Response) return claim;
   try {

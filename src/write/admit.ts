@@ -43,8 +43,9 @@ function wellShaped<T>(body: Caught<unknown>, parsed: Parsed<T> | undefined, key
 function callOf(context: Context, request: Request, keyHash: string, write: Write, read?: WorkerRead): WriteCall {
   const { key } = keyHeader(request);
   return {
-    id: newWriteId(),
+    id: newWriteId(context.tenant.id),
     requestId: context.requestId,
+    tenant: context.tenant,
     write,
     keyHash,
     ...(key === undefined ? {} : { key }),

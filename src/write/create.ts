@@ -91,7 +91,7 @@ async function commitCreates(
   const now = Date.now();
   const deadline = now + TURN_TIMEOUT_MS;
   const statements = [
-    writes.ledgerOfCreate(writeId, records.length),
+    writes.ledgerOfCreate(writeId, records.length, records[0]?.objectId ?? 0),
     ...writes.inserts(records),
     ...(claim === undefined
       ? []

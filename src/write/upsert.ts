@@ -252,7 +252,7 @@ async function commitUpsert(
     ),
   );
   const statements = [
-    writes.ledgerOfUpsert(writeId, entries, results),
+    writes.ledgerOfUpsert(writeId, entries, results, plan.current.id),
     ...updates,
     ...writes.inserts(plan.creates.records),
     ...(claim === undefined

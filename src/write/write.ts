@@ -2,6 +2,7 @@ import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import type { CreateItemIn, PatchIn, PatchItemIn, RecordOut, UpsertIn } from '../schemas/record.ts';
 import type { Work } from '../storage/meter.ts';
+import type { TenantRoute } from '../domain/tenant.ts';
 
 /**
  * A write as plain data: what the Worker hands the write engine once it has checked the caller,
@@ -45,6 +46,8 @@ export interface WriteCall {
   /** The write's id: the key of the one ledger row that finishes it. */
   id: string;
   requestId: string;
+  /** The tenant whose records it writes, and its database. */
+  tenant: TenantRoute;
   write: Write;
   /** The SHA-256 of the caller's API key. */
   keyHash: string;

@@ -2,6 +2,7 @@ import type { Env } from '../../src/env.ts';
 import { withProductionLimits } from '../limits.ts';
 import { isBookmark, latestBookmark } from '../../src/http/bookmark.ts';
 import { replicaOf, type Replica, type Sql } from './replica.ts';
+import { databaseNames } from '../../src/storage/routes.ts';
 
 /**
  * Fault injection for the chaos build: wraps the D1 binding and the record objects' namespace so
@@ -137,13 +138,20 @@ export function chaosEnv<E extends Pick<Env, 'DB'> & Partial<Env>>(
           else if (chance > 0 && sql.some((text) => /UPDATE records|INSERT INTO records/.test(text)))
             if (Math.random() < chance) restart();
         };
-  const db =
-    from === 'worker'
-      ? workerD1(env, latency, counted)
-      : wrapD1(withProductionLimits(env.DB), decide, from, latency, committed, replicaFor(env));
+  // Every database is wrapped alike; only DB has the geo simulation's replica.
+  const databases: Record<string, D1Database> = {};
+  for (const name of databaseNames(env as unknown as Env)) {
+    const binding = (env as unknown as Record<string, D1Database | undefined>)[name];
+    if (binding === undefined) continue;
+    const replica = name === 'DB' ? replicaFor(env) : undefined;
+    databases[name] =
+      from === 'worker'
+        ? workerD1(binding, env, latency, replica, counted)
+        : wrapD1(withProductionLimits(binding), decide, from, latency, committed, replica);
+  }
   return {
     ...env,
-    DB: db,
+    ...databases,
     ...(env.RECORDS === undefined ? {} : { RECORDS: wrapObjects(env.RECORDS, decide, from, latency) }),
   };
 }
@@ -158,13 +166,19 @@ const workerD1s = new WeakMap<
   D1Database,
   { db: D1Database; counting: { counted?: ((fault: Fault) => void) | undefined } }
 >();
-function workerD1(env: Pick<Env, 'DB'> & ChaosVars, latency: number, counted?: (fault: Fault) => void): D1Database {
-  let wrapped = workerD1s.get(env.DB);
+function workerD1(
+  binding: D1Database,
+  env: ChaosVars,
+  latency: number,
+  replica: ReturnType<typeof replicaFor>,
+  counted?: (fault: Fault) => void,
+): D1Database {
+  let wrapped = workerD1s.get(binding);
   if (wrapped === undefined) {
     const counting: { counted?: ((fault: Fault) => void) | undefined } = {};
     const decide = decider(env, (fault) => counting.counted?.(fault));
-    const db = wrapD1(withProductionLimits(env.DB), decide, 'worker', latency, undefined, replicaFor(env));
-    workerD1s.set(env.DB, (wrapped = { db, counting }));
+    const db = wrapD1(withProductionLimits(binding), decide, 'worker', latency, undefined, replica);
+    workerD1s.set(binding, (wrapped = { db, counting }));
   }
   wrapped.counting.counted = counted;
   return wrapped.db;

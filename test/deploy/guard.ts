@@ -7,16 +7,23 @@ import { readFileSync } from 'node:fs';
  * not exist). Exit 1 with a message saying what to do; exit 0 when the id looks real.
  */
 export const PLACEHOLDER_ID = '00000000-0000-0000-0000-000000000000';
+/** The ids wrangler.toml ships with (one per database: …000, …002, …003): none is a real database. */
+const PLACEHOLDER = /^00000000-0000-0000-0000-0000000000[0-9]{2}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function deployProblem(toml: string): string | undefined {
-  const ids = [...toml.matchAll(/^\s*database_id\s*=\s*"([^"]*)"/gm)].map((m) => m[1] ?? '');
+  const blocks = toml.split(/^\[\[/m).filter((block) => block.startsWith('d1_databases]]'));
+  const ids = blocks.flatMap((block) => {
+    const id = /^\s*database_id\s*=\s*"([^"]*)"/m.exec(block)?.[1];
+    const name = /^\s*database_name\s*=\s*"([^"]*)"/m.exec(block)?.[1] ?? 'record-service';
+    return id === undefined ? [] : [{ id, name }];
+  });
   if (ids.length === 0) return 'wrangler.toml has no D1 database_id.';
-  const bad = ids.find((id) => id === PLACEHOLDER_ID || !UUID.test(id));
+  const bad = ids.find(({ id }) => PLACEHOLDER.test(id) || !UUID.test(id));
   if (bad === undefined) return undefined;
   return (
-    `wrangler.toml still has database_id = "${bad}", not a real D1 database.\n` +
-    'Create one with `npx wrangler d1 create record-service --location <region>` and copy the\n' +
+    `wrangler.toml still has database_id = "${bad.id}", not a real D1 database.\n` +
+    `Create one with \`npx wrangler d1 create ${bad.name} --location <region>\` and copy the\n` +
     'database_id it prints into wrangler.toml ([[d1_databases]]), then run `npm run deploy` again.'
   );
 }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyDocs } from '../tools/copy-docs.ts';
+import { d1Bindings } from '../tools/migrate.ts';
 
 /** Runs the project's Worker under `wrangler dev` with fresh local state, for e2e tests and benchmarks. */
 
@@ -67,7 +68,8 @@ export async function startLocalWorker(
   const keep = shared || options.persistTo !== undefined;
   const state = options.state ?? options.persistTo ?? mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
-  const databases = options.migrate === false || shared ? [] : options.replica === true ? ['DB', 'REPLICA'] : ['DB'];
+  const bindings = d1Bindings(readFileSync(config, 'utf8')).filter((b) => b !== 'REPLICA' || options.replica === true);
+  const databases = options.migrate === false || shared ? [] : bindings;
   for (const database of databases) {
     const migrated = spawnSync(
       process.execPath,

@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ROUTE } from '../../src/storage/routes.ts';
 import { createContext } from '../../src/context.ts';
 import { sha256Hex } from '../../src/http/auth.ts';
 import { runWrite } from '../../src/write/engine.ts';
@@ -98,6 +99,7 @@ describe('cost budget per operation, from Server-Timing', () => {
       const answer = await runWrite(context, {
         id: 'budget-batch',
         requestId: 'budget',
+        tenant: DEFAULT_ROUTE,
         keyHash: await sha256Hex(editor.key),
         write: { kind: 'batch', items: ids.map((id) => ({ id, fieldValues: [fv('age', 2)] })) },
       });

@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ROUTE } from '../../src/storage/routes.ts';
 import type { TurnAnswer } from '../../src/write/record-queue.ts';
 import type { WriteAnswer, WriteCall } from '../../src/write/write.ts';
 import { sha256Hex } from '../../src/http/auth.ts';
@@ -128,6 +129,7 @@ describe('faults', () => {
       stub.run({
         id: crypto.randomUUID(),
         requestId: `turn-${age}`,
+        tenant: DEFAULT_ROUTE,
         keyHash,
         write: { kind: 'patch', recordId: record.id, workspaceId, patch: { fieldValues: [fv('age', age)] } },
       }),

@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ROUTE } from '../../src/storage/routes.ts';
 import { createContext } from '../../src/context.ts';
 import { sha256Hex } from '../../src/http/auth.ts';
 import { runWrite } from '../../src/write/engine.ts';
@@ -203,6 +204,7 @@ describe('POST /objects/{objectId}/records/upsert', () => {
       const call: WriteCall = {
         id: 'rerun-write-1',
         requestId: 'rerun',
+        tenant: DEFAULT_ROUTE,
         keyHash: await sha256Hex(editor.key),
         write: {
           kind: 'upsert',

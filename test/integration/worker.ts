@@ -5,6 +5,7 @@ import { IndexBuildObject as ProductionIndexBuild } from '../../src/index-build-
 import { ImportObject as ProductionImport } from '../../src/import-object.ts';
 import { importChunk } from '../../src/write/import-chunk.ts';
 import type { Env } from '../../src/env.ts';
+import { databaseNames } from '../../src/storage/routes.ts';
 import { loggingD1 } from '../d1-log.ts';
 import { withProductionLimits } from '../limits.ts';
 
@@ -13,7 +14,14 @@ import { withProductionLimits } from '../limits.ts';
  * production D1 refuses (test/limits.ts) and notes where each statement ran (test/d1-log.ts).
  * Everything else is the production entry as it is.
  */
-const limited = (env: Env): Env => ({ ...env, DB: loggingD1(withProductionLimits(env.DB)) });
+const limited = (env: Env): Env => {
+  const wrapped: Record<string, unknown> = { ...env };
+  for (const name of databaseNames(env)) {
+    const db = (env as unknown as Record<string, D1Database | undefined>)[name];
+    if (db !== undefined) wrapped[name] = loggingD1(withProductionLimits(db));
+  }
+  return wrapped as unknown as Env;
+};
 
 export class RecordObject extends Production {
   constructor(ctx: DurableObjectState, env: Env) {

@@ -9,7 +9,7 @@ import { deployProblem } from '../deploy/guard.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const GUARD = join(ROOT, 'test', 'deploy', 'guard.ts');
 const shipped = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8');
-const withId = (id: string): string => shipped.replace(/database_id = "[^"]*"/, `database_id = "${id}"`);
+const withId = (id: string): string => shipped.replaceAll(/database_id = "[^"]*"/g, `database_id = "${id}"`);
 
 describe('npm run deploy refuses the placeholder database_id', () => {
   it('the shipped wrangler.toml is refused by the guard script, with a message and exit code 1', () => {

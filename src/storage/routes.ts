@@ -1,0 +1,75 @@
+import { DEFAULT_TENANT, type TenantRoute } from '../domain/tenant.ts';
+import type { Env } from '../env.ts';
+
+/**
+ * Where each tenant lives, as this isolate remembers it: read once from the catalog (DB's
+ * `tenants`), then kept until a request finds it stale. A stale route costs no harm: a database a
+ * tenant left refuses its writes (the ledger's trigger) and finds none of its callers, and the
+ * request then asks the catalog again. The default tenant is on DB until the catalog says
+ * otherwise, so its requests never read the catalog.
+ */
+
+/** The databases records are served from (D1 bindings, by name); `DATABASES` lists them, else DB alone. */
+export function databaseNames(env: Pick<Env, 'DATABASES'>): string[] {
+  const names = (env.DATABASES ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  return names.length === 0 ? ['DB'] : [...new Set(['DB', ...names])];
+}
+
+/** A database by its binding's name; undefined for a name that is not one of the deployment's databases. */
+export function databaseNamed(env: Env, name: string): D1Database | undefined {
+  if (!databaseNames(env).includes(name)) return undefined;
+  const binding = (env as unknown as Record<string, unknown>)[name];
+  return typeof binding === 'object' && binding !== null && 'prepare' in binding ? (binding as D1Database) : undefined;
+}
+
+export const DEFAULT_ROUTE: TenantRoute = { id: DEFAULT_TENANT, database: 'DB', status: 'active' };
+
+const known = new Map<number, TenantRoute>();
+/** Tenants the catalog did not know, and until when that is believed (a tenant may be created meanwhile). */
+const unknown = new Map<number, number>();
+const KEPT = 10_000;
+const UNKNOWN_MS = 1_000;
+
+const CATALOG = "SELECT id, database, status FROM tenants WHERE id = ? AND status <> 'deleted'";
+
+/**
+ * The route of a tenant: remembered, else read from the catalog (one round trip on DB). Undefined
+ * for a tenant that does not exist or is deleted.
+ */
+export async function routeOf(env: Env, tenantId: number, fresh = false): Promise<TenantRoute | undefined> {
+  if (!fresh) {
+    const remembered = known.get(tenantId);
+    if (remembered !== undefined) return remembered;
+    if ((unknown.get(tenantId) ?? 0) > Date.now()) return undefined;
+  }
+  const row = await env.DB.prepare(CATALOG).bind(tenantId).first<TenantRoute>();
+  if (row === null) {
+    if (tenantId === DEFAULT_TENANT) return remember(DEFAULT_ROUTE);
+    if (unknown.size >= KEPT) unknown.clear();
+    unknown.set(tenantId, Date.now() + UNKNOWN_MS);
+    known.delete(tenantId);
+    return undefined;
+  }
+  return remember(row);
+}
+
+/** The default tenant's route needs no read while nothing says it moved. */
+export function defaultRoute(): TenantRoute {
+  return known.get(DEFAULT_TENANT) ?? DEFAULT_ROUTE;
+}
+
+function remember(route: TenantRoute): TenantRoute {
+  if (known.size >= KEPT) known.clear();
+  known.set(route.id, route);
+  unknown.delete(route.id);
+  return route;
+}
+
+/** Forgets a tenant's route (it changed, or was found stale): the next request reads the catalog. */
+export function forgetRoute(tenantId: number): void {
+  known.delete(tenantId);
+  unknown.delete(tenantId);
+}
