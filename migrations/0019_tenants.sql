@@ -58,5 +58,13 @@ BEGIN
   SELECT RAISE(ABORT, 'tenant_not_here');
 END;
 
--- 4. A tenant's administrators call its admin API with their own keys.
+-- 4. How far each tenant's feed was pruned: a cursor older than that is gone (410). Numbers of
+-- each tenant lie in its block, so each has a horizon of its own.
+CREATE TABLE feed_horizons (
+  tenant INTEGER PRIMARY KEY CHECK (tenant >= 1),
+  seq    INTEGER NOT NULL CHECK (seq >= 0)
+) STRICT;
+INSERT INTO feed_horizons (tenant, seq) SELECT 1, seq FROM feed_horizon WHERE id = 1;
+
+-- 5. A tenant's administrators call its admin API with their own keys.
 ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0 CHECK (admin IN (0, 1));

@@ -1,5 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
+import { databaseFor } from './storage/routes.ts';
+import { tenantOfId } from './domain/tenant.ts';
 import { buildStep, buildsOf } from './storage/record-index.ts';
 
 /** After a failed chunk (D1 unreachable, say), the next try waits this long. */
@@ -32,9 +34,11 @@ export class IndexBuildObject extends DurableObject<Env> {
 
   /** Builds one chunk of the object's first build due; false when none is due. */
   protected async step(objectId: number): Promise<boolean> {
-    const [build] = await buildsOf(this.env.DB, objectId);
+    const db = await databaseFor(this.env, tenantOfId(objectId));
+    if (db === undefined) return false;
+    const [build] = await buildsOf(db, objectId);
     if (build === undefined) return false;
-    await buildStep(this.env.DB, objectId, build);
+    await buildStep(db, objectId, build);
     return true;
   }
 }

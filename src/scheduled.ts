@@ -7,53 +7,63 @@ import { Meter } from './storage/meter.ts';
 import { Webhooks } from './storage/webhooks.ts';
 import { objectsBuilding } from './storage/record-index.ts';
 import { startIndexBuild } from './push/index-builds.ts';
+import { databaseNamed, databaseNames } from './storage/routes.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
 
 /**
- * The Cron Trigger's work: each step removes what the contract no longer asks us to keep.
- * Steps are independent; one failing does not stop the others, and the next run catches up.
+ * The Cron Trigger's work, on every database: each step removes what the contract no longer asks
+ * us to keep. Steps are independent; one failing does not stop the others, and the next run
+ * catches up.
  */
 export async function runScheduled(env: Env, now: number): Promise<void> {
+  for (const name of databaseNames(env)) {
+    const db = databaseNamed(env, name);
+    if (db !== undefined) await runOn(env, db, name, now);
+  }
+}
+
+async function runOn(env: Env, db: D1Database, database: string, now: number): Promise<void> {
   const meter = new Meter();
   const steps: [string, () => Promise<number>][] = [
-    ['idempotency keys older than 24 h', () => new IdempotencyStore(env.DB, meter).prune(now)],
+    ['idempotency keys older than 24 h', () => new IdempotencyStore(db, meter).prune(now)],
     // A completed key names its write's ledger row for as long as the key is kept.
-    ['ledger rows older than 25 h', () => new Lists(env.DB, meter).pruneWrites(now, LEDGER_TTL_MS)],
-    ['changes older than 7 days', () => new Lists(env.DB, meter).pruneChanges(now)],
+    ['ledger rows older than 25 h', () => new Lists(db, meter).pruneWrites(now, LEDGER_TTL_MS)],
+    ['changes older than 7 days', () => new Lists(db, meter).pruneChanges(now)],
     // A subscription whose every wake-up was lost (its first one included) has no alarm yet.
-    ['webhook subscriptions woken', () => wakeAllWebhooks(env, meter)],
-    ['keys of records written before', () => new Lists(env.DB, meter).fillKeys(recordKeys)],
+    ['webhook subscriptions woken', () => wakeAllWebhooks(env, db, meter)],
+    ['keys of records written before', () => new Lists(db, meter).fillKeys(recordKeys)],
     // An index build whose start was lost (or whose object lost its alarm) is taken up again.
-    ['index builds started', () => startIndexBuilds(env)],
+    ['index builds started', () => startIndexBuilds(env, db)],
     // An import whose start was lost (or whose object lost its alarm) goes on.
-    ['imports started', () => startImports(env, meter)],
+    ['imports started', () => startImports(env, db, meter)],
   ];
   for (const [what, step] of steps) {
     try {
       const removed = await step();
-      console.log(JSON.stringify({ scheduled: what, removed }));
+      console.log(JSON.stringify({ scheduled: what, database, removed }));
     } catch (error) {
-      console.error(JSON.stringify({ scheduled: what, error: error instanceof Error ? error.message : String(error) }));
+      const message = error instanceof Error ? error.message : String(error);
+      console.error(JSON.stringify({ scheduled: what, database, error: message }));
     }
   }
 }
 
-async function startImports(env: Env, meter: Meter): Promise<number> {
-  const ids = await new Imports(env.DB, meter).unfinished();
+async function startImports(env: Env, db: D1Database, meter: Meter): Promise<number> {
+  const ids = await new Imports(db, meter).unfinished();
   await Promise.all(ids.map((id) => env.IMPORTS.getByName(String(id)).start(id)));
   return ids.length;
 }
 
-async function wakeAllWebhooks(env: Env, meter: Meter): Promise<number> {
-  const ids = await new Webhooks(env.DB, meter).allActive();
+async function wakeAllWebhooks(env: Env, db: D1Database, meter: Meter): Promise<number> {
+  const ids = await new Webhooks(db, meter).allActive();
   await Promise.all(ids.map((id) => env.WEBHOOKS.getByName(String(id)).wake(id)));
   return ids.length;
 }
 
-async function startIndexBuilds(env: Env): Promise<number> {
-  const ids = await objectsBuilding(env.DB);
+async function startIndexBuilds(env: Env, db: D1Database): Promise<number> {
+  const ids = await objectsBuilding(db);
   await Promise.all(ids.map((id) => startIndexBuild(env, id)));
   return ids.length;
 }

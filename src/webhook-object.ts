@@ -7,6 +7,8 @@ import { postItem, type Attempt } from './push/post.ts';
 import { webhookHeaders } from './push/sign.ts';
 import { storedCursorKey } from './storage/cursor-key.ts';
 import { Meter } from './storage/meter.ts';
+import { databaseFor } from './storage/routes.ts';
+import { tenantOfId } from './domain/tenant.ts';
 import { Webhooks, type Webhook } from './storage/webhooks.ts';
 
 /** Where a subscription stands, kept in its object's own storage. */
@@ -45,8 +47,10 @@ export class WebhookObject extends DurableObject<Env> {
   /** Bumped by replay and resume: a run that started before them stores nothing more. */
   private epoch = 0;
 
-  private get webhooks(): Webhooks {
-    return new Webhooks(this.env.DB, new Meter());
+  /** The subscriptions of the tenant whose subscription `id` is, on its database (none once it is gone). */
+  private async webhooksOf(id: number): Promise<Webhooks | undefined> {
+    const db = await databaseFor(this.env, tenantOfId(id));
+    return db === undefined ? undefined : new Webhooks(db, new Meter());
   }
 
   private get timing(): DeliveryTiming {
@@ -57,7 +61,7 @@ export class WebhookObject extends DurableObject<Env> {
   private async state(id?: number): Promise<DeliveryState | undefined> {
     const stored = await this.ctx.storage.get<DeliveryState>('state');
     if (stored !== undefined || id === undefined) return stored;
-    const webhook = await this.webhooks.get(id);
+    const webhook = await (await this.webhooksOf(id))?.get(id);
     if (webhook === undefined) return undefined;
     const fresh: DeliveryState = { id, seq: webhook.startSeq, failures: 0, failingSince: null, retryAt: 0 };
     await this.ctx.storage.put('state', fresh);
@@ -126,9 +130,9 @@ export class WebhookObject extends DurableObject<Env> {
    * or undefined for none.
    */
   private async run(state: DeliveryState, epoch: number): Promise<{ at: number; backoff?: true } | undefined> {
-    const webhooks = this.webhooks;
-    const webhook = await webhooks.get(state.id);
-    if (webhook === undefined) {
+    const webhooks = await this.webhooksOf(state.id);
+    const webhook = await webhooks?.get(state.id);
+    if (webhooks === undefined || webhook === undefined) {
       await this.ctx.storage.deleteAll();
       return undefined;
     }

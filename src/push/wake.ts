@@ -3,6 +3,8 @@ import type { Env } from '../env.ts';
 import { answeredWorkspaces } from '../http/respond.ts';
 import { Meter } from '../storage/meter.ts';
 import { Webhooks } from '../storage/webhooks.ts';
+import { databaseFor } from '../storage/routes.ts';
+import { tenantOfId } from '../domain/tenant.ts';
 
 /**
  * How long an isolate trusts what it read of a workspace's active subscriptions. Only wake-ups
@@ -18,10 +20,10 @@ export function forgetSubscriptions(workspaceId: number): void {
 }
 
 /** The active subscriptions of the workspaces: from memory when fresh, else one D1 read for the rest. */
-async function activeIn(env: Env, workspaceIds: readonly number[], now: number): Promise<number[]> {
+async function activeIn(db: D1Database, workspaceIds: readonly number[], now: number): Promise<number[]> {
   const missing = workspaceIds.filter((id) => (known.get(id)?.until ?? 0) <= now);
   if (missing.length > 0) {
-    const read = await new Webhooks(env.DB, new Meter()).activeIn(missing);
+    const read = await new Webhooks(db, new Meter()).activeIn(missing);
     for (const [id, ids] of read) known.set(id, { ids, until: now + ACTIVE_TTL_MS });
     if (known.size > 10_000) known.clear();
   }
@@ -40,7 +42,7 @@ export function wakeAfterWrite(response: Response, context: Context): void {
     return;
   context.waitUntil(
     (async () => {
-      const ids = await activeIn(context.env, workspaceIds, Date.now());
+      const ids = await activeIn(context.db, workspaceIds, Date.now());
       await Promise.all(ids.map((id) => context.env.WEBHOOKS.getByName(String(id)).wake(id)));
     })().catch((error: unknown) =>
       console.error(
@@ -57,7 +59,10 @@ export function wakeAfterWrite(response: Response, context: Context): void {
  */
 export async function wakeWorkspaces(env: Env, workspaceIds: readonly number[]): Promise<void> {
   try {
-    const ids = await activeIn(env, workspaceIds, Date.now());
+    const [first] = workspaceIds;
+    const db = first === undefined ? undefined : await databaseFor(env, tenantOfId(first));
+    if (db === undefined) return;
+    const ids = await activeIn(db, workspaceIds, Date.now());
     await Promise.all(ids.map((id) => env.WEBHOOKS.getByName(String(id)).wake(id)));
   } catch (error) {
     console.error(JSON.stringify({ message: 'webhook wake-up failed', workspaceIds, error: String(error) }));

@@ -401,7 +401,7 @@ export async function updateObject(request: IRequest, context: Context): Promise
   }).catch(async (error: unknown) => {
     // A field made unique while live records share a value: nothing was written; say which.
     if (!isUniqueViolation(error)) throw error;
-    const duplicates = await duplicateValues(context.env.DB, objectId, input.fields);
+    const duplicates = await duplicateValues(context.db, objectId, input.fields);
     throw rejected(
       duplicates.map(({ fieldIndex, recordIds }) => ({
         pointer: pointer('', 'fields', fieldIndex, 'unique'),

@@ -76,7 +76,7 @@ export async function createImport(request: IRequest, context: Context): Promise
   const kept = await keep(context, request, file, length, format, def);
   const requestHash =
     key.key === undefined ? undefined : await sha256Hex(JSON.stringify([key.key.path, query.value, format, kept.hash]));
-  const imports = new Imports(context.env.DB, context.meter);
+  const imports = new Imports(context.db, context.meter);
   const { state, again } = await imports.create({
     userId: caller.userId,
     workspaceId,
@@ -264,7 +264,7 @@ async function ownImport(request: IRequest, context: Context): Promise<{ state: 
   const { importId } = pathIds(request.params, 'importId');
   const [{ caller }, state] = await Promise.all([
     context.cached.createContext(keyHash, []),
-    new Imports(context.env.DB, context.meter).get(importId),
+    new Imports(context.db, context.meter).get(importId),
   ]);
   if (caller === undefined) throw unauthorized();
   if (state === undefined || state.user_id !== caller.userId) throw notFound('Import');
@@ -283,7 +283,7 @@ export async function cancelImport(request: IRequest, context: Context): Promise
   // Cancelling is idempotent: a key is checked for its form and needs nothing kept.
   const key = keyHeader(request);
   if (key.problems.length > 0) throw invalidBody(key.problems);
-  const now = await new Imports(context.env.DB, context.meter).cancel(state.id, userId, Date.now());
+  const now = await new Imports(context.db, context.meter).cancel(state.id, userId, Date.now());
   if (now === undefined) throw notFound('Import');
   if (now.status !== 'cancelled')
     throw new HttpError(409, { code: 'conflict', detail: `The import has ${now.status}: there is nothing to cancel.` });
@@ -297,7 +297,7 @@ const ERRORS_PAGE = 500;
 /** GET /imports/{importId}/errors: the skipped rows, one JSON line each, streamed in row order. */
 export async function importErrors(request: IRequest, context: Context): Promise<Response> {
   const { state } = await ownImport(request, context);
-  const imports = new Imports(context.env.DB, context.meter);
+  const imports = new Imports(context.db, context.meter);
   const encoder = new TextEncoder();
   let after = 0;
   const body = new ReadableStream<Uint8Array>({

@@ -44,7 +44,7 @@ const publicOf = ({
   reason,
 });
 
-const webhooksOf = (context: Context): Webhooks => new Webhooks(context.env.DB, context.meter);
+const webhooksOf = (context: Context): Webhooks => new Webhooks(context.db, context.meter);
 const objectOf = (context: Context, id: number) => context.env.WEBHOOKS.getByName(String(id));
 
 /** The caller, once proven an editor of the workspace; the body's problem (if any) only after that. */
@@ -120,7 +120,7 @@ export async function createWebhook(request: IRequest, context: Context): Promis
   const problem = urlProblem(body.url, context.env.WEBHOOK_ALLOW_HTTP);
   if (problem !== undefined) throw unprocessable([{ pointer: '/url', code: 'url_not_allowed', message: problem }]);
   const secretKey = await serviceKey(context);
-  const writes = new WebhookWrites(context.env.DB);
+  const writes = new WebhookWrites(context.db, context.tenant.id);
   return adminWrite(
     context,
     key.key,
@@ -170,7 +170,7 @@ export async function listWebhooks(request: IRequest, context: Context): Promise
 export async function deleteWebhook(request: IRequest, context: Context): Promise<Response> {
   const key = keyHeader(request);
   const { caller, workspaceId, webhookId } = await editor(request, context, keyOnly(key));
-  const writes = new WebhookWrites(context.env.DB);
+  const writes = new WebhookWrites(context.db, context.tenant.id);
   return adminWrite(
     context,
     key.key,
@@ -200,7 +200,7 @@ export async function updateWebhook(request: IRequest, context: Context): Promis
     bodyOf(request, WebhookStatusInput, key),
   );
   const reason = body.status === 'disabled' ? 'paused by an editor' : null;
-  const writes = new WebhookWrites(context.env.DB);
+  const writes = new WebhookWrites(context.db, context.tenant.id);
   return adminWrite(
     context,
     key.key,
@@ -231,7 +231,7 @@ export async function replayWebhook(request: IRequest, context: Context): Promis
     throw invalidBody([
       { pointer: '/after', code: 'invalid_cursor', message: 'not a cursor of this workspace’s change feed' },
     ]);
-  const writes = new WebhookWrites(context.env.DB);
+  const writes = new WebhookWrites(context.db, context.tenant.id);
   return adminWrite(
     context,
     key.key,

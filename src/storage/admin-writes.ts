@@ -4,6 +4,7 @@ import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { RecordWrites } from './writes.ts';
 import { reindexObject } from './record-index.ts';
+import { nextId } from './sequences.ts';
 import type { D1 } from './sessions.ts';
 
 /**
@@ -70,45 +71,60 @@ export function afterId(body: Record<string, unknown>): string {
 export class AdminWrites {
   private readonly writes: RecordWrites;
 
+  /** `tenant`: whose entities are written, in the block of ids that is its own. */
   constructor(
     private readonly db: D1,
     meter: Meter,
+    private readonly tenant: number,
   ) {
     this.writes = new RecordWrites(db, meter);
   }
 
-  /** A new user: `{"id","name"}`. */
-  createUser(writeId: string, name: string, now: number): AdminBatch {
+  /** A new user: `{"id","name"}` (and `"admin":true` for an administrator of the tenant). */
+  createUser(writeId: string, name: string, now: number, admin = false): AdminBatch {
+    const { take, id } = nextId(this.db, 'users', this.tenant);
     return {
       ledger: this.db.prepare(LEDGER).bind(writeId, PENDING),
-      effects: [this.db.prepare('INSERT INTO users (name, created_at) VALUES (?, ?)').bind(name, now)],
-      complete: this.db.prepare(COMPLETE('SELECT max(id) FROM users')).bind(writeId, 201, afterId({ id: 0, name })),
+      effects: [
+        take,
+        this.db
+          .prepare(`INSERT INTO users (id, name, created_at, admin) VALUES (${id}, ?, ?, ?)`)
+          .bind(name, now, admin ? 1 : 0),
+      ],
+      complete: this.db
+        .prepare(COMPLETE(`SELECT ${id}`))
+        .bind(writeId, 201, afterId(admin ? { id: 0, name, admin: true } : { id: 0, name })),
     };
   }
 
   /** A new workspace: `{"id","name"}`. */
   createWorkspace(writeId: string, name: string, now: number): AdminBatch {
+    const { take, id } = nextId(this.db, 'workspaces', this.tenant);
     return {
       ledger: this.db.prepare(LEDGER).bind(writeId, PENDING),
-      effects: [this.db.prepare('INSERT INTO workspaces (name, created_at) VALUES (?, ?)').bind(name, now)],
-      complete: this.db
-        .prepare(COMPLETE('SELECT max(id) FROM workspaces'))
-        .bind(writeId, 201, afterId({ id: 0, name })),
+      effects: [
+        take,
+        this.db.prepare(`INSERT INTO workspaces (id, name, created_at) VALUES (${id}, ?, ?)`).bind(name, now),
+      ],
+      complete: this.db.prepare(COMPLETE(`SELECT ${id}`)).bind(writeId, 201, afterId({ id: 0, name })),
     };
   }
 
   /** A user's new key (its hash and prefix); `rest` is the answer after its id. 404 without the user. */
   createKey(writeId: string, userId: number, keyHash: string, prefix: string, rest: string, now: number): AdminBatch {
+    const { take, id } = nextId(this.db, 'api_keys', this.tenant);
     return {
       ledger: this.db.prepare(LEDGER_IF('EXISTS (SELECT 1 FROM users WHERE id = ?3)')).bind(writeId, PENDING, userId),
       effects: [
+        take,
         this.db
           .prepare(
-            'INSERT INTO api_keys (key_hash, prefix, user_id, created_at) SELECT ?, ?, id, ? FROM users WHERE id = ?',
+            `INSERT INTO api_keys (id, key_hash, prefix, user_id, created_at)
+             SELECT ${id}, ?, ?, id, ? FROM users WHERE id = ?`,
           )
           .bind(keyHash, prefix, now, userId),
       ],
-      complete: this.db.prepare(COMPLETE('SELECT max(id) FROM api_keys')).bind(writeId, 201, rest),
+      complete: this.db.prepare(COMPLETE(`SELECT ${id}`)).bind(writeId, 201, rest),
     };
   }
 
@@ -216,13 +232,15 @@ export class AdminWrites {
 
   /** Creates an object with its version 1; `rest` is the answer after its id. */
   createObject(writeId: string, version: DefinitionColumns, rest: string, now: number): AdminBatch {
+    const { take, id } = nextId(this.db, 'objects', this.tenant);
     return {
       ledger: this.db.prepare(LEDGER).bind(writeId, PENDING),
       effects: [
-        this.db.prepare('INSERT INTO objects (current_version) VALUES (1)'),
-        this.insertVersion('(SELECT max(id) FROM objects)', version, now),
+        take,
+        this.db.prepare(`INSERT INTO objects (id, current_version) VALUES (${id}, 1)`),
+        this.insertVersion(id, version, now),
       ],
-      complete: this.db.prepare(COMPLETE('SELECT max(id) FROM objects')).bind(writeId, 201, rest),
+      complete: this.db.prepare(COMPLETE(`SELECT ${id}`)).bind(writeId, 201, rest),
     };
   }
 

@@ -4,6 +4,8 @@ import type { ImportState } from '../domain/imports.ts';
 import type { Meter } from './meter.ts';
 import type { D1 } from './sessions.ts';
 import { callerOf, OBJECTS, toObjectDef, userStatement, type ObjectRow } from './store.ts';
+import { nextId } from './sequences.ts';
+import { tenantOfId } from '../domain/tenant.ts';
 
 /**
  * Imports as D1 keeps them (`imports`, `import_errors`): their creation, the guard that moves a
@@ -59,13 +61,15 @@ export class Imports {
    * the import it created is returned with `again` (the caller compares the request's hash).
    */
   async create(input: NewImport): Promise<{ state: ImportState; again: boolean }> {
-    const [inserted, existing] = await this.meter.d1(() =>
+    const { take, id } = nextId(this.db, 'imports', tenantOfId(input.userId));
+    const [, inserted, existing] = await this.meter.d1(() =>
       this.db.batch<ImportState>([
+        take,
         this.db
           .prepare(
-            `INSERT INTO imports (user_id, workspace_id, object_id, mode, match_on, format, file, size, columns, status,
-               position, created_at, idempotency_key, request_hash)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11, ?12, ?13)
+            `INSERT INTO imports (id, user_id, workspace_id, object_id, mode, match_on, format, file, size, columns,
+               status, position, created_at, idempotency_key, request_hash)
+             VALUES (${id}, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11, ?12, ?13)
              ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING *`,
           )
           .bind(

@@ -20,6 +20,7 @@ import {
   type RecordReadRow,
 } from './store.ts';
 import type { D1 } from './sessions.ts';
+import { idRange, TENANT_BLOCK } from '../domain/tenant.ts';
 
 /** How long the change feed keeps a change: at least 7 days. */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -55,7 +56,9 @@ const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data F
       ORDER BY c.seq LIMIT ?3) p) m
   CROSS JOIN changes c ON c.seq = m.seq
   WHERE m.before <= ${MAX_PAGE_BYTES}`;
-const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
+// How far the feed of the workspace's (`?1`) tenant was pruned.
+const HORIZON = `SELECT coalesce((SELECT seq FROM feed_horizons
+  WHERE tenant = CAST(?1 AS INTEGER) / ${TENANT_BLOCK} + 1), 0) AS seq`;
 
 /** A change as the feed reads it (see domain/feed-item.ts). */
 export type Change = ChangeRow;
@@ -121,7 +124,7 @@ export class Lists {
     const [caller, rows, horizon] = await this.read([
       callerStatement(this.db, keyHash),
       this.db.prepare(FEED).bind(workspaceId, afterSeq, limit),
-      this.db.prepare(HORIZON),
+      this.db.prepare(HORIZON).bind(workspaceId),
     ]);
     const changes = (
       (rows?.results ?? []) as {
@@ -146,31 +149,51 @@ export class Lists {
   }
 
   /**
-   * Removes changes older than FEED_RETENTION_MS, oldest first, at most 1,000 a statement and
-   * `rounds` statements a run (the next run goes on), never past the first one younger (so
-   * nothing younger goes, even if clocks put an older time after it). Each round moves the
-   * horizon with what it removes, in one transaction. Returns how many went.
+   * Removes changes older than FEED_RETENTION_MS, oldest first, tenant by tenant (each tenant's
+   * numbers lie in its block), at most 1,000 a statement and `rounds` statements a run (the next
+   * run goes on), never past the first one younger (so nothing younger goes, even if clocks put an
+   * older time after it). Each round moves the tenant's horizon with what it removes, in one
+   * transaction. Returns how many went.
    */
   async pruneChanges(now: number, rounds = 50): Promise<number> {
-    const cutoff = now - FEED_RETENTION_MS;
+    const tenants = await retrying(() =>
+      this.meter.d1(() =>
+        this.db
+          .prepare("SELECT tenant FROM sequences WHERE name = 'objects' ORDER BY tenant")
+          .all<{ tenant: number }>(),
+      ),
+    );
+    let removed = 0;
+    for (const { tenant } of tenants.results) {
+      if (removed >= rounds * 1000) break;
+      removed += await this.pruneTenant(tenant, now - FEED_RETENTION_MS, rounds);
+    }
+    return removed;
+  }
+
+  private async pruneTenant(tenant: number, cutoff: number, rounds: number): Promise<number> {
+    const { lo, hi } = idRange(tenant);
+    const block = 'FROM changes WHERE seq >= ?2 AND seq < ?3';
+    // The last of the tenant's next (at most) 1,000 changes such that none up to it is young, and
+    // never its newest change, which keeps its numbers from coming back (the next is the highest + 1).
+    const upTo = `(SELECT max(seq) FROM (SELECT seq, at ${block} ORDER BY seq LIMIT 1000) AS head
+      WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at ${block} ORDER BY seq LIMIT 1000)
+        WHERE at >= ?1), 9223372036854775807)
+        AND seq < (SELECT max(seq) ${block}))`;
     let removed = 0;
     for (let round = 0; round < rounds; round++) {
-      // The last of the next (at most) 1,000 changes such that none up to it is young, and never
-      // the newest change: `seq` is a rowid, max + 1, so the newest keeps numbers from coming back.
-      const upTo = `(SELECT max(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000) AS head
-        WHERE seq < coalesce((SELECT min(seq) FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT 1000)
-          WHERE at >= ?1), 9223372036854775807)
-          AND seq < (SELECT max(seq) FROM changes))`;
       const [, deleted] = await retrying(() =>
         this.meter.d1(() =>
           this.db.batch([
             this.db
               .prepare(
-                `INSERT INTO feed_horizon (id, seq) SELECT 1, ${upTo} WHERE ${upTo} IS NOT NULL
-                  ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)`,
+                `INSERT INTO feed_horizons (tenant, seq) SELECT ?4, ${upTo} WHERE ${upTo} IS NOT NULL
+                  ON CONFLICT (tenant) DO UPDATE SET seq = max(seq, excluded.seq)`,
               )
-              .bind(cutoff),
-            this.db.prepare(`DELETE FROM changes WHERE seq <= coalesce(${upTo}, -1)`).bind(cutoff),
+              .bind(cutoff, lo, hi, tenant),
+            this.db
+              .prepare(`DELETE FROM changes WHERE seq >= ?2 AND seq <= coalesce(${upTo}, -1)`)
+              .bind(cutoff, lo, hi),
           ]),
         ),
       );

@@ -10,6 +10,7 @@ import { datetimeKey } from './record-index.ts';
 import { retrying } from './retry.ts';
 import { countOf as countTerms, overWorkspace, searchPlan, type SearchPlan, type Driver } from './search-plan.ts';
 import type { D1 } from './sessions.ts';
+import { idRange, tenantOfId } from '../domain/tenant.ts';
 import {
   callerOf,
   callerStatement,
@@ -269,7 +270,7 @@ export class Queries {
     // it began.
     const { at, since: seq } = splitSince(after);
     const moves = movesOf(query);
-    const start = moves === undefined ? undefined : (seq ?? (await this.feedPosition()));
+    const start = moves === undefined ? undefined : (seq ?? (await this.feedPosition(workspaceId)));
     const since = moves !== undefined && seq !== undefined ? { seq, moves } : undefined;
     const walked = await (async (): Promise<QueryPage> => {
       if (plan !== undefined && query.relevance) return this.relevancePage(workspaceId, query, plan, at, since);
@@ -351,9 +352,12 @@ export class Queries {
     return best?.walk;
   }
 
-  /** The newest change's number: a walk's start. */
-  private async feedPosition(): Promise<number> {
-    const [row] = await this.read([this.db.prepare('SELECT coalesce(max(seq), 0) AS n FROM changes')]);
+  /** The newest change's number of the workspace's tenant (its block of numbers): a walk's start. */
+  private async feedPosition(workspaceId: number): Promise<number> {
+    const { lo, hi } = idRange(tenantOfId(workspaceId));
+    const [row] = await this.read([
+      this.db.prepare('SELECT coalesce(max(seq), ?1) AS n FROM changes WHERE seq >= ?1 AND seq < ?2').bind(lo, hi),
+    ]);
     return (row?.results[0] as { n: number } | undefined)?.n ?? 0;
   }
 

@@ -73,3 +73,12 @@ export function forgetRoute(tenantId: number): void {
   known.delete(tenantId);
   unknown.delete(tenantId);
 }
+
+/**
+ * The database of a tenant, for work done outside a request (an import, a webhook delivery, an
+ * index build): undefined once the tenant is gone, and its work stops.
+ */
+export async function databaseFor(env: Env, tenantId: number): Promise<D1Database | undefined> {
+  const route = tenantId === DEFAULT_TENANT ? defaultRoute() : await routeOf(env, tenantId);
+  return route === undefined || route.status === 'deleting' ? undefined : databaseNamed(env, route.database);
+}

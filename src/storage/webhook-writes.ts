@@ -1,5 +1,7 @@
 import type { ChangeType } from '../domain/patch.ts';
+import { TENANT_BLOCK } from '../domain/tenant.ts';
 import { answer, LEDGER, LEDGER_IF, PENDING, type AdminBatch } from './admin-writes.ts';
+import { nextId } from './sequences.ts';
 
 /**
  * The writes of webhook subscriptions, exactly once, as the admin API's are: each is one D1 batch
@@ -14,7 +16,10 @@ import { answer, LEDGER, LEDGER_IF, PENDING, type AdminBatch } from './admin-wri
 const PUBLIC = `json_object('id', w.id, 'url', w.url, 'types', json(w.types), 'objectIds', json(w.object_ids),
   'createdAt', w.created_at, 'status', w.status, 'reason', w.reason`;
 /** The feed's newest position: a new subscription starts after it. */
-const NEWEST = 'coalesce((SELECT max(seq) FROM changes), 0)';
+// The newest change of the workspace's (`?1`) tenant: the feed numbers of each tenant lie in its block.
+const FIRST = `CAST(?1 AS INTEGER) / ${TENANT_BLOCK} * ${TENANT_BLOCK}`;
+const NEWEST = `(SELECT coalesce(max(seq), ${FIRST}) FROM changes
+  WHERE seq >= ${FIRST} AND seq < ${FIRST} + ${TENANT_BLOCK})`;
 const IN_WORKSPACE = 'EXISTS (SELECT 1 FROM webhooks WHERE id = ?3 AND workspace_id = ?4)';
 
 /**
@@ -33,7 +38,11 @@ const COMPLETE = (status: number, extra = ''): string =>
 export const HIDDEN_SECRET = ',"secret":""}';
 
 export class WebhookWrites {
-  constructor(private readonly db: D1Database) {}
+  /** `tenant`: whose subscriptions, in the block of ids that is its own. */
+  constructor(
+    private readonly db: D1Database,
+    private readonly tenant: number,
+  ) {}
 
   /** A new subscription, starting after the feed's newest change: `{…public, "secret":""}`. */
   create(
@@ -48,14 +57,16 @@ export class WebhookWrites {
     },
     now: number,
   ): AdminBatch {
+    const { take, id } = nextId(this.db, 'webhooks', this.tenant);
     return {
       ledger: this.db.prepare(LEDGER).bind(writeId, PENDING),
       effects: [
+        take,
         this.db
           .prepare(
-            `INSERT INTO webhooks (workspace_id, url, types, object_ids, secret, status, reason, start_seq, created_at,
-              created_by)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'active', NULL, ${NEWEST}, ?6, ?7)`,
+            `INSERT INTO webhooks (id, workspace_id, url, types, object_ids, secret, status, reason, start_seq,
+              created_at, created_by)
+             VALUES (${id}, ?1, ?2, ?3, ?4, ?5, 'active', NULL, ${NEWEST}, ?6, ?7)`,
           )
           .bind(
             input.workspaceId,
@@ -67,9 +78,7 @@ export class WebhookWrites {
             input.by,
           ),
       ],
-      complete: this.db
-        .prepare(COMPLETE(201, ", 'secret', ''").replace('?2', '(SELECT max(id) FROM webhooks)'))
-        .bind(writeId),
+      complete: this.db.prepare(COMPLETE(201, ", 'secret', ''").replace('?2', id)).bind(writeId),
     };
   }
 

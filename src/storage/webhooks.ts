@@ -1,3 +1,4 @@
+import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { ChangeRow } from '../domain/feed-item.ts';
 import type { ChangeType } from '../domain/patch.ts';
 import type { Meter } from './meter.ts';
@@ -54,7 +55,9 @@ const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data, 
   WHERE c.seq > ?2
     AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
   ORDER BY c.seq LIMIT ?3`;
-const HORIZON = 'SELECT coalesce((SELECT seq FROM feed_horizon WHERE id = 1), 0) AS seq';
+// How far the feed of the workspace's (`?1`) tenant was pruned.
+const HORIZON = `SELECT coalesce((SELECT seq FROM feed_horizons
+  WHERE tenant = CAST(?1 AS INTEGER) / ${TENANT_BLOCK} + 1), 0) AS seq`;
 
 /** SQL of webhook subscriptions. Each method is one D1 round trip. */
 export class Webhooks {
@@ -148,7 +151,10 @@ export class Webhooks {
   ): Promise<{ changes: FeedChange[]; horizon: number }> {
     const [rows, horizon] = await retrying(() =>
       this.meter.d1(() =>
-        this.db.batch<unknown>([this.db.prepare(FEED).bind(workspaceId, afterSeq, limit), this.db.prepare(HORIZON)]),
+        this.db.batch<unknown>([
+          this.db.prepare(FEED).bind(workspaceId, afterSeq, limit),
+          this.db.prepare(HORIZON).bind(workspaceId),
+        ]),
       ),
     );
     const changes = (

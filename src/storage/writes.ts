@@ -64,7 +64,8 @@ const LEDGER_GUARDED = `INSERT INTO writes (id, outcome)
 // Ids and change numbers lie in their tenant's block (see domain/tenant.ts); SQL finds the block
 // from an id it is given (a record's object, a change's record): its first id and its size.
 const B = TENANT_BLOCK;
-const blockOf = (id: string): string => `(${id}) / ${B} * ${B}`;
+// D1 binds a JavaScript number as REAL: the id is made an integer before it is divided.
+const blockOf = (id: string): string => `CAST(${id} AS INTEGER) / ${B} * ${B}`;
 /** The highest record id in the block starting at `lo` (an SQL expression), or `lo`. */
 const topRecord = (lo: string): string =>
   `(SELECT coalesce(max(id), ${lo}) FROM records WHERE id >= ${lo} AND id < ${lo} + ${B})`;

@@ -41,7 +41,7 @@ export async function adminWrite(
   write: AdminWrite,
   scope: number = ADMIN_KEY_SCOPE,
 ): Promise<Response> {
-  const writes = new AdminWrites(context.primary, context.meter);
+  const writes = new AdminWrites(context.primary, context.meter, context.tenant.id);
   const writeId = newWriteId(context.tenant.id);
   const claim = await claimed(context, writes, key, body, writeId, write, scope);
   if (claim instanceof Response) return claim;

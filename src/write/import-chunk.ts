@@ -10,6 +10,8 @@ import type { InputProblem } from '../http/errors.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { Imports, isChunkMoved, type ChunkDone, type ImportState } from '../storage/imports.ts';
 import { Meter } from '../storage/meter.ts';
+import { databaseFor } from '../storage/routes.ts';
+import { tenantOfId } from '../domain/tenant.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes, uniqueHolders } from '../storage/record-index.ts';
 import { foldCase } from '../core/fold.ts';
 import { isInvalidReference, referenceProblems } from '../storage/references.ts';
@@ -45,7 +47,9 @@ export async function importChunk(
   now: () => number = Date.now,
 ): Promise<{ more: boolean; workspaceId?: number }> {
   const meter = new Meter();
-  const imports = new Imports(env.DB, meter);
+  const db = await databaseFor(env, tenantOfId(id));
+  if (db === undefined) return { more: false };
+  const imports = new Imports(db, meter);
   const { state, caller, def } = await imports.context(id);
   if (state === undefined) return { more: false };
   if (state.status !== 'queued' && state.status !== 'running') {
@@ -72,11 +76,11 @@ export async function importChunk(
     await dropFile(env, state.file);
     return { more: false };
   }
-  const writes = new RecordWrites(env.DB, meter);
+  const writes = new RecordWrites(db, meter);
   const failed = new Map<number, InputProblem[]>();
   return recomputing(async (attempt) => {
     if (attempt > ATTEMPTS) throw new Error('an import chunk kept losing races');
-    const plan = await planChunk(env, meter, writes, state, caller, def, rows.rows, failed, now());
+    const plan = await planChunk(db, writes, state, caller, def, rows.rows, failed, now());
     if (plan.stale === true) return AGAIN;
     const done: ChunkDone = {
       from: state.position,
@@ -103,7 +107,7 @@ export async function importChunk(
           )),
     ];
     try {
-      await meter.d1(() => env.DB.batch(statements));
+      await meter.d1(() => db.batch(statements));
       if (done.last) await dropFile(env, state.file);
       return { more: !done.last, workspaceId: state.workspace_id };
     } catch (error) {
@@ -113,7 +117,7 @@ export async function importChunk(
       if (error instanceof VersionConflict) return AGAIN;
       // An upsert's value taken by another writer meanwhile: match again before listing rows as failed.
       if (state.mode === 'upsert' && isUniqueViolation(error) && attempt < ATTEMPTS / 2) return AGAIN;
-      const refused = await refusedRows(env, caller, def, plan, error);
+      const refused = await refusedRows(db, caller, def, plan, error);
       if (refused === undefined) throw error;
       for (const [number, problems] of refused) failed.set(number, problems);
       return AGAIN;
@@ -167,8 +171,7 @@ const inRow = ({ status: _status, ...problem }: InputProblem): InputProblem =>
   problem.pointer === undefined ? problem : { ...problem, pointer: problem.pointer.replace(/^\/0(?=\/|$)/, '') };
 
 async function planChunk(
-  env: Env,
-  meter: Meter,
+  db: D1Database,
   writes: RecordWrites,
   state: ImportState,
   caller: Caller,
@@ -250,7 +253,7 @@ async function planChunk(
     plan.errors = plan.errors.filter((e) => e.row < stop);
     plan.creates = plan.creates.filter((c) => c.number < stop);
   }
-  const holders = await uniqueHolders(env.DB, claims.slice(0, taken.length));
+  const holders = await uniqueHolders(db, claims.slice(0, taken.length));
   const ids = [...new Set(holders.filter((h): h is number => h !== undefined))];
   const deadline = Date.now() + TURN_TIMEOUT_MS;
   const turns = ids.length === 0 ? new Map<number, RecordOut>() : await writes.current(ids, deadline);
@@ -283,7 +286,7 @@ async function planChunk(
  * an earlier row) and references the importer may not make. Undefined: not a refusal of rows.
  */
 async function refusedRows(
-  env: Env,
+  db: D1Database,
   caller: Caller,
   def: ObjectDef,
   plan: ChunkPlan,
@@ -318,10 +321,10 @@ async function refusedRows(
       (i, name) =>
         `/${written[i]?.number}/fieldValues/${written[i]?.fieldValues.findIndex((f) => f.fieldName === name)}`,
     );
-    for (const clash of await uniqueClashes(env.DB, claims)) add(clash.pointer, clash);
+    for (const clash of await uniqueClashes(db, claims)) add(clash.pointer, clash);
   } else if (isInvalidReference(error)) {
     const claims = written.flatMap((w) => referenceClaims(def, w.fieldValues, w.base, `/${w.number}`));
-    for (const problem of await referenceProblems(env.DB, claims, caller.userId, '')) add(problem.pointer, problem);
+    for (const problem of await referenceProblems(db, claims, caller.userId, '')) add(problem.pointer, problem);
   } else return undefined;
   return refused.size > 0 ? refused : undefined;
 }

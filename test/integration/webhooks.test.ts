@@ -379,12 +379,16 @@ describe('webhook subscriptions', () => {
     await writeConcurrently(editor.key, workspaceId, object.id, 2, 1);
     const name = hookName();
     // Made behind the API's back: no object was ever told about it, and the writes came before it.
-    await env.DB.prepare(
-      `INSERT INTO webhooks (workspace_id, url, types, object_ids, secret, status, start_seq, created_at, created_by)
-       VALUES (?, ?, 'null', 'null', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'active', 0, 0, ?)`,
-    )
-      .bind(workspaceId, `${RECEIVER}/hook/${name}`, editor.id)
-      .run();
+    // Its id is taken as the service takes one, so that later subscriptions do not meet it.
+    await env.DB.batch([
+      env.DB.prepare("UPDATE sequences SET last = last + 1 WHERE name = 'webhooks' AND tenant = 1"),
+      env.DB.prepare(
+        `INSERT INTO webhooks (id, workspace_id, url, types, object_ids, secret, status, start_seq, created_at,
+           created_by)
+         SELECT last, ?, ?, 'null', 'null', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'active', 0, 0, ?
+         FROM sequences WHERE name = 'webhooks' AND tenant = 1`,
+      ).bind(workspaceId, `${RECEIVER}/hook/${name}`, editor.id),
+    ]);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await receiverLog(name)).toEqual([]);
     await runScheduled();
