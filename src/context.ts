@@ -36,6 +36,8 @@ export interface Context {
   recordTurns: RecordTurns;
   requestId: string;
   waitUntil: (promise: Promise<unknown>) => void;
+  /** Who calls the admin API, once checked: the admin token (the default tenant's), or a tenant's administrator. */
+  admin?: { userId: number | undefined };
 }
 
 /**

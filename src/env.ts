@@ -7,8 +7,9 @@
  * generated type names the record objects' class through a global declaration, not an import:
  * no module imports the object's code to know its environment.
  */
-export type Env = Pick<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES'> &
-  Partial<Omit<GeneratedEnv, 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES'>> & {
+type Bound = 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES' | 'TENANTS';
+export type Env = Pick<GeneratedEnv, Bound> &
+  Partial<Omit<GeneratedEnv, Bound>> & {
     /** `off` turns the limiter off: only the chaos build and the benchmark set it. */
     RATE_LIMITS?: string;
     /** Test builds only: the first webhook retry's wait and the failing time before disabling, in ms. */

@@ -19,6 +19,12 @@ export class ImportObject extends DurableObject<Env> {
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
   }
 
+  /** Its import is gone (its tenant was deleted): nothing of it stays. */
+  async forget(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
   override async alarm(): Promise<void> {
     const id = await this.ctx.storage.get<number>('importId');
     if (id === undefined) return;

@@ -12,6 +12,7 @@ export { RecordObject } from './record-object.ts';
 export { WebhookObject } from './webhook-object.ts';
 export { IndexBuildObject } from './index-build-object.ts';
 export { ImportObject } from './import-object.ts';
+export { TenantObject } from './tenant-object.ts';
 
 const router = buildRouter();
 

@@ -67,6 +67,7 @@ const definitionInput = {
 const definition = { id: 1, version: 1, ...definitionInput };
 const stagePatch = { fieldValues: [{ fieldName: 'stage', value: 'customer' }] };
 const cursor = 'Mg.xO5v0mXHj8Qm3n1wXb2pXg';
+const tenant = { id: 2, name: 'Acme', database: 'DB_2', status: 'active', createdAt: AT };
 const webhook = {
   id: 1,
   url: 'https://hooks.example.com/records',
@@ -223,6 +224,27 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   updateObject: { request: definitionInput, response: { ...definition, version: 2 } },
   getObject: { response: definition },
   getObjectVersion: { response: definition },
+  createTenant: {
+    request: { name: 'Acme', database: 'DB_2' },
+    response: { ...tenant, adminKey: 'rk2_7Hq0bX3mN9vL1cT5yR8wZ2kF6pJ4dS0aGeUiOnMhBlQ' },
+  },
+  listTenants: {
+    response: {
+      items: [{ id: 1, name: 'default', database: 'DB', status: 'active', createdAt: 0 }, tenant],
+      nextCursor: null,
+    },
+  },
+  getTenant: { response: tenant },
+  deleteTenant: { response: { ...tenant, status: 'deleting' } },
+  listDatabases: {
+    response: {
+      items: [
+        { name: 'DB', tenants: 1, bytes: 1_254_330_368 },
+        { name: 'DB_2', tenants: 1, bytes: 86_016 },
+        { name: 'DB_3', tenants: 0, bytes: 61_440 },
+      ],
+    },
+  },
 };
 
 const PROBLEMS: Record<number, { code: string; title: string; detail?: string; errors?: unknown[] }> = {

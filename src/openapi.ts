@@ -90,7 +90,10 @@ const TAGS: Record<Tag, string> = {
   Webhooks:
     "Push: each change of a workspace's feed POSTed to a URL, signed as Standard Webhooks, in feed order, at least " +
     "once; for the workspace's editors.",
-  Admin: 'Users, keys, workspaces, memberships and object definitions; needs the ADMIN_TOKEN secret.',
+  Admin:
+    "A tenant's users, keys, workspaces, memberships and object definitions; needs the key of one of its " +
+    'administrators, or the ADMIN_TOKEN secret for the default tenant.',
+  Tenants: "The operator's: tenants and the databases they are on; needs the ADMIN_TOKEN secret.",
   Service: 'Health and this document; no key.',
 };
 
@@ -120,6 +123,8 @@ export function errorStatuses(op: Operation): number[] {
   const statuses = new Set<number>([...op.errors, 400, 500, 503]);
   if (op.auth !== 'none') statuses.add(401);
   if (op.auth === 'key') statuses.add(429);
+  // The admin API refuses a key that is no administrator's; the operator's, any key.
+  if (op.auth === 'admin' || op.auth === 'operator') statuses.add(403);
   if (op.body !== undefined || op.fileBody !== undefined) [400, 413, 415].forEach((s) => statuses.add(s));
   if (hasParams) [400, 404, 405].forEach((s) => statuses.add(s));
   if (op.idempotencyKey === true) [400, 409, 422].forEach((s) => statuses.add(s));
@@ -254,7 +259,11 @@ function operationObject(op: Operation): Record<string, unknown> {
     tags: [op.tag],
     summary: op.summary,
     description: op.description,
-    ...(op.auth === 'none' ? { security: [] } : op.auth === 'admin' ? { security: [{ adminToken: [] }] } : {}),
+    ...(op.auth === 'none'
+      ? { security: [] }
+      : op.auth === 'admin' || op.auth === 'operator'
+        ? { security: [{ adminToken: [] }] }
+        : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.fileBody === undefined ? {} : { requestBody: { required: true, content: files(op.fileBody) } }),
     ...(op.body === undefined
@@ -295,7 +304,13 @@ export function openApiDocument(operations: readonly Operation[]): unknown {
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from POST /admin/users/{userId}/keys' },
-        adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN secret' },
+        adminToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            "The ADMIN_TOKEN secret (the default tenant's admin API, and the operator's), or an API key of a " +
+            "tenant administrator (that tenant's admin API)",
+        },
       },
       headers: HEADERS,
       schemas: toJsonSchemaDefs(COMPONENTS, CONVERSION),

@@ -8,6 +8,7 @@ import { Webhooks } from './storage/webhooks.ts';
 import { objectsBuilding } from './storage/record-index.ts';
 import { startIndexBuild } from './push/index-builds.ts';
 import { databaseNamed, databaseNames } from './storage/routes.ts';
+import { Catalog } from './storage/catalog.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
@@ -22,6 +23,24 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
     const db = databaseNamed(env, name);
     if (db !== undefined) await runOn(env, db, name, now);
   }
+  try {
+    console.log(JSON.stringify({ scheduled: 'tenant removals resumed', removed: await resumeRemovals(env) }));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(JSON.stringify({ scheduled: 'tenant removals resumed', error: message }));
+  }
+}
+
+/** A deleted tenant whose removal never started (its start was lost) is removed all the same. */
+async function resumeRemovals(env: Env): Promise<number> {
+  const meter = new Meter();
+  const catalog = new Catalog(env.DB, meter);
+  const ids = await catalog.deleting();
+  for (const id of ids) {
+    const tenant = await catalog.get(id);
+    if (tenant !== undefined) await env.TENANTS.getByName(String(id)).remove(id, tenant.database);
+  }
+  return ids.length;
 }
 
 async function runOn(env: Env, db: D1Database, database: string, now: number): Promise<void> {

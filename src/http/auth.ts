@@ -1,4 +1,4 @@
-import { adminUnauthorized, HttpError, unauthorized } from './errors.ts';
+import { adminUnauthorized, forbidden, HttpError, unauthorized } from './errors.ts';
 
 const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})$/i;
 
@@ -44,12 +44,12 @@ const base64url = (bytes: Uint8Array): string =>
     .replaceAll('=', '');
 
 /**
- * The API key an admin write issues: `rk_` (which makes leaked keys greppable) and the base64url
- * HMAC-SHA256 of its write id under `secret` (the admin token). Only its hash is stored; the write's ledger
- * row keeps the answer
- * without it, and a retry or a replay of the write computes the same key again.
+ * The API key an admin write issues: `start` (`rk_`, or `rk<tenant>_` for a tenant of its own:
+ * leaked keys are greppable, and a key names its tenant) and the base64url HMAC-SHA256 of its
+ * write id under `secret` (the admin token). Only its hash is stored; the write's ledger row keeps
+ * the answer without it, and a retry or a replay of the write computes the same key again.
  */
-export async function derivedApiKey(secret: string, writeId: string): Promise<string> {
+export async function derivedApiKey(secret: string, writeId: string, start = 'rk_'): Promise<string> {
   const key = await crypto.subtle.importKey(
     'raw',
     new TextEncoder().encode(secret),
@@ -58,11 +58,11 @@ export async function derivedApiKey(secret: string, writeId: string): Promise<st
     ['sign'],
   );
   const mac = await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`api-key\n${writeId}`));
-  return 'rk_' + base64url(new Uint8Array(mac));
+  return start + base64url(new Uint8Array(mac));
 }
 
-/** The admin API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 when no token is configured. */
-export async function requireAdmin(request: Request, adminToken: string | undefined): Promise<void> {
+/** Whether the request's bearer is the admin token; 503 when no token is configured, 401 without a bearer. */
+export async function isAdminToken(request: Request, adminToken: string | undefined): Promise<boolean> {
   if (adminToken === undefined || adminToken === '') {
     throw new HttpError(503, {
       code: 'unavailable',
@@ -75,5 +75,11 @@ export async function requireAdmin(request: Request, adminToken: string | undefi
   // Compare digests so the comparison takes the same time whatever the lengths.
   const [a, b] = await Promise.all([sha256Hex(sent), sha256Hex(adminToken)]);
   const enc = new TextEncoder();
-  if (!crypto.subtle.timingSafeEqual(enc.encode(a), enc.encode(b))) throw adminUnauthorized();
+  return crypto.subtle.timingSafeEqual(enc.encode(a), enc.encode(b));
+}
+
+/** The operator's API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 without a token, 403 for any other key. */
+export async function requireOperator(request: Request, adminToken: string | undefined): Promise<void> {
+  if (!(await isAdminToken(request, adminToken)))
+    throw forbidden('The operator API takes the ADMIN_TOKEN secret, not an API key.');
 }

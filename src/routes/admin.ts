@@ -9,15 +9,31 @@ import {
   reservedNames,
   type ObjectDef,
 } from '../domain/definition.ts';
-import { derivedApiKey, KEY_PREFIX_LENGTH, requireAdmin, sha256Hex } from '../http/auth.ts';
+import { derivedApiKey, isAdminToken, KEY_PREFIX_LENGTH, keyHashOf, sha256Hex } from '../http/auth.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
-import { HttpError, invalidBody, invalidQuery, notFound, rejected, type InputProblem } from '../http/errors.ts';
+import {
+  adminUnauthorized,
+  forbidden,
+  HttpError,
+  invalidBody,
+  invalidQuery,
+  notFound,
+  rejected,
+  type InputProblem,
+} from '../http/errors.ts';
+import { keyStart, ownId } from '../domain/tenant.ts';
 import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
-import { MembershipInput, NamedInput, ObjectDefinitionInput, type ObjectDefinitionIn } from '../schemas/admin.ts';
+import {
+  MembershipInput,
+  NamedInput,
+  ObjectDefinitionInput,
+  UserInput,
+  type ObjectDefinitionIn,
+} from '../schemas/admin.ts';
 import { parseObject, pointer, type Parsed } from '../schemas/parse.ts';
 import { keyHeader, type KeyHeader } from '../write/claim.ts';
 import { AdminStore, type Member, type Named } from '../storage/admin.ts';
@@ -32,7 +48,26 @@ import { revokedHere } from '../storage/sessions.ts';
  * checks the admin token first, so a caller without it learns nothing else about the request.
  */
 
-const adminStore = ({ primary, meter }: Context): AdminStore => new AdminStore(primary, meter);
+const adminStore = ({ primary, meter, tenant }: Context): AdminStore => new AdminStore(primary, meter, tenant.id);
+
+/**
+ * Who may call the admin API: the admin token (the operator, for the default tenant, as before
+ * tenants), or the key of an administrator of the key's tenant, for that tenant alone. Another
+ * key is 403; no key, or one that is none, 401.
+ */
+async function requireAdmin(request: IRequest, context: Context): Promise<void> {
+  if (await isAdminToken(request, context.env.ADMIN_TOKEN)) {
+    context.admin = { userId: undefined };
+    return;
+  }
+  const holder = await context.keys.holder(await keyHashOf(request));
+  if (holder === undefined) throw adminUnauthorized();
+  if (!holder.admin) throw forbidden("The admin API takes the ADMIN_TOKEN secret or a tenant administrator's key.");
+  context.admin = { userId: holder.userId };
+}
+
+/** A path's id as the caller's tenant may name it (another tenant's is no id: as one that does not exist). */
+const own = (context: Context, id: number): number => ownId(context.tenant.id, id);
 
 /** The parsed body, or one 400 listing every problem of the body and of the Idempotency-Key header. */
 function valid<T>(parsed: Parsed<T>, key: KeyHeader): T {
@@ -47,18 +82,13 @@ function noBodyProblems(key: KeyHeader): void {
 }
 
 export async function createUser(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const key = keyHeader(request);
-  const { name } = valid(parseObject(NamedInput, await readJson(request)), key);
-  return adminWrite(
-    context,
-    key.key,
-    { name },
-    {
-      batch: (writes, writeId, now) => writes.createUser(writeId, name, now),
-      failure: () => notFound('User'),
-    },
-  );
+  const input = valid(parseObject(UserInput, await readJson(request)), key);
+  return adminWrite(context, key.key, input, {
+    batch: (writes, writeId, now) => writes.createUser(writeId, input.name, now, input.admin === true),
+    failure: () => notFound('User'),
+  });
 }
 
 /**
@@ -103,7 +133,7 @@ const keyHashesOf = (effects: D1Result[] | undefined): string[] =>
   ((effects?.[0]?.results ?? []) as { key_hash: string }[]).map((row) => row.key_hash);
 
 export async function listUsers(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const store = adminStore(context);
   return page(
     request,
@@ -119,8 +149,8 @@ export async function listUsers(request: IRequest, context: Context): Promise<Re
  * this isolate (its memory forgets them), within the memory's 30 s in every other isolate.
  */
 export async function deleteUser(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { userId } = pathIds(request.params, 'userId');
+  await requireAdmin(request, context);
+  const userId = own(context, pathIds(request.params, 'userId').userId);
   const key = keyHeader(request);
   noBodyProblems(key);
   return adminWrite(context, key.key, null, {
@@ -137,28 +167,29 @@ export async function deleteUser(request: IRequest, context: Context): Promise<R
  */
 export async function createKey(request: IRequest, context: Context): Promise<Response> {
   const secret = context.env.ADMIN_TOKEN ?? '';
-  await requireAdmin(request, secret);
-  const { userId } = pathIds(request.params, 'userId');
+  await requireAdmin(request, context);
+  const userId = own(context, pathIds(request.params, 'userId').userId);
   const key = keyHeader(request);
   noBodyProblems(key);
   const hidden = '"key":""';
+  const start = keyStart(context.tenant.id);
   return adminWrite(context, key.key, null, {
     batch: async (writes, writeId, now) => {
-      const apiKey = await derivedApiKey(secret, writeId);
+      const apiKey = await derivedApiKey(secret, writeId, start);
       const prefix = apiKey.slice(0, KEY_PREFIX_LENGTH);
       const rest = afterId({ id: 0, key: '', prefix, createdAt: now });
       return writes.createKey(writeId, userId, await sha256Hex(apiKey), prefix, rest, now);
     },
     failure: () => notFound('User'),
     reveal: async (body, writeId) =>
-      body.replace(hidden, `"key":${JSON.stringify(await derivedApiKey(secret, writeId))}`),
+      body.replace(hidden, `"key":${JSON.stringify(await derivedApiKey(secret, writeId, start))}`),
   });
 }
 
-export async function listKeys(request: IRequest, { env, keys }: Context): Promise<Response> {
-  await requireAdmin(request, env.ADMIN_TOKEN);
-  const { userId } = pathIds(request.params, 'userId');
-  const list = await keys.list(userId);
+export async function listKeys(request: IRequest, context: Context): Promise<Response> {
+  await requireAdmin(request, context);
+  const userId = own(context, pathIds(request.params, 'userId').userId);
+  const list = await context.keys.list(userId);
   if (list === undefined) throw notFound('User');
   return json(list);
 }
@@ -168,8 +199,8 @@ export async function listKeys(request: IRequest, { env, keys }: Context): Promi
  * in flight cannot put it back), within the memory's 30 s in every other isolate.
  */
 export async function revokeKey(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { keyId } = pathIds(request.params, 'keyId');
+  await requireAdmin(request, context);
+  const keyId = own(context, pathIds(request.params, 'keyId').keyId);
   const key = keyHeader(request);
   noBodyProblems(key);
   return adminWrite(context, key.key, null, {
@@ -180,7 +211,7 @@ export async function revokeKey(request: IRequest, context: Context): Promise<Re
 }
 
 export async function createWorkspace(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const key = keyHeader(request);
   const { name } = valid(parseObject(NamedInput, await readJson(request)), key);
   return adminWrite(
@@ -195,7 +226,7 @@ export async function createWorkspace(request: IRequest, context: Context): Prom
 }
 
 export async function listWorkspaces(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const store = adminStore(context);
   return page(
     request,
@@ -212,8 +243,8 @@ export async function listWorkspaces(request: IRequest, context: Context): Promi
  * shared with it keeps it for good), naming what keeps it.
  */
 export async function deleteWorkspace(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  await requireAdmin(request, context);
+  const workspaceId = own(context, pathIds(request.params, 'workspaceId').workspaceId);
   const key = keyHeader(request);
   noBodyProblems(key);
   return adminWrite(context, key.key, null, {
@@ -243,8 +274,9 @@ export async function deleteWorkspace(request: IRequest, context: Context): Prom
 }
 
 export async function putMember(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
+  await requireAdmin(request, context);
+  const ids = pathIds(request.params, 'workspaceId', 'userId');
+  const [workspaceId, userId] = [own(context, ids.workspaceId), own(context, ids.userId)];
   const key = keyHeader(request);
   const { role } = valid(parseObject(MembershipInput, await readJson(request)), key);
   return adminWrite(
@@ -261,8 +293,9 @@ export async function putMember(request: IRequest, context: Context): Promise<Re
 }
 
 export async function deleteMember(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { workspaceId, userId } = pathIds(request.params, 'workspaceId', 'userId');
+  await requireAdmin(request, context);
+  const ids = pathIds(request.params, 'workspaceId', 'userId');
+  const [workspaceId, userId] = [own(context, ids.workspaceId), own(context, ids.userId)];
   const key = keyHeader(request);
   noBodyProblems(key);
   return adminWrite(context, key.key, null, {
@@ -274,8 +307,8 @@ export async function deleteMember(request: IRequest, context: Context): Promise
 }
 
 export async function listMembers(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  await requireAdmin(request, context);
+  const workspaceId = own(context, pathIds(request.params, 'workspaceId').workspaceId);
   const store = adminStore(context);
   const scope = `admin/workspaces/${workspaceId}/members`;
   return page(
@@ -303,9 +336,9 @@ async function definitionBody(
   const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)), key);
   const shape = definitionProblems(input);
   if (shape.length > 0) throw invalidBody(shape);
-  const targets = input.fields.flatMap((field) => (field.target === undefined ? [] : [field.target]));
+  const targets = input.fields.flatMap((field) => (field.target === undefined ? [] : [own(context, field.target)]));
   const [existing, objects, history] = await Promise.all([
-    adminStore(context).existingWorkspaces(input.workspaceIds),
+    adminStore(context).existingWorkspaces(input.workspaceIds.map((id) => own(context, id))),
     adminStore(context).objects(targets),
     objectId === undefined ? [] : adminStore(context).fieldHistory(objectId),
   ]);
@@ -366,7 +399,7 @@ function definitionColumns(
 }
 
 export async function createObject(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const key = keyHeader(request);
   const input = await definitionBody(request, context, key);
   const { columns, out } = definitionColumns(input, 0, 1);
@@ -377,8 +410,8 @@ export async function createObject(request: IRequest, context: Context): Promise
 }
 
 export async function updateObject(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
-  const { objectId } = pathIds(request.params, 'objectId');
+  await requireAdmin(request, context);
+  const objectId = own(context, pathIds(request.params, 'objectId').objectId);
   const key = keyHeader(request);
   const input = await definitionBody(request, context, key, objectId);
   const { columns, out } = definitionColumns(input, objectId, 0);
@@ -414,7 +447,7 @@ export async function updateObject(request: IRequest, context: Context): Promise
 }
 
 export async function listObjects(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const store = adminStore(context);
   return page(
     request,
@@ -427,17 +460,17 @@ export async function listObjects(request: IRequest, context: Context): Promise<
 }
 
 export async function getObjectVersion(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const { objectId, version } = pathIds(request.params, 'objectId', 'version');
-  const def = await adminStore(context).getObjectVersion(objectId, version);
+  const def = await adminStore(context).getObjectVersion(own(context, objectId), version);
   if (def === undefined) throw notFound('Object version');
   return json(definitionOut(def));
 }
 
 export async function getObject(request: IRequest, context: Context): Promise<Response> {
-  await requireAdmin(request, context.env.ADMIN_TOKEN);
+  await requireAdmin(request, context);
   const { objectId } = pathIds(request.params, 'objectId');
-  const def = await adminStore(context).getObject(objectId);
+  const def = await adminStore(context).getObject(own(context, objectId));
   if (def === undefined) throw notFound('Object');
   return json(definitionOut(def));
 }

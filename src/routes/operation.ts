@@ -17,7 +17,7 @@ export interface QueryParameter {
 
 export type Handler = (request: IRequest, context: Context) => Promise<Response> | Response;
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type Tag = 'Records' | 'Webhooks' | 'Admin' | 'Service';
+export type Tag = 'Records' | 'Webhooks' | 'Admin' | 'Tenants' | 'Service';
 
 /** One operation: how it is routed and how /openapi.json documents it. */
 export interface Operation {
@@ -31,7 +31,8 @@ export interface Operation {
   summary: string;
   /** What a client needs to know beyond the summary (CommonMark). */
   description: string;
-  auth: 'key' | 'admin' | 'none';
+  /** `admin`: the admin token or a tenant administrator's key; `operator`: the admin token alone. */
+  auth: 'key' | 'admin' | 'operator' | 'none';
   body?: v.GenericSchema;
   /** The body may be left out altogether. */
   bodyOptional?: true;

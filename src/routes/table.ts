@@ -6,12 +6,19 @@ import {
   MembershipPage,
   Named,
   NamedInput,
+  User,
+  UserInput,
   NewApiKey,
   ObjectDefinition,
   ObjectDefinitionInput,
   ObjectDefinitionPage,
   UserPage,
   WorkspacePage,
+  DatabaseList,
+  NewTenant,
+  Tenant,
+  TenantInput,
+  TenantPage,
 } from '../schemas/admin.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import { Health } from '../schemas/problem.ts';
@@ -26,6 +33,7 @@ import {
   UpsertBody,
 } from '../schemas/record.ts';
 import * as admin from './admin.ts';
+import * as tenants from './tenants.ts';
 import { openApiResponse } from '../openapi.ts';
 import { health } from './meta.ts';
 import {
@@ -637,11 +645,13 @@ export const operations: Operation[] = [
     operationId: 'createUser',
     tag: 'Admin',
     summary: 'Create a user',
-    description: 'Users own API keys and are members of workspaces.',
+    description:
+      'Users own API keys and are members of workspaces. An administrator (`admin: true`) calls the admin API of ' +
+      'their tenant with their own key.',
     auth: 'admin',
     idempotencyKey: true,
-    body: NamedInput,
-    ok: { status: 201, schema: Named },
+    body: UserInput,
+    ok: { status: 201, schema: User },
     errors: [],
   },
   {
@@ -861,6 +871,76 @@ export const operations: Operation[] = [
     description: 'Any kept version (the one a record was created with, say); 404 if there is none.',
     auth: 'admin',
     ok: { status: 200, schema: ObjectDefinition },
+    errors: [],
+  },
+  {
+    method: 'POST',
+    path: '/tenants',
+    handler: tenants.createTenant,
+    operationId: 'createTenant',
+    tag: 'Tenants',
+    summary: 'Create a tenant',
+    description:
+      'A tenant is an organization: its users, keys, workspaces, objects and records are its own and no other ' +
+      "tenant's key sees them. Without `database` it goes to the database with the most room. `adminKey` is the " +
+      'key of its first user, an administrator, who calls the admin API for it: shown once (a keyed retry shows ' +
+      'it again).',
+    auth: 'operator',
+    idempotencyKey: true,
+    body: TenantInput,
+    ok: { status: 201, schema: NewTenant },
+    errors: [],
+  },
+  {
+    method: 'GET',
+    path: '/tenants',
+    handler: tenants.listTenants,
+    operationId: 'listTenants',
+    tag: 'Tenants',
+    summary: 'List tenants',
+    description: 'Every tenant not deleted, the default tenant (id 1) first, ascending by id.',
+    auth: 'operator',
+    ok: { status: 200, schema: TenantPage },
+    query: PAGE_QUERY,
+    errors: [],
+  },
+  {
+    method: 'GET',
+    path: '/tenants/:tenantId',
+    handler: tenants.getTenant,
+    operationId: 'getTenant',
+    tag: 'Tenants',
+    summary: 'Read a tenant',
+    description: 'Its database and status; 404 once it is deleted.',
+    auth: 'operator',
+    ok: { status: 200, schema: Tenant },
+    errors: [],
+  },
+  {
+    method: 'DELETE',
+    path: '/tenants/:tenantId',
+    handler: tenants.deleteTenant,
+    operationId: 'deleteTenant',
+    tag: 'Tenants',
+    summary: 'Delete a tenant',
+    description:
+      'Its keys answer 401 at once; its rows, import files and objects are then removed in the background ' +
+      '(`status: deleting`), after which it is 404. The default tenant cannot be deleted (409).',
+    auth: 'operator',
+    idempotencyKey: true,
+    ok: { status: 202, schema: Tenant },
+    errors: [409],
+  },
+  {
+    method: 'GET',
+    path: '/databases',
+    handler: tenants.listDatabases,
+    operationId: 'listDatabases',
+    tag: 'Tenants',
+    summary: 'List databases',
+    description: 'Every D1 database the deployment serves records from, the tenants on it and its size in bytes.',
+    auth: 'operator',
+    ok: { status: 200, schema: DatabaseList },
     errors: [],
   },
 ];

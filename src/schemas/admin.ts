@@ -19,6 +19,14 @@ export const FIELD_TYPES = [
 
 export const NamedInput = v.strictObject({ name: EntityName });
 export const Named = v.strictObject({ id: Id, name: EntityName });
+/** A user: an administrator of their tenant calls its admin API with their own key. */
+export const UserInput = v.strictObject({
+  name: EntityName,
+  admin: v.exactOptional(
+    v.pipe(v.boolean(), v.description("An administrator of the tenant: calls its admin API with the user's own key.")),
+  ),
+});
+export const User = v.strictObject({ id: Id, name: EntityName, admin: UserInput.entries.admin });
 
 /** A key as listed (never the key itself). */
 export const ApiKeyInfo = v.strictObject({
@@ -109,7 +117,38 @@ export const ObjectDefinition = v.strictObject({
 const pageOf = <S extends v.GenericSchema>(item: S) =>
   v.strictObject({ items: v.array(item), nextCursor: v.nullable(v.string()) });
 
-export const UserPage = pageOf(Named);
+export const UserPage = pageOf(User);
 export const WorkspacePage = pageOf(Named);
 export const MembershipPage = pageOf(Membership);
 export const ObjectDefinitionPage = pageOf(ObjectDefinition);
+
+/** A tenant: an organization whose users, keys, workspaces, objects and records are its own. */
+export const TenantInput = v.strictObject({
+  name: EntityName,
+  database: v.exactOptional(
+    v.pipe(
+      v.string(),
+      v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/),
+      v.description('The database (a D1 binding of the deployment) to put it on; else the one with the most room.'),
+    ),
+  ),
+});
+export const TenantStatus = v.picklist(['active', 'moving', 'deleting']);
+export const Tenant = v.strictObject({
+  id: Id,
+  name: EntityName,
+  database: v.string(),
+  status: TenantStatus,
+  createdAt: Id,
+});
+export const NewTenant = v.strictObject({
+  ...Tenant.entries,
+  adminKey: v.pipe(v.string(), v.description("The key of the tenant's first user, an administrator: shown this once.")),
+});
+export const TenantPage = pageOf(Tenant);
+export const DatabaseInfo = v.strictObject({
+  name: v.pipe(v.string(), v.description('The D1 binding.')),
+  tenants: v.pipe(Id, v.description('Tenants on it, the default tenant counted where it is.')),
+  bytes: v.pipe(Id, v.description('Its size, as D1 reports it.')),
+});
+export const DatabaseList = v.strictObject({ items: v.array(DatabaseInfo) });

@@ -5,6 +5,7 @@ import type { Meter } from './meter.ts';
 import { RecordWrites } from './writes.ts';
 import { reindexObject } from './record-index.ts';
 import { nextId } from './sequences.ts';
+import type { Catalog } from './catalog.ts';
 import type { D1 } from './sessions.ts';
 
 /**
@@ -94,6 +95,40 @@ export class AdminWrites {
       complete: this.db
         .prepare(COMPLETE(`SELECT ${id}`))
         .bind(writeId, 201, afterId(admin ? { id: 0, name, admin: true } : { id: 0, name })),
+    };
+  }
+
+  /**
+   * A new tenant in the catalog (on DB): `{"id","name","database","status","createdAt",…}`, where
+   * `rest` is the answer after its id (the catalog never deletes a row: its newest is the highest).
+   */
+  createTenant(writeId: string, catalog: Catalog, name: string, database: string, rest: string, now: number) {
+    return {
+      ledger: this.db.prepare(LEDGER).bind(writeId, PENDING),
+      effects: [catalog.insert(name, database, now)],
+      complete: this.db.prepare(COMPLETE('SELECT max(id) FROM tenants')).bind(writeId, 201, rest),
+    } satisfies AdminBatch;
+  }
+
+  /** A tenant's first user, an administrator, and their key (its hash and prefix): `{"id"}` of the user. */
+  firstAdministrator(writeId: string, keyHash: string, prefix: string, now: number): AdminBatch {
+    const user = nextId(this.db, 'users', this.tenant);
+    const key = nextId(this.db, 'api_keys', this.tenant);
+    return {
+      ledger: this.db.prepare(LEDGER).bind(writeId, PENDING),
+      effects: [
+        user.take,
+        this.db
+          .prepare(`INSERT INTO users (id, name, created_at, admin) VALUES (${user.id}, 'administrator', ?, 1)`)
+          .bind(now),
+        key.take,
+        this.db
+          .prepare(
+            `INSERT INTO api_keys (id, key_hash, prefix, user_id, created_at) VALUES (${key.id}, ?, ?, ${user.id}, ?)`,
+          )
+          .bind(keyHash, prefix, now),
+      ],
+      complete: this.db.prepare(COMPLETE(`SELECT ${user.id}`)).bind(writeId, 201, afterId({ id: 0 })),
     };
   }
 

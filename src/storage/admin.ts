@@ -1,4 +1,5 @@
 import type { Role } from '../domain/access.ts';
+import { idRange } from '../domain/tenant.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
@@ -24,10 +25,18 @@ export interface Member {
 const DEFINITION_COLUMNS = 'v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids';
 
 export class AdminStore {
+  /** `tenant`: whose entities are listed (the ids of its block). */
   constructor(
     private readonly db: D1,
     private readonly meter: Meter,
+    private readonly tenant: number,
   ) {}
+
+  /** The ids of the tenant's block after `after`: `[from, below]` for `id > ?1 AND id < ?2`. */
+  private block(after: number): [number, number] {
+    const { lo, hi } = idRange(this.tenant);
+    return [Math.max(after, lo), hi];
+  }
 
   private batch<T>(statements: D1PreparedStatement[], idempotent: boolean): Promise<D1Result<T>[]> {
     const once = (): Promise<D1Result<T>[]> => this.meter.d1(() => this.db.batch<T>(statements));
@@ -39,18 +48,23 @@ export class AdminStore {
     return idempotent ? retrying(once) : once();
   }
 
-  /** Users with an id above `after`, ascending, at most `limit`. */
-  async listUsers(after: number, limit: number): Promise<Named[]> {
-    return this.all<Named>(
-      this.db.prepare('SELECT id, name FROM users WHERE id > ? ORDER BY id LIMIT ?').bind(after, limit),
+  /** Users with an id above `after`, ascending, at most `limit` (an administrator says so). */
+  async listUsers(after: number, limit: number): Promise<(Named & { admin?: true })[]> {
+    const rows = await this.all<Named & { admin: number }>(
+      this.db
+        .prepare('SELECT id, name, admin FROM users WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3')
+        .bind(...this.block(after), limit),
       true,
     );
+    return rows.map(({ id, name, admin }) => (admin === 1 ? { id, name, admin: true } : { id, name }));
   }
 
   /** Workspaces with an id above `after`, ascending, at most `limit`. */
   async listWorkspaces(after: number, limit: number): Promise<Named[]> {
     return this.all<Named>(
-      this.db.prepare('SELECT id, name FROM workspaces WHERE id > ? ORDER BY id LIMIT ?').bind(after, limit),
+      this.db
+        .prepare('SELECT id, name FROM workspaces WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3')
+        .bind(...this.block(after), limit),
       true,
     );
   }
@@ -115,9 +129,9 @@ export class AdminStore {
         .prepare(
           `SELECT ${DEFINITION_COLUMNS} FROM objects o JOIN object_versions v 
              ON v.object_id = o.id AND v.version = o.current_version
-           WHERE o.id > ? ORDER BY o.id LIMIT ?`,
+           WHERE o.id > ?1 AND o.id < ?2 ORDER BY o.id LIMIT ?3`,
         )
-        .bind(after, limit),
+        .bind(...this.block(after), limit),
       true,
     );
     return rows.map(toObjectDef);

@@ -1,3 +1,4 @@
+import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import type { D1 } from './sessions.ts';
@@ -23,6 +24,26 @@ export class KeyStore {
     private readonly db: D1,
     private readonly meter: Meter,
   ) {}
+
+  /**
+   * The user behind a key hash and whether they administer their tenant; undefined for a key that
+   * is not one (or whose tenant left this database).
+   */
+  async holder(keyHash: string): Promise<{ userId: number; admin: boolean } | undefined> {
+    const { results } = await retrying(() =>
+      this.meter.d1(() =>
+        this.db
+          .prepare(
+            `SELECT u.id, u.admin FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?
+               AND NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = u.id / ${TENANT_BLOCK} + 1)`,
+          )
+          .bind(keyHash)
+          .all<{ id: number; admin: number }>(),
+      ),
+    );
+    const [row] = results;
+    return row === undefined ? undefined : { userId: row.id, admin: row.admin === 1 };
+  }
 
   /** A user's keys, oldest first; undefined when the user does not exist. */
   async list(userId: number): Promise<KeyInfo[] | undefined> {

@@ -39,7 +39,7 @@ export async function adminWrite(
   key: IdempotencyKey | undefined,
   body: unknown,
   write: AdminWrite,
-  scope: number = ADMIN_KEY_SCOPE,
+  scope: number = context.admin?.userId ?? ADMIN_KEY_SCOPE,
 ): Promise<Response> {
   const writes = new AdminWrites(context.primary, context.meter, context.tenant.id);
   const writeId = newWriteId(context.tenant.id);

@@ -5,6 +5,7 @@ import type { Env } from '../../src/env.ts';
 // Webhook deliveries are not under chaos here: the production class as it is.
 export { WebhookObject } from '../../src/webhook-object.ts';
 export { IndexBuildObject } from '../../src/index-build-object.ts';
+export { TenantObject } from '../../src/tenant-object.ts';
 import { ImportObject as ProductionImport } from '../../src/import-object.ts';
 import { chaosEnv, type ChaosVars } from './faults.ts';
 

@@ -140,7 +140,7 @@ describe('GET /openapi.json', () => {
     expect(text).not.toContain('"title":{"type":"string"}');
     expect(doc.info.description).toEqual(expect.any(String));
     expect(doc.servers.length).toBeGreaterThan(0);
-    expect(doc.tags.map((t: any) => t.name)).toEqual(['Records', 'Webhooks', 'Admin', 'Service']);
+    expect(doc.tags.map((t: any) => t.name)).toEqual(['Records', 'Webhooks', 'Admin', 'Tenants', 'Service']);
 
     const patch = doc.paths['/workspaces/{workspaceId}/records/{recordId}'].patch;
     expect(patch.responses['401'].headers['WWW-Authenticate']).toEqual({
@@ -175,7 +175,7 @@ describe('GET /openapi.json', () => {
       operations.filter((op) => op.method !== 'GET' && op.operationId !== 'queryRecords').map((op) => op.operationId),
     );
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toContain('upsertRecords');
-    expect(operations.filter((op) => op.idempotencyKey).length).toBe(23);
+    expect(operations.filter((op) => op.idempotencyKey).length).toBe(25);
   });
 
   it(

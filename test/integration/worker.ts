@@ -3,6 +3,7 @@ import { RecordObject as Production } from '../../src/record-object.ts';
 import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts';
 import { IndexBuildObject as ProductionIndexBuild } from '../../src/index-build-object.ts';
 import { ImportObject as ProductionImport } from '../../src/import-object.ts';
+import { TenantObject as ProductionTenant } from '../../src/tenant-object.ts';
 import { importChunk } from '../../src/write/import-chunk.ts';
 import type { Env } from '../../src/env.ts';
 import { databaseNames } from '../../src/storage/routes.ts';
@@ -126,6 +127,13 @@ export class ImportObject extends ProductionImport {
   async release(id: number): Promise<void> {
     await this.ctx.storage.delete('held');
     await this.start(id);
+  }
+}
+
+/** The production tenant object, on the limited D1. */
+export class TenantObject extends ProductionTenant {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, limited(env));
   }
 }
 

@@ -112,6 +112,8 @@ export class Cluster {
       // Runs send no imports through the Worker (they run chunks themselves): never called.
       IMPORTS: {} as Env['IMPORTS'],
       IMPORT_FILES: {} as Env['IMPORT_FILES'],
+      // Runs delete no tenant: never called.
+      TENANTS: {} as Env['TENANTS'],
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',
