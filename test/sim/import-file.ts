@@ -1,4 +1,5 @@
 import { foldCase } from '../../src/core/fold.ts';
+import { neutralised } from '../../src/domain/formulas.ts';
 import type { World } from './world.ts';
 
 /**
@@ -194,9 +195,10 @@ function ndjsonLine(values: Values, bad: string | undefined, world: World): stri
 
 const quoted = (cell: string): string => `"${cell.replace(/"/g, '""')}"`;
 
+/** A cell as an export writes it: a value that reads as a formula neutralised (the import restores it). */
 function csvCell(value: unknown, world: World): string {
   if (value === undefined) return '';
-  const text = String(value);
+  const text = neutralised(String(value));
   return /[",\r\n]/.test(text) || world.chance(0.2) ? quoted(text) : text;
 }
 

@@ -477,8 +477,11 @@ function checkImport(
   cancels: readonly Answer[],
 ): Record<string, number> {
   const total = file.rows.length;
+  if (state.total !== total) violations.push(`the import counted ${state.total} rows in its file of ${total}`);
   const status = state.status as string;
-  const expectedStatus = cancels.some((a) => a.status === 200) ? 'cancelled' : 'succeeded';
+  // An import whose every row failed is failed (a cancel before its last chunk notwithstanding).
+  const allFailed = state.processed === total && total > 0 && state.failed === total;
+  const expectedStatus = allFailed ? 'failed' : cancels.some((a) => a.status === 200) ? 'cancelled' : 'succeeded';
   if (status !== expectedStatus)
     violations.push(
       `the import ended ${status}, expected ${expectedStatus} (cancels: ${cancels.map((a) => a.status)})`,
@@ -489,7 +492,7 @@ function checkImport(
         `a cancel answered rows ${JSON.stringify(answer.body.rows)}, ` +
           `the import ended with ${JSON.stringify(countsOf(state))}`,
       );
-  if (status === 'succeeded' && state.processed !== total)
+  if (status !== 'cancelled' && state.processed !== total)
     violations.push(`the import succeeded having processed ${state.processed} of ${total} rows`);
   const processed = state.processed as number;
 
@@ -590,15 +593,15 @@ function checkImport(
     else if (file.mode !== 'upsert') violations.push(`row ${n} of a create has no outcome at all`);
     else if (!heldBefore.has(n)) violations.push(`row ${n} counted unchanged, but no record held its values`);
   }
-  const held = { processed, created, updated, unchanged, failed: errors.length };
+  const held = { processed, created, updated, unchanged, failed: errors.length, total };
   if (JSON.stringify(held) !== JSON.stringify(countsOf(state)))
     violations.push(`the import counts ${JSON.stringify(countsOf(state))}, its outcomes are ${JSON.stringify(held)}`);
   return raced;
 }
 
 function countsOf(state: Record<string, any>): Record<string, number> {
-  const { processed, created, updated, unchanged, failed } = state;
-  return { processed, created, updated, unchanged, failed };
+  const { processed, created, updated, unchanged, failed, total } = state;
+  return { processed, created, updated, unchanged, failed, ...(total === null ? {} : { total }) };
 }
 
 /**

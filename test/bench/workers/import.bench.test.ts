@@ -42,7 +42,7 @@ describe(`import of ${ROWS} rows beside the batch API`, () => {
     const workspaceId = await newWorkspace({ [editor.id]: 'editor' });
     const fields = [
       { name: 'first', type: 'text', required: true },
-      { name: 'last', type: 'text' },
+      { name: 'last', type: 'text', unique: true },
       { name: 'rank', type: 'integer' },
     ];
     const definition = { name: 'Person', nameTemplate: '{first} {last}', fields };
@@ -73,6 +73,27 @@ describe(`import of ${ROWS} rows beside the batch API`, () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const importSeconds = (performance.now() - importStart) / 1000;
+    const upsertStart = performance.now();
+    const upserted = await exports.default.fetch(
+      `http://records.test/workspaces/${workspaceId}/imports?objectId=${imported.id}&mode=upsert&matchOn=last`,
+      {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${editor.key}`, 'Content-Type': 'application/x-ndjson' },
+        body: file,
+      },
+    );
+    expect(upserted.status).toBe(202);
+    const upsertId = ((await upserted.json()) as { id: number }).id;
+    for (;;) {
+      const state = (await call('GET', `/imports/${upsertId}`, { key: editor.key })).body;
+      if (state.status !== 'queued' && state.status !== 'running') {
+        expect(state).toMatchObject({ status: 'succeeded', rows: { unchanged: ROWS, failed: 0 } });
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const upsertSeconds = (performance.now() - upsertStart) / 1000;
+    console.log(`upsert ${upsertSeconds.toFixed(1)} s, ${Math.round(ROWS / upsertSeconds)} rows/s`);
     const d1AfterImport = await databaseBytes();
     expect(await count(imported.id)).toBe(ROWS);
 
