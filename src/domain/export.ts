@@ -1,5 +1,7 @@
+import type { InputProblem } from '../core/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { neutralised } from './formulas.ts';
+import { single } from './list-query.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
 
 /**
@@ -24,6 +26,32 @@ export const exportColumns = (def: ObjectDef): string[] => [
 
 /** Whether cells a spreadsheet would run as a formula are neutralised (the default) or kept as they are. */
 export type Formulas = 'escape' | 'keep';
+
+/** What `GET /workspaces/{id}/records/export` takes in its query string. */
+export interface ExportQuery {
+  objectId: number;
+  format: 'ndjson' | 'csv';
+  formulas: Formulas;
+}
+
+const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
+
+/** `objectId` (required), `format` (ndjson, the default, or csv) and, for a CSV export, `formulas` (escape or keep). */
+export function parseExportQuery(params: URLSearchParams): { query?: ExportQuery; problems: InputProblem[] } {
+  const { values, problems } = single(params, (name) => ['objectId', 'format', 'formulas'].includes(name));
+  const rawId = values.get('objectId') ?? '';
+  const objectId = /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
+  if (objectId === undefined) problems.push(bad('objectId', 'required', 'expected an object id'));
+  const format = values.get('format') ?? 'ndjson';
+  if (format !== 'ndjson' && format !== 'csv') problems.push(bad('format', 'invalid_value', 'expected ndjson or csv'));
+  const formulas = values.get('formulas') ?? 'escape';
+  if (formulas !== 'escape' && formulas !== 'keep')
+    problems.push(bad('formulas', 'invalid_value', 'expected escape or keep'));
+  else if (values.has('formulas') && format !== 'csv')
+    problems.push(bad('formulas', 'not_allowed', 'only a CSV export holds formulas'));
+  if (problems.length > 0 || objectId === undefined) return { problems };
+  return { query: { objectId, format: format as ExportQuery['format'], formulas: formulas as Formulas }, problems };
+}
 
 /** A field's value as a cell: no value empty, a string as it is (a `json` one as JSON), anything else as JSON. */
 function cellOf(field: FieldDef | undefined, value: unknown): string {

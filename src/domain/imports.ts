@@ -1,5 +1,6 @@
 import type { InputProblem } from '../core/problem.ts';
 import type { Result } from '../core/result.ts';
+import { single } from './list-query.ts';
 import type { ObjectDef } from './object-def.ts';
 
 /**
@@ -34,21 +35,14 @@ function matchOnProblems(mode: string, matchOn: string | undefined): InputProble
  * field in `matchOn`; or update, which matches on `id`).
  */
 export function parseImportQuery(params: URLSearchParams): Result<ImportQuery> {
-  const problems: InputProblem[] = [];
-  const seen = new Set<string>();
-  for (const name of params.keys()) {
-    if (!['objectId', 'mode', 'matchOn'].includes(name))
-      problems.push(bad(name, 'unknown_parameter', 'unknown query parameter'));
-    else if (seen.has(name)) problems.push(bad(name, 'duplicate', 'parameter given more than once'));
-    seen.add(name);
-  }
-  const rawId = params.get('objectId');
-  const objectId = rawId !== null && /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
+  const { values, problems } = single(params, (name) => ['objectId', 'mode', 'matchOn'].includes(name));
+  const rawId = values.get('objectId');
+  const objectId = rawId !== undefined && /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
   if (objectId === undefined || !Number.isSafeInteger(objectId))
-    problems.push(bad('objectId', rawId === null ? 'required' : 'invalid_type', 'expected an object id'));
-  const mode = params.get('mode') ?? 'create';
+    problems.push(bad('objectId', rawId === undefined ? 'required' : 'invalid_type', 'expected an object id'));
+  const mode = values.get('mode') ?? 'create';
   if (!MODES.includes(mode)) problems.push(bad('mode', 'invalid_value', 'expected create, upsert or update'));
-  const matchOn = params.get('matchOn') ?? (mode === 'update' ? 'id' : undefined);
+  const matchOn = values.get('matchOn') ?? (mode === 'update' ? 'id' : undefined);
   problems.push(...matchOnProblems(mode, matchOn));
   if (problems.length > 0) return { ok: false, problems };
   return {

@@ -1,48 +1,15 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { csvLine, exportColumns, exportRow, type Formulas } from '../domain/export.ts';
+import { csvLine, exportColumns, exportRow, parseExportQuery, type ExportQuery } from '../domain/export.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { keyHashOf } from '../http/auth.ts';
-import { invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
+import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import type { RecordOut } from '../schemas/record.ts';
 
 /** Records read per D1 call while streaming an export: memory stays flat whatever the workspace's size. */
 export const EXPORT_PAGE = 200;
-
-interface ExportQuery {
-  objectId: number;
-  format: 'ndjson' | 'csv';
-  formulas: Formulas;
-}
-
-const badQuery = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
-
-/** `objectId` (required), `format` (ndjson, the default, or csv) and, for a CSV export, `formulas` (escape or keep). */
-function parseExportQuery(params: URLSearchParams): { query?: ExportQuery; problems: InputProblem[] } {
-  const problems: InputProblem[] = [];
-  const seen = new Set<string>();
-  for (const name of params.keys()) {
-    if (!['objectId', 'format', 'formulas'].includes(name))
-      problems.push(badQuery(name, 'unknown_parameter', 'unknown query parameter'));
-    else if (seen.has(name)) problems.push(badQuery(name, 'duplicate', 'parameter given more than once'));
-    seen.add(name);
-  }
-  const rawId = params.get('objectId') ?? '';
-  const objectId = /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
-  if (objectId === undefined) problems.push(badQuery('objectId', 'required', 'expected an object id'));
-  const format = params.get('format') ?? 'ndjson';
-  if (format !== 'ndjson' && format !== 'csv')
-    problems.push(badQuery('format', 'invalid_value', 'expected ndjson or csv'));
-  const formulas = params.get('formulas') ?? 'escape';
-  if (formulas !== 'escape' && formulas !== 'keep')
-    problems.push(badQuery('formulas', 'invalid_value', 'expected escape or keep'));
-  else if (params.has('formulas') && format !== 'csv')
-    problems.push(badQuery('formulas', 'not_allowed', 'only a CSV export holds formulas'));
-  if (problems.length > 0 || objectId === undefined) return { problems };
-  return { query: { objectId, format: format as ExportQuery['format'], formulas: formulas as Formulas }, problems };
-}
 
 /**
  * GET /workspaces/{workspaceId}/records/export?objectId=&format=ndjson|csv: every live record of
