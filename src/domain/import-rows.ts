@@ -173,9 +173,9 @@ const ownColumn = (name: string, def: ObjectDef): boolean =>
 
 /**
  * Problems with a CSV header for an import in `mode`: every column names a field of the object,
- * once, or is a record's own column as an export writes it (`id` only for an update, which needs
- * it; `version` is checked by an update; `name` and `updatedAt` are ignored). A header that is not
- * one is refused before the file is kept.
+ * once; an update also takes an export's own columns (`id`, which it needs; `version`, which it
+ * checks; `name` and `updatedAt`, which it ignores). Elsewhere those are unknown, never dropped in
+ * silence. A header that is not one is refused before the file is kept.
  */
 export function headerProblems(columns: readonly string[], def: ObjectDef, mode: ImportMode): InputProblem[] {
   const seen = new Set<string>();
@@ -183,12 +183,15 @@ export function headerProblems(columns: readonly string[], def: ObjectDef, mode:
     const at = { pointer: pointer('', 'columns', i), column: name };
     if (seen.has(name)) return [{ ...at, code: 'duplicate', message: `column ${name} appears twice` }];
     seen.add(name);
-    if (def.fields.some((f) => f.name === name)) return [];
-    if (!ownColumn(name, def))
-      return [{ ...at, code: 'unknown_field', message: `column ${JSON.stringify(name)} is not a field of the object` }];
-    return name === 'id' && mode !== 'update'
-      ? [{ ...at, code: 'not_allowed', message: 'an id column updates records: send mode=update, or leave it out' }]
-      : [];
+    if (def.fields.some((f) => f.name === name) || (mode === 'update' && ownColumn(name, def))) return [];
+    if (name === 'id' && ownColumn(name, def))
+      return [
+        { ...at, code: 'not_allowed', message: 'an id column updates records: send mode=update, or leave it out' },
+      ];
+    const own = ownColumn(name, def) ? " (an export's own column: send mode=update to take it)" : '';
+    return [
+      { ...at, code: 'unknown_field', message: `column ${JSON.stringify(name)} is not a field of the object${own}` },
+    ];
   });
   if (mode === 'update' && !columns.includes('id'))
     problems.push({ pointer: '/columns', code: 'required', message: 'an update by id needs an id column' });

@@ -235,12 +235,17 @@ describe("an export's columns never clash, and a create refuses an export's ids"
     expect(done.rows).toMatchObject({ unchanged: 6, failed: 0 });
   });
 
-  it("a create refuses an export's id column at once; an update needs one", async () => {
+  it("a create refuses an export's own columns at once; an update needs its id column", async () => {
     const { editor, workspaceId, object } = await setup();
     const csv = await exported(editor.key, exportPath(workspaceId, object.id, '&format=csv'));
     const create = await upload(editor.key, workspaceId, `objectId=${object.id}`, csv, 'text/csv');
     expectProblem(create, 400, 'invalid_request');
-    expect(create.body.errors).toMatchObject([{ pointer: '/columns/0', column: 'id', code: 'not_allowed' }]);
+    expect(create.body.errors).toMatchObject([
+      { pointer: '/columns/0', column: 'id', code: 'not_allowed' },
+      { pointer: '/columns/1', column: 'name', code: 'unknown_field' },
+      { pointer: '/columns/2', column: 'version', code: 'unknown_field' },
+      { pointer: '/columns/3', column: 'updatedAt', code: 'unknown_field' },
+    ]);
     const update = await upload(
       editor.key,
       workspaceId,

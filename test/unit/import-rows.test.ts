@@ -157,12 +157,17 @@ describe('CSV cells: values by their field, formulas restored, problems in their
   });
 });
 
-describe("CSV headers: an export's own columns are taken back", () => {
-  it('an update needs id; a create refuses it; name, version and updatedAt are ignored', () => {
+describe("CSV headers: an update takes an export's own columns back", () => {
+  it('an update needs id and ignores name and updatedAt; a create or upsert drops none of them in silence', () => {
     const exported = ['id', 'name', 'version', 'updatedAt', 'code'];
     expect(headerProblems(exported, DEF, 'update')).toEqual([]);
-    expect(headerProblems(exported, DEF, 'create')).toMatchObject([{ column: 'id', code: 'not_allowed' }]);
-    expect(headerProblems(['name', 'code'], DEF, 'create')).toEqual([]);
+    expect(headerProblems(exported, DEF, 'create')).toMatchObject([
+      { column: 'id', code: 'not_allowed' },
+      { column: 'name', code: 'unknown_field' },
+      { column: 'version', code: 'unknown_field' },
+      { column: 'updatedAt', code: 'unknown_field' },
+    ]);
+    expect(headerProblems(['name', 'code'], DEF, 'upsert')).toMatchObject([{ column: 'name', code: 'unknown_field' }]);
     expect(headerProblems(['code'], DEF, 'update')).toMatchObject([{ pointer: '/columns', code: 'required' }]);
     expect(headerProblems(['code', 'nope', 'code'], DEF, 'create')).toMatchObject([
       { pointer: '/columns/1', column: 'nope', code: 'unknown_field' },
