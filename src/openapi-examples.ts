@@ -39,7 +39,7 @@ const patched = {
   updatedAt: AT + 60_000,
 };
 
-const noRows = { processed: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+const noRows = { processed: 0, created: 0, updated: 0, unchanged: 0, failed: 0, total: 200_000 };
 const importExample = {
   id: 1,
   workspaceId: 1,
@@ -47,7 +47,9 @@ const importExample = {
   mode: 'create',
   format: 'csv',
   status: 'succeeded',
-  rows: { processed: 200_000, created: 199_998, updated: 0, unchanged: 0, failed: 2 },
+  rows: { processed: 200_000, created: 199_998, updated: 0, unchanged: 0, failed: 2, total: 200_000 },
+  bytes: 26_446_269,
+  bytesRead: 26_446_269,
   createdAt: AT,
   finishedAt: AT + 95_000,
 };
@@ -182,10 +184,24 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       expanded: { company: { id: 7, objectId: 2, name: 'Analytical Engines Ltd', deleted: false } },
     },
   },
-  createImport: { response: { ...importExample, status: 'queued', rows: noRows } },
+  createImport: { response: { ...importExample, status: 'queued', rows: noRows, bytesRead: 37 } },
   getImport: { response: importExample },
+  listImports: {
+    response: {
+      items: [
+        { ...importExample, id: 2, mode: 'update', matchOn: 'id', status: 'running', rows: noRows, bytesRead: 37 },
+        importExample,
+      ],
+      nextCursor: cursor,
+    },
+  },
   cancelImport: {
-    response: { ...importExample, status: 'cancelled', rows: { ...importExample.rows, processed: 500, created: 498 } },
+    response: {
+      ...importExample,
+      status: 'cancelled',
+      rows: { ...importExample.rows, processed: 500, created: 498 },
+      bytesRead: 65_536,
+    },
   },
   listReferencingRecords: {
     response: {

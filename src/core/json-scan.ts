@@ -1,3 +1,4 @@
+import { unstorableJson } from './json.ts';
 import { pointer, type InputProblem } from './problem.ts';
 
 /** Levels of arrays and objects a request body may nest; deeper is refused before anything reads it. */
@@ -137,4 +138,30 @@ export function numberProblem(
     if (magnitude > TWO_TO_53) return 'integer beyond ±2^53 cannot be held exactly';
   }
   return undefined;
+}
+
+/** JSON text as the service takes it: its value, or every problem with it; `malformed` when it is not JSON at all. */
+export type StrictJson =
+  | { ok: true; value: unknown }
+  | { ok: false; malformed: true }
+  | { ok: false; malformed: false; problems: InputProblem[] };
+
+/**
+ * Parses JSON text as a request body is parsed: at most `maxDepth` levels (checked on the text,
+ * before any code walks the value), I-JSON (no member twice, no number a double cannot hold as
+ * written) and nothing storage could not keep as sent (a lone surrogate, a number out of range).
+ * Every problem points at its place.
+ */
+export function parseStrictJson(text: string, maxDepth = MAX_BODY_DEPTH): StrictJson {
+  const scan = scanJson(text, maxDepth);
+  if (!scan.ok) return { ok: false, malformed: true };
+  if (scan.problems.length > 0) return { ok: false, malformed: false, problems: scan.problems };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, malformed: true };
+  }
+  const problems = unstorableJson(value);
+  return problems.length > 0 ? { ok: false, malformed: false, problems } : { ok: true, value };
 }

@@ -9,6 +9,8 @@ export interface InputProblem {
   parameter?: string;
   header?: string;
   query?: string;
+  /** The CSV column a problem of an imported row is in, beside its pointer into the row. */
+  column?: string;
   /** A record the problem names (one that references the record a delete was refused for). */
   recordId?: number;
   code: string;

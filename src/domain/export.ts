@@ -1,30 +1,77 @@
+import type { InputProblem } from '../core/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { ObjectDef } from './object-def.ts';
+import { neutralised } from './formulas.ts';
+import { single } from './list-query.ts';
+import type { FieldDef, ObjectDef } from './object-def.ts';
 
-/** The columns of a CSV export: the record's own, then one per field of the object's current definition. */
+/**
+ * A CSV export: a header, then a line per record, in the shape an import reads back
+ * (`mode=update&matchOn=id`): the record's own columns, then a column per field of the current
+ * definition, a string as it is and any other value as its JSON.
+ */
+
+/** The record's own columns: an import by id reads `id` and `version`; `name` and `updatedAt` are for people. */
+export const SYSTEM_COLUMNS = ['id', 'name', 'version', 'updatedAt'] as const;
+export type SystemColumn = (typeof SYSTEM_COLUMNS)[number];
+
+/**
+ * The columns of an object's export. A record's own column is left out when a field holds its
+ * name (a definition saved before such names were refused), so no column name appears twice
+ * and each means one thing.
+ */
 export const exportColumns = (def: ObjectDef): string[] => [
-  'id',
-  'name',
-  'version',
-  'updatedAt',
+  ...SYSTEM_COLUMNS.filter((column) => !def.fields.some((f) => f.name === column)),
   ...def.fields.map((f) => f.name),
 ];
 
-/**
- * A record's cells under `columns`: a string as it is, another value as its JSON (a number, a
- * boolean, an array of ids or options, a json value); no value, an empty cell.
- */
-export function exportRow(record: RecordOut, columns: readonly string[]): string[] {
+/** Whether cells a spreadsheet would run as a formula are neutralised (the default) or kept as they are. */
+export type Formulas = 'escape' | 'keep';
+
+/** What `GET /workspaces/{id}/records/export` takes in its query string. */
+export interface ExportQuery {
+  objectId: number;
+  format: 'ndjson' | 'csv';
+  formulas: Formulas;
+}
+
+const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
+
+/** `objectId` (required), `format` (ndjson, the default, or csv) and, for a CSV export, `formulas` (escape or keep). */
+export function parseExportQuery(params: URLSearchParams): { query?: ExportQuery; problems: InputProblem[] } {
+  const { values, problems } = single(params, (name) => ['objectId', 'format', 'formulas'].includes(name));
+  const rawId = values.get('objectId') ?? '';
+  const objectId = /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
+  if (objectId === undefined) problems.push(bad('objectId', 'required', 'expected an object id'));
+  const format = values.get('format') ?? 'ndjson';
+  if (format !== 'ndjson' && format !== 'csv') problems.push(bad('format', 'invalid_value', 'expected ndjson or csv'));
+  const formulas = values.get('formulas') ?? 'escape';
+  if (formulas !== 'escape' && formulas !== 'keep')
+    problems.push(bad('formulas', 'invalid_value', 'expected escape or keep'));
+  else if (values.has('formulas') && format !== 'csv')
+    problems.push(bad('formulas', 'not_allowed', 'only a CSV export holds formulas'));
+  if (problems.length > 0 || objectId === undefined) return { problems };
+  return { query: { objectId, format: format as ExportQuery['format'], formulas: formulas as Formulas }, problems };
+}
+
+/** A field's value as a cell: no value empty, a string as it is (a `json` one as JSON), anything else as JSON. */
+function cellOf(field: FieldDef | undefined, value: unknown): string {
+  if (value === undefined || value === null) return '';
+  return typeof value === 'string' && field?.type !== 'json' ? value : JSON.stringify(value);
+}
+
+/** A record's cells under `columns` (from exportColumns). */
+export function exportRow(record: RecordOut, def: ObjectDef, columns: readonly string[], formulas: Formulas): string[] {
   const values = new Map(record.fieldValues.map((f) => [f.fieldName, f.value]));
-  const own: Record<string, unknown> = {
-    id: record.id,
+  const own: Record<SystemColumn, string> = {
+    id: String(record.id),
     name: record.name,
-    version: record.version,
-    updatedAt: record.updatedAt,
+    version: String(record.version),
+    updatedAt: String(record.updatedAt),
   };
-  return columns.map((column, i) => {
-    const value = i < 4 ? own[column] : values.get(column);
-    return value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  return columns.map((column) => {
+    const field = def.fields.find((f) => f.name === column);
+    const cell = field === undefined ? (own[column as SystemColumn] ?? '') : cellOf(field, values.get(column));
+    return formulas === 'escape' ? neutralised(cell) : cell;
   });
 }
 

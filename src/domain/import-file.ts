@@ -1,4 +1,5 @@
-import { blankRecord, csvRecords, csvRow, ndjsonRow, type RowRead } from './import-rows.ts';
+import { blankRecord, csvRecords, csvRow, isBlankLine, ndjsonRow, type RowRead } from './import-rows.ts';
+import type { ImportMode } from './imports.ts';
 import type { ObjectDef } from './object-def.ts';
 
 /**
@@ -32,6 +33,7 @@ export function ndjsonRows(
   atEnd: boolean,
   max: number,
   state: PieceStart,
+  mode: ImportMode,
 ): { rows: Row[]; to: number } {
   const rows: Row[] = [];
   let start = 0;
@@ -50,13 +52,13 @@ export function ndjsonRows(
       rows.push(failedRow(rows.length, state, start, 'invalid_encoding', 'the line is not UTF-8'));
       continue;
     }
-    if (text.trim() === '') continue;
     // The file's first line may start with a byte-order mark.
     if (state.position === 0 && line.byteOffset === bytes.byteOffset) text = text.replace(/^\uFEFF/, '');
+    if (isBlankLine(text)) continue;
     rows.push({
       number: state.processed + rows.length + 1,
       end: state.position + Math.min(start, bytes.length),
-      read: ndjsonRow(text),
+      read: ndjsonRow(text, mode),
     });
   }
   return { rows, to: state.position + Math.min(start, bytes.length) };
@@ -77,6 +79,7 @@ export function csvChunk(
   state: PieceStart,
   def: ObjectDef,
   columns: readonly string[],
+  mode: ImportMode,
 ): { rows: Row[]; to: number } {
   // Decoded line by line: a record ends at a line's end, so each record's bytes are those of its
   // lines, and a line that is not UTF-8 fails only the record it is in.
@@ -114,7 +117,7 @@ export function csvChunk(
       number,
       end: state.position + end,
       read: encoded
-        ? csvRow(record, columns, def)
+        ? csvRow(record, columns, def, mode)
         : { ok: false, problems: [{ pointer: '', code: 'invalid_encoding', message: 'the record is not UTF-8' }] },
     });
   }

@@ -1,40 +1,101 @@
 import * as v from 'valibot';
+import { MAX_BODY_DEPTH, numberProblem, parseStrictJson } from '../core/json-scan.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
-import { FieldValue, type FieldValueOut } from '../schemas/record.ts';
+import type { Result } from '../core/result.ts';
+import { FieldValue, RecordSchema, type FieldValueOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
+import { SYSTEM_COLUMNS } from './export.ts';
+import { restored } from './formulas.ts';
+import type { ImportMode } from './imports.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
 
 /**
  * The rows of an import file, as plain data: NDJSON lines and RFC 4180 CSV records are read from
- * text into create elements (`fieldValues`, `isTemplate`), each row on its own, so a bad row is
- * listed and skipped while the others go on.
+ * text into the writes they are (a create element, or a patch of the record a row names by id),
+ * each row on its own and checked as a request body is (I-JSON, depth, what storage keeps as
+ * sent), so a bad row is listed and skipped while the others go on.
  */
 
-/** One row of an NDJSON import: a create element without `objectId`. */
+/** One row of an NDJSON import that creates (or upserts): a create element without `objectId`. */
 export const ImportLine = v.strictObject({
   fieldValues: v.array(FieldValue),
   isTemplate: v.exactOptional(v.boolean()),
 });
-export type ImportRow = v.InferOutput<typeof ImportLine>;
 
-/** A row read: its element, or why it is not one. */
+/** A property of a record that an export writes and an import by id leaves alone. */
+const ignored = v.exactOptional(v.unknown());
+
+/**
+ * One row of an NDJSON import by id: a patch of record `id` (at `version`, when given), written
+ * as an export writes a record: its other properties are ignored (a patch cannot change them).
+ */
+export const UpdateLine = v.strictObject({
+  id: RecordSchema.entries.id,
+  version: v.exactOptional(RecordSchema.entries.version),
+  fieldValues: v.exactOptional(RecordSchema.entries.fieldValues),
+  ownedBy: v.exactOptional(RecordSchema.entries.ownedBy),
+  objectId: ignored,
+  objectVersion: ignored,
+  name: ignored,
+  creationType: ignored,
+  deleted: ignored,
+  sharedWorkspaceIds: ignored,
+  createdAt: ignored,
+  createdBy: ignored,
+  updatedAt: ignored,
+  updatedBy: ignored,
+  isTemplate: ignored,
+});
+
+/** A row read from a file: the write it asks for. */
+export interface ImportRow {
+  fieldValues: FieldValueOut[];
+  isTemplate?: boolean;
+  /** An update's: the record the row patches, the version it must be at, and its owner (unchanged). */
+  id?: number;
+  version?: number;
+  ownedBy?: number | null;
+  /** A CSV update's fields whose cells are empty: no value after it (a stored empty text stays). */
+  blank?: string[];
+}
+
+/** A row read: its write, or why it is not one. */
 export type RowRead = { ok: true; row: ImportRow } | { ok: false; problems: InputProblem[] };
 
-const notJson = (message: string): RowRead => ({
+/** Levels a row may nest: as many as a batch's element may (a body's 100 less the batch's array). */
+export const ROW_DEPTH = MAX_BODY_DEPTH - 1;
+/** Levels a CSV cell's JSON may nest: its value sits three levels into its row (the row, fieldValues, the entry). */
+const CELL_DEPTH = ROW_DEPTH - 3;
+
+const notARow = (message: string): RowRead => ({
   ok: false,
   problems: [{ pointer: '', code: 'invalid_row', message }],
 });
 
-/** An NDJSON line as a row. */
-export function ndjsonRow(line: string): RowRead {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    return notJson('the line is not JSON');
+/** Whether an NDJSON line holds no row: nothing but JSON's whitespace. */
+export const isBlankLine = (line: string): boolean => /^[ \t\r]*$/.test(line);
+
+/** An NDJSON line as a row of an import in `mode`, checked as a request body is. */
+export function ndjsonRow(line: string, mode: ImportMode): RowRead {
+  const parsed = parseStrictJson(line, ROW_DEPTH);
+  if (!parsed.ok) return parsed.malformed ? notARow('the line is not JSON') : { ok: false, problems: parsed.problems };
+  const duplicates = (input: unknown): InputProblem[] => fieldValueDuplicates(input, '');
+  if (mode !== 'update') {
+    const line = parseObject(ImportLine, parsed.value, duplicates);
+    return line.ok ? { ok: true, row: line.value } : { ok: false, problems: [...line.problems] };
   }
-  const parsed = parseObject(ImportLine, value, (line) => fieldValueDuplicates(line, ''));
-  return parsed.ok ? { ok: true, row: parsed.value } : { ok: false, problems: [...parsed.problems] };
+  const update = parseObject(UpdateLine, parsed.value, duplicates);
+  if (!update.ok) return { ok: false, problems: [...update.problems] };
+  const { id, version, fieldValues = [], ownedBy } = update.value;
+  return {
+    ok: true,
+    row: {
+      id,
+      fieldValues,
+      ...(version === undefined ? {} : { version }),
+      ...(ownedBy === undefined ? {} : { ownedBy }),
+    },
+  };
 }
 
 /** A CSV record: its cells, or why it is not one (a quote out of place). */
@@ -106,76 +167,142 @@ export function csvRecords(text: string, atEnd: boolean, max: number): { records
 export const blankRecord = (record: CsvRecord): boolean =>
   'cells' in record && record.cells.length === 1 && record.cells[0] === '';
 
+/** A column of the record's own (as an export writes them), when no field of the object holds its name. */
+const ownColumn = (name: string, def: ObjectDef): boolean =>
+  (SYSTEM_COLUMNS as readonly string[]).includes(name) && !def.fields.some((f) => f.name === name);
+
 /**
- * Problems with a CSV header for an object: every column names a field of it, once. A header that
- * is not one is refused before the file is kept.
+ * Problems with a CSV header for an import in `mode`: every column names a field of the object,
+ * once; an update also takes an export's own columns (`id`, which it needs; `version`, which it
+ * checks; `name` and `updatedAt`, which it ignores). Elsewhere those are unknown, never dropped in
+ * silence. A header that is not one is refused before the file is kept.
  */
-export function headerProblems(columns: readonly string[], def: ObjectDef): InputProblem[] {
+export function headerProblems(columns: readonly string[], def: ObjectDef, mode: ImportMode): InputProblem[] {
   const seen = new Set<string>();
-  return columns.flatMap((name, i) => {
-    const at = { pointer: pointer('', 'columns', i) };
+  const problems = columns.flatMap((name, i): InputProblem[] => {
+    const at = { pointer: pointer('', 'columns', i), column: name };
     if (seen.has(name)) return [{ ...at, code: 'duplicate', message: `column ${name} appears twice` }];
     seen.add(name);
-    return def.fields.some((f) => f.name === name)
-      ? []
-      : [{ ...at, code: 'unknown_field', message: `column ${JSON.stringify(name)} is not a field of the object` }];
+    if (def.fields.some((f) => f.name === name) || (mode === 'update' && ownColumn(name, def))) return [];
+    if (name === 'id' && ownColumn(name, def))
+      return [
+        { ...at, code: 'not_allowed', message: 'an id column updates records: send mode=update, or leave it out' },
+      ];
+    const own = ownColumn(name, def) ? " (an export's own column: send mode=update to take it)" : '';
+    return [
+      { ...at, code: 'unknown_field', message: `column ${JSON.stringify(name)} is not a field of the object${own}` },
+    ];
   });
+  if (mode === 'update' && !columns.includes('id'))
+    problems.push({ pointer: '/columns', code: 'required', message: 'an update by id needs an id column' });
+  return problems;
 }
+
+/** A cell's value, or why the text cannot be held as written (pointers from the value). */
+type CellValue = Result<unknown>;
+
+const cellValueOf = (value: unknown): CellValue => ({ ok: true, value });
 
 const NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
-/** A CSV cell as a value of `field`: parsed by its type; what does not parse stays text, for the check to refuse. */
-export function cellValue(field: FieldDef | undefined, cell: string): unknown {
-  switch (field?.type) {
-    case 'number':
-    case 'integer':
-      return NUMBER.test(cell) ? Number(cell) : cell;
-    case 'boolean':
-      return cell === 'true' ? true : cell === 'false' ? false : cell;
-    case 'json':
-      try {
-        return JSON.parse(cell) as unknown;
-      } catch {
-        return cell;
-      }
-    case 'reference':
-      if (field.multiple !== true) return NUMBER.test(cell) ? Number(cell) : cell;
-      return listCell(cell, (item) => (NUMBER.test(item) ? Number(item) : item));
-    case 'multiSelect':
-      return listCell(cell, (item) => item);
-    default:
-      return cell;
-  }
+/** A number as JSON writes it, unless a double cannot hold it as written; other text stays, for the check to refuse. */
+function numberCell(text: string): CellValue {
+  const match = NUMBER.exec(text);
+  if (match === null) return cellValueOf(text);
+  const problem = numberProblem(text, match[1] ?? '', match[2], match[3]);
+  return problem === undefined
+    ? cellValueOf(Number(text))
+    : { ok: false, problems: [{ pointer: '', code: 'invalid_number', message: problem }] };
+}
+
+/** JSON checked as a body is; text that is not JSON at all stays text. */
+function jsonCell(text: string): CellValue {
+  const parsed = parseStrictJson(text, CELL_DEPTH);
+  if (parsed.ok) return cellValueOf(parsed.value);
+  return parsed.malformed ? cellValueOf(text) : { ok: false, problems: parsed.problems };
 }
 
 /** A cell holding several values: a JSON array, or values separated by `;`. */
-function listCell(cell: string, item: (text: string) => unknown): unknown {
-  if (cell.startsWith('[')) {
-    try {
-      return JSON.parse(cell) as unknown;
-    } catch {
-      return cell;
-    }
-  }
-  return cell.split(';').map((part) => item(part.trim()));
+function listCell(cell: string, item: (text: string) => CellValue): CellValue {
+  if (cell.startsWith('[')) return jsonCell(cell);
+  const items = cell.split(';').map((part) => item(part.trim()));
+  const problems = items.flatMap((read, k) =>
+    read.ok ? [] : read.problems.map((p) => ({ ...p, pointer: pointer('', k) + (p.pointer ?? '') })),
+  );
+  return problems.length > 0 ? { ok: false, problems } : cellValueOf(items.map((read) => (read.ok ? read.value : '')));
 }
 
-/** A CSV record as a row under `columns`: an empty cell is no value. */
-export function csvRow(record: CsvRecord, columns: readonly string[], def: ObjectDef): RowRead {
-  if ('error' in record) return notJson(`the record is not CSV: ${record.error}`);
+/** A CSV cell as a value of `field`, parsed by its type; text that does not parse stays, for the check to refuse. */
+export function cellValue(field: FieldDef, cell: string): CellValue {
+  switch (field.type) {
+    case 'number':
+    case 'integer':
+      return numberCell(cell);
+    case 'boolean':
+      return cellValueOf(cell === 'true' ? true : cell === 'false' ? false : cell);
+    case 'json':
+      return jsonCell(cell);
+    case 'reference':
+      return field.multiple === true ? listCell(cell, numberCell) : numberCell(cell);
+    case 'multiSelect':
+      return listCell(cell, cellValueOf);
+    default:
+      return cellValueOf(cell);
+  }
+}
+
+/** A record's own cell: an update's `id` (required) and `version` (if any); `name` and `updatedAt` are ignored. */
+function ownCell(row: ImportRow, column: string, cell: string, mode: ImportMode): InputProblem[] {
+  if (mode !== 'update' || (column !== 'id' && column !== 'version') || (column === 'version' && cell === ''))
+    return [];
+  const id = /^[0-9]{1,16}$/.test(cell) ? Number(cell) : undefined;
+  if (id !== undefined && Number.isSafeInteger(id)) {
+    row[column as 'id' | 'version'] = id;
+    return [];
+  }
+  const code = cell === '' ? 'required' : 'invalid_type';
+  return [{ pointer: pointer('', column), column, code, message: `expected the record's ${column}` }];
+}
+
+/**
+ * A CSV record as a row of an import in `mode` under `columns`: each cell as its field's value
+ * (an export's `'` before a formula taken off). An empty cell is no value: left out of a create
+ * or upsert, and for an update the field's value removed.
+ */
+export function csvRow(record: CsvRecord, columns: readonly string[], def: ObjectDef, mode: ImportMode): RowRead {
+  if ('error' in record) return notARow(`the record is not CSV: ${record.error}`);
   if (record.cells.length !== columns.length)
-    return notJson(`expected ${columns.length} cells, found ${record.cells.length}`);
-  const fieldValues: FieldValueOut[] = [];
-  record.cells.forEach((cell, i) => {
+    return notARow(`expected ${columns.length} cells, found ${record.cells.length}`);
+  const row: ImportRow = { fieldValues: [] };
+  const problems: InputProblem[] = [];
+  for (const [i, raw] of record.cells.entries()) {
     const name = columns[i] as string;
-    if (cell !== '')
-      fieldValues.push({
-        fieldName: name,
-        value: cellValue(
-          def.fields.find((f) => f.name === name),
-          cell,
-        ),
-      });
+    const cell = restored(raw);
+    const field = def.fields.find((f) => f.name === name);
+    if (field === undefined) problems.push(...ownCell(row, name, cell, mode));
+    else if (cell === '') {
+      if (mode === 'update') (row.blank ??= []).push(name);
+    } else {
+      const at = pointer('', 'fieldValues', row.fieldValues.length, 'value');
+      const value = cellValue(field, cell);
+      if (!value.ok)
+        problems.push(...value.problems.map((p) => ({ ...p, pointer: at + (p.pointer ?? ''), column: name })));
+      row.fieldValues.push({ fieldName: name, value: value.ok ? value.value : cell });
+    }
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, row };
+}
+
+/**
+ * Names the CSV column of each problem of a row, beside its pointer: a problem at
+ * `/fieldValues/<i>…` is in the column of that entry's field; at `/id` or `/version`, in that column.
+ */
+export function inColumns(problems: readonly InputProblem[], fieldValues: readonly FieldValueOut[]): InputProblem[] {
+  return problems.map((problem) => {
+    if (problem.column !== undefined || problem.pointer === undefined) return problem;
+    const entry = /^\/fieldValues\/(\d+)(?:\/|$)/.exec(problem.pointer);
+    const own = /^\/(id|version)(?:\/|$)/.exec(problem.pointer);
+    const column = entry === null ? own?.[1] : fieldValues[Number(entry[1])]?.fieldName;
+    return column === undefined ? problem : { ...problem, column };
   });
-  return { ok: true, row: { fieldValues } };
 }

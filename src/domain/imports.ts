@@ -1,48 +1,67 @@
 import type { InputProblem } from '../core/problem.ts';
 import type { Result } from '../core/result.ts';
+import { single } from './list-query.ts';
 import type { ObjectDef } from './object-def.ts';
+
+/**
+ * How an import's rows become records: `create` makes a record of each; `upsert` patches the
+ * record holding a row's value of a unique field (`matchOn`) and creates the others; `update`
+ * patches the record a row names by `id` and creates nothing.
+ */
+export type ImportMode = 'create' | 'upsert' | 'update';
 
 /** What `POST /workspaces/{id}/imports` takes in its query string. */
 export interface ImportQuery {
   objectId: number;
-  mode: 'create' | 'upsert';
+  mode: ImportMode;
   matchOn?: string;
 }
 
 const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
 
-/** Parses an import's query: `objectId`, `mode` (create, the default, or upsert) and, for an upsert, `matchOn`. */
+const MODES: readonly string[] = ['create', 'upsert', 'update'] satisfies ImportMode[];
+
+/** What an import matches rows on, if anything: a unique field (upsert) or the record's id (update, the default). */
+function matchOnProblems(mode: string, matchOn: string | undefined): InputProblem[] {
+  if (mode === 'upsert' && matchOn === undefined) return [bad('matchOn', 'required', 'an upsert names a unique field')];
+  if (mode === 'update' && matchOn !== undefined && matchOn !== 'id')
+    return [bad('matchOn', 'invalid_value', 'an update matches records by id: matchOn=id')];
+  if (mode === 'create' && matchOn !== undefined) return [bad('matchOn', 'not_allowed', 'a create matches nothing')];
+  return [];
+}
+
+/**
+ * Parses an import's query: `objectId`, `mode` (create, the default; upsert, which names a unique
+ * field in `matchOn`; or update, which matches on `id`).
+ */
 export function parseImportQuery(params: URLSearchParams): Result<ImportQuery> {
-  const problems: InputProblem[] = [];
-  const seen = new Set<string>();
-  for (const name of params.keys()) {
-    if (!['objectId', 'mode', 'matchOn'].includes(name))
-      problems.push(bad(name, 'unknown_parameter', 'unknown query parameter'));
-    else if (seen.has(name)) problems.push(bad(name, 'duplicate', 'parameter given more than once'));
-    seen.add(name);
-  }
-  const rawId = params.get('objectId');
-  const objectId = rawId !== null && /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
+  const { values, problems } = single(params, (name) => ['objectId', 'mode', 'matchOn'].includes(name));
+  const rawId = values.get('objectId');
+  const objectId = rawId !== undefined && /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
   if (objectId === undefined || !Number.isSafeInteger(objectId))
-    problems.push(bad('objectId', rawId === null ? 'required' : 'invalid_type', 'expected an object id'));
-  const mode = params.get('mode') ?? 'create';
-  if (mode !== 'create' && mode !== 'upsert') problems.push(bad('mode', 'invalid_value', 'expected create or upsert'));
-  const matchOn = params.get('matchOn') ?? undefined;
-  if (mode === 'upsert' && matchOn === undefined)
-    problems.push(bad('matchOn', 'required', 'an upsert names a unique field'));
-  if (mode !== 'upsert' && matchOn !== undefined)
-    problems.push(bad('matchOn', 'not_allowed', 'only an upsert matches'));
+    problems.push(bad('objectId', rawId === undefined ? 'required' : 'invalid_type', 'expected an object id'));
+  const mode = values.get('mode') ?? 'create';
+  if (!MODES.includes(mode)) problems.push(bad('mode', 'invalid_value', 'expected create, upsert or update'));
+  const matchOn = values.get('matchOn') ?? (mode === 'update' ? 'id' : undefined);
+  problems.push(...matchOnProblems(mode, matchOn));
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
-    value: { objectId: objectId as number, mode, ...(matchOn === undefined ? {} : { matchOn }) } as ImportQuery,
+    value: { objectId: objectId as number, mode: mode as ImportMode, ...(matchOn === undefined ? {} : { matchOn }) },
   };
 }
 
-/** An upsert's `matchOn` must name a unique field of the object. */
-export function matchOnProblems(def: ObjectDef, query: ImportQuery): InputProblem[] {
+/**
+ * An upsert's `matchOn` must name a unique field of the object; an update's `id` must not name a
+ * field (a definition saved before field names could not shadow a record's own).
+ */
+export function matchOnFieldProblems(def: ObjectDef, query: ImportQuery): InputProblem[] {
   if (query.matchOn === undefined) return [];
   const field = def.fields.find((f) => f.name === query.matchOn);
+  if (query.mode === 'update')
+    return field === undefined
+      ? []
+      : [bad('matchOn', 'invalid_value', 'the object has a field named id: rename it to update records by id')];
   return field?.unique === true ? [] : [bad('matchOn', 'not_unique', 'expected a unique field of the object')];
 }
 
@@ -66,12 +85,16 @@ export interface ImportState {
   user_id: number;
   workspace_id: number;
   object_id: number;
+  /** An update is kept as an upsert matched on `id` that creates nothing (`updates_only`). */
   mode: 'create' | 'upsert';
+  updates_only: number;
   match_on: string | null;
   format: 'ndjson' | 'csv';
   file: string;
   size: number;
   columns: string | null;
+  /** The file's data rows, counted as it was kept; null for an import kept before they were counted. */
+  total: number | null;
   status: ImportStatus;
   position: number;
   processed: number;
@@ -85,13 +108,16 @@ export interface ImportState {
   request_hash: string | null;
 }
 
+export const modeOf = (state: Pick<ImportState, 'mode' | 'updates_only'>): ImportMode =>
+  state.updates_only === 1 ? 'update' : state.mode;
+
 /** An import as `GET /imports/{id}` answers it. */
 export function importOut(state: ImportState): Record<string, unknown> {
   return {
     id: state.id,
     workspaceId: state.workspace_id,
     objectId: state.object_id,
-    mode: state.mode,
+    mode: modeOf(state),
     ...(state.match_on === null ? {} : { matchOn: state.match_on }),
     format: state.format,
     status: state.status,
@@ -101,9 +127,70 @@ export function importOut(state: ImportState): Record<string, unknown> {
       updated: state.updated,
       unchanged: state.unchanged,
       failed: state.failed,
+      ...(state.total === null ? {} : { total: state.total }),
     },
+    bytes: state.size,
+    bytesRead: state.position,
     createdAt: state.created_at,
     ...(state.finished_at === null ? {} : { finishedAt: state.finished_at }),
     ...(state.failure === null ? {} : { failure: state.failure }),
   };
+}
+
+/** Rows an import reads before it stops, when every one of them failed: the rest is most likely alike. */
+export const FAILING_START = 1000;
+
+/**
+ * Where an import stands once a chunk is applied, by its counts so far: `running` while rows remain;
+ * at the end of the file `succeeded`, or `failed` when every row failed; `failed` early, without
+ * reading the rest, once its first FAILING_START rows all failed.
+ */
+export function statusAfterChunk(
+  counts: { processed: number; failed: number },
+  atEnd: boolean,
+): 'running' | 'succeeded' | 'failed' {
+  const allFailed = counts.processed > 0 && counts.failed === counts.processed;
+  if (allFailed && (atEnd || counts.processed >= FAILING_START)) return 'failed';
+  return atEnd ? 'succeeded' : 'running';
+}
+
+/** Rows that had one problem (by code, message and column), and the pointers it was at. */
+interface ProblemGroup {
+  problem: InputProblem;
+  rows: number;
+  pointers: Set<string | undefined>;
+}
+
+/**
+ * Why an import whose rows all failed failed, in words: how many rows, and the problem most rows
+ * had (by code, message and column; its pointer when every such row had the same).
+ */
+export function allFailed(rows: readonly { errors: readonly InputProblem[] }[], atEnd: boolean): string {
+  const groups = new Map<string, ProblemGroup>();
+  for (const { errors } of rows) {
+    const keys = new Set<string>();
+    for (const problem of errors) {
+      const key = JSON.stringify([problem.code, problem.message, problem.column]);
+      const group = groups.get(key) ?? { problem, rows: 0, pointers: new Set() };
+      group.pointers.add(problem.pointer);
+      if (!keys.has(key)) group.rows++;
+      keys.add(key);
+      groups.set(key, group);
+    }
+  }
+  const what = atEnd
+    ? `All ${rows.length} rows failed.`
+    : `The first ${rows.length} rows all failed, so the rest of the file was not read.`;
+  let common: ProblemGroup | undefined;
+  for (const group of groups.values()) if (common === undefined || group.rows > common.rows) common = group;
+  if (common === undefined) return what;
+  const { problem } = common;
+  const [onePointer] = common.pointers.size === 1 ? [...common.pointers] : [];
+  const where =
+    problem.column !== undefined
+      ? ` in column ${JSON.stringify(problem.column)}`
+      : onePointer
+        ? ` at ${onePointer}`
+        : '';
+  return `${what} Most common problem (${common.rows} of them): ${problem.message} (${problem.code})${where}.`;
 }

@@ -41,7 +41,7 @@ function integer(raw: string, min: number, max: number): number | undefined {
 const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
 
 /** Every parameter once; an unknown or repeated parameter is a problem, like an unknown property. */
-function single(
+export function single(
   params: URLSearchParams,
   known: (name: string) => boolean,
 ): { values: Map<string, string>; problems: InputProblem[] } {

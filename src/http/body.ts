@@ -1,7 +1,6 @@
 import { HttpError, invalidBody } from './errors.ts';
 import { concatBytes } from '../core/bytes.ts';
-import { unstorableJson } from '../core/json.ts';
-import { scanJson } from '../core/json-scan.ts';
+import { parseStrictJson } from '../core/json-scan.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -72,19 +71,10 @@ export async function readJson(request: Request): Promise<unknown> {
       detail: 'The request body is not valid UTF-8.',
     });
   }
-  const scan = scanJson(text);
-  if (!scan.ok) throw malformed();
-  if (scan.problems.length > 0) throw invalidBody(scan.problems);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    // The parser's message quotes the input: never echo it.
-    throw malformed();
-  }
-  const problems = unstorableJson(value);
-  if (problems.length > 0) throw invalidBody(problems);
-  return value;
+  // The parser's message would quote the input: a malformed body is answered without it.
+  const parsed = parseStrictJson(text);
+  if (parsed.ok) return parsed.value;
+  throw parsed.malformed ? malformed() : invalidBody(parsed.problems);
 }
 
 /**

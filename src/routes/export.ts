@@ -1,10 +1,12 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { csvLine, exportColumns, exportRow } from '../domain/export.ts';
+import { csvLine, exportColumns, exportRow, parseExportQuery, type ExportQuery } from '../domain/export.ts';
+import type { ObjectDef } from '../domain/object-def.ts';
 import { keyHashOf } from '../http/auth.ts';
-import { invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
+import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
+import type { RecordOut } from '../schemas/record.ts';
 
 /** Records read per D1 call while streaming an export: memory stays flat whatever the workspace's size. */
 export const EXPORT_PAGE = 200;
@@ -13,58 +15,77 @@ export const EXPORT_PAGE = 200;
  * GET /workspaces/{workspaceId}/records/export?objectId=&format=ndjson|csv: every live record of
  * the object shared with the workspace, in id order, streamed a page at a time (keyset by id: a
  * record changed during the export appears once, as it was when its page was read). Members only.
+ * Its headers go out before any page is read, so its whole cost is logged with its request id
+ * once the stream ends.
  */
 export async function exportRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
   const { workspaceId } = pathIds(request.params, 'workspaceId');
   const sent = queryOf(request.url);
-  const problems: InputProblem[] = [...sent.problems];
-  const seen = new Set<string>();
-  for (const name of sent.params.keys()) {
-    if (name !== 'objectId' && name !== 'format')
-      problems.push({ query: name, code: 'unknown_parameter', message: 'unknown query parameter' });
-    else if (seen.has(name))
-      problems.push({ query: name, code: 'duplicate', message: 'parameter given more than once' });
-    seen.add(name);
-  }
-  const rawId = sent.params.get('objectId') ?? '';
-  const objectId = /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
-  if (objectId === undefined) problems.push({ query: 'objectId', code: 'required', message: 'expected an object id' });
-  const format = sent.params.get('format') ?? 'ndjson';
-  if (format !== 'ndjson' && format !== 'csv')
-    problems.push({ query: 'format', code: 'invalid_value', message: 'expected ndjson or csv' });
-  const known = await context.cached.createContext(keyHash, objectId === undefined ? [] : [objectId]);
+  const { query, problems } = parseExportQuery(sent.params);
+  const known = await context.cached.createContext(keyHash, query === undefined ? [] : [query.objectId]);
   if (known.caller === undefined) throw unauthorized();
-  if (problems.length > 0) throw invalidQuery(problems);
+  if (query === undefined || sent.problems.length > 0) throw invalidQuery([...sent.problems, ...problems]);
   if (!known.caller.roles.has(workspaceId)) throw notFound('Workspace');
-  const def = known.objects.get(objectId as number);
+  const def = known.objects.get(query.objectId);
   if (def === undefined || !def.workspaceIds.includes(workspaceId)) throw notFound('Object');
+  return new Response(exportStream(context, keyHash, workspaceId, def, query), {
+    headers: {
+      'Content-Type': query.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+      'Content-Disposition': `attachment; filename="records-${workspaceId}-${def.id}.${query.format}"`,
+    },
+  });
+}
 
+/** The export's body: a page of records on each pull, as NDJSON lines or CSV records under a header. */
+function exportStream(
+  context: Context,
+  keyHash: string,
+  workspaceId: number,
+  def: ObjectDef,
+  { format, formulas }: ExportQuery,
+): ReadableStream<Uint8Array> {
   const columns = exportColumns(def);
+  const line = (record: RecordOut): string =>
+    format === 'csv' ? csvLine(exportRow(record, def, columns, formulas)) : `${JSON.stringify(record)}\n`;
   const encoder = new TextEncoder();
   const filter = { objectId: def.id, deleted: 'exclude' as const, fields: [] };
   let after = 0;
-  let first = true;
-  const body = new ReadableStream<Uint8Array>({
+  let records = 0;
+  const logged = (outcome: string): void =>
+    console.log(
+      JSON.stringify({
+        message: 'export ended',
+        requestId: context.requestId,
+        outcome,
+        records,
+        serverTiming: context.meter.header(),
+      }),
+    );
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (format === 'csv') controller.enqueue(encoder.encode(csvLine(columns)));
+    },
     async pull(controller) {
-      let text = first && format === 'csv' ? csvLine(columns) : '';
-      first = false;
-      const page = await context.lists.records(keyHash, workspaceId, filter, after, EXPORT_PAGE);
+      const page = await context.lists.records(keyHash, workspaceId, filter, after, EXPORT_PAGE).catch((error) => {
+        logged('failed: a page could not be read');
+        throw error;
+      });
       if (page.caller?.roles.has(workspaceId) !== true) {
+        logged('the caller lost access');
         controller.error(new Error('the caller lost access during the export'));
         return;
       }
-      for (const record of page.records)
-        text += format === 'csv' ? csvLine(exportRow(record, columns)) : `${JSON.stringify(record)}\n`;
-      if (text !== '') controller.enqueue(encoder.encode(text));
+      if (page.records.length > 0) controller.enqueue(encoder.encode(page.records.map(line).join('')));
+      records += page.records.length;
       after = page.records.at(-1)?.id ?? after;
-      if (page.records.length < EXPORT_PAGE && !page.sizeCut) controller.close();
+      if (page.records.length < EXPORT_PAGE && !page.sizeCut) {
+        logged('complete');
+        controller.close();
+      }
     },
-  });
-  return new Response(body, {
-    headers: {
-      'Content-Type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
-      'Content-Disposition': `attachment; filename="records-${workspaceId}-${def.id}.${format}"`,
+    cancel() {
+      logged('cancelled by the client');
     },
   });
 }

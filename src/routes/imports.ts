@@ -1,8 +1,9 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { concatBytes } from '../core/bytes.ts';
-import { blankRecord, csvRecords, headerProblems } from '../domain/import-rows.ts';
-import { importFormat, importOut, matchOnProblems, parseImportQuery } from '../domain/imports.ts';
+import { rowCounter } from '../domain/import-count.ts';
+import { blankRecord, csvRecords, headerProblems, isBlankLine } from '../domain/import-rows.ts';
+import { importFormat, importOut, matchOnFieldProblems, parseImportQuery, type ImportMode } from '../domain/imports.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { keyHashOf, sha256Hex } from '../http/auth.ts';
 import {
@@ -14,7 +15,10 @@ import {
   unauthorized,
   type InputProblem,
 } from '../http/errors.ts';
+import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { pathIds } from '../http/params.ts';
+import { parsePageQuery } from '../domain/list-query.ts';
+import { storedCursorKey } from '../storage/cursor-key.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { keyHeader } from '../write/claim.ts';
@@ -69,11 +73,11 @@ export async function createImport(request: IRequest, context: Context): Promise
   const def = known.objects.get(query.value.objectId);
   if (def === undefined || !def.workspaceIds.includes(workspaceId)) throw notFound('Object');
   if (caller.roles.get(workspaceId) !== 'editor') throw forbidden('Importing needs role editor in the workspace.');
-  const matchProblems = matchOnProblems(def, query.value);
+  const matchProblems = matchOnFieldProblems(def, query.value);
   if (matchProblems.length > 0) throw invalidQuery(matchProblems);
 
   const file = `imports/${crypto.randomUUID()}`;
-  const kept = await keep(context, request, file, length, format, def);
+  const kept = await keep(context, request, file, length, format, def, query.value.mode);
   const requestHash =
     key.key === undefined ? undefined : await sha256Hex(JSON.stringify([key.key.path, query.value, format, kept.hash]));
   const imports = new Imports(context.db, context.meter);
@@ -87,6 +91,7 @@ export async function createImport(request: IRequest, context: Context): Promise
     file,
     size: length,
     columns: kept.columns,
+    total: kept.total,
     start: kept.start,
     now: Date.now(),
     key: key.key?.key,
@@ -128,7 +133,8 @@ async function startImport(context: Context, id: number): Promise<void> {
 /**
  * Streams the body into R2 as `file`, after reading its start: a file that is not NDJSON or CSV
  * of this object at all is refused (400) before anything is kept. Returns the body's SHA-256 (what
- * a keyed request is compared by), a CSV file's columns and where its rows start.
+ * a keyed request is compared by) and its data rows, both taken as it streams by, a CSV file's
+ * columns and where its rows start.
  */
 async function keep(
   context: Context,
@@ -137,7 +143,8 @@ async function keep(
   length: number,
   format: 'ndjson' | 'csv',
   def: ObjectDef,
-): Promise<{ hash: string; columns?: string[]; start: number }> {
+  mode: ImportMode,
+): Promise<{ hash: string; total: number; columns?: string[]; start: number }> {
   const reader = (request.body ?? new ReadableStream<Uint8Array>()).getReader();
   const head: Uint8Array[] = [];
   let read = 0;
@@ -151,7 +158,7 @@ async function keep(
     }
   }
   const bytes = concatBytes(head);
-  const start = format === 'csv' ? csvHeader(bytes, done, def) : ndjsonHead(bytes, done);
+  const start = format === 'csv' ? csvHeader(bytes, done, def, mode) : ndjsonHead(bytes, done);
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       for (const chunk of head) controller.enqueue(chunk);
@@ -165,12 +172,22 @@ async function keep(
   });
   const [toFile, toHash] = body.tee();
   const digest = new crypto.DigestStream('SHA-256');
+  const rows = rowCounter(format);
+  const counting = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      rows.add(chunk);
+      controller.enqueue(chunk);
+    },
+  });
   // Each side settles on its own (a body longer or shorter than its length fails both): every
   // failure is caught here, none is left unhandled.
-  const hashing = toHash.pipeTo(digest).then(
-    () => undefined,
-    (error: unknown) => error,
-  );
+  const hashing = toHash
+    .pipeThrough(counting)
+    .pipeTo(digest)
+    .then(
+      () => undefined,
+      (error: unknown) => error,
+    );
   const fixed = new FixedLengthStream(length);
   const piping = toFile.pipeTo(fixed.writable).then(
     () => undefined,
@@ -186,7 +203,7 @@ async function keep(
     throw badFile('The body ended before its Content-Length, or ran past it.');
   }
   const hash = [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
-  return { hash, ...start };
+  return { hash, total: rows.total(), ...start };
 }
 
 /** A decoder of its own per file: one that streams keeps state between calls. */
@@ -210,7 +227,7 @@ function ndjsonHead(bytes: Uint8Array, whole: boolean): { start: number } {
       if (!/^\s*\{/.test(text)) throw badFile('The file is not NDJSON: its first line does not start a JSON object.');
       return { start: 0 };
     }
-    if (text.trim() !== '') {
+    if (!isBlankLine(text)) {
       let value: unknown;
       try {
         value = JSON.parse(text);
@@ -230,7 +247,12 @@ function ndjsonHead(bytes: Uint8Array, whole: boolean): { start: number } {
  * A CSV file's header: columns naming fields of the object, each once. Its rows start after it.
  * Only the header's lines are decoded: a row further on that is not UTF-8 fails as a row.
  */
-function csvHeader(bytes: Uint8Array, whole: boolean, def: ObjectDef): { columns: string[]; start: number } {
+function csvHeader(
+  bytes: Uint8Array,
+  whole: boolean,
+  def: ObjectDef,
+  mode: ImportMode,
+): { columns: string[]; start: number } {
   // The decoder drops a byte-order mark: its three bytes still come before the header.
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   const decoder = utf8();
@@ -252,8 +274,9 @@ function csvHeader(bytes: Uint8Array, whole: boolean, def: ObjectDef): { columns
     if (header === undefined && !last) continue;
     if (header === undefined || blankRecord(header)) throw badFile('The file holds no header row.');
     if ('error' in header) throw badFile(`The header row is not CSV: ${header.error}.`);
-    const wrong = headerProblems(header.cells, def);
-    if (wrong.length > 0) throw badFile('The header row must name fields of the object, each once.', wrong);
+    const wrong = headerProblems(header.cells, def, mode);
+    if (wrong.length > 0)
+      throw badFile("The header row must name fields of the object, each once, or an export's own columns.", wrong);
     return { columns: header.cells, start: bom + new TextEncoder().encode(text.slice(0, consumed)).byteLength };
   }
 }
@@ -309,4 +332,30 @@ export async function importErrors(request: IRequest, context: Context): Promise
     },
   });
   return new Response(body, { headers: { 'Content-Type': 'application/x-ndjson' } });
+}
+
+/**
+ * GET /workspaces/{workspaceId}/imports: the caller's imports into the workspace, newest first,
+ * a keyset page at a time (signed cursors). Members only, else 404.
+ */
+export async function listImports(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await keyHashOf(request);
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const sent = queryOf(request.url);
+  const query = parsePageQuery(sent.params);
+  const { caller } = await context.store.createContext(keyHash, []);
+  if (caller === undefined) throw unauthorized();
+  const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
+  if (!query.ok || problems.length > 0) throw invalidQuery(problems);
+  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
+  const { limit, cursor } = query.value;
+  const scope = `imports/${caller.userId}/${workspaceId}`;
+  const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
+  const before = cursor === undefined ? Number.MAX_SAFE_INTEGER : await readCursor(secret, cursor, scope, 'cursor');
+  const imports = new Imports(context.db, context.meter);
+  const fetched = await imports.list(caller.userId, workspaceId, before, limit + 1);
+  const items = fetched.slice(0, limit);
+  const last = items.at(-1);
+  const nextCursor = fetched.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  return json({ items: items.map(importOut), nextCursor });
 }

@@ -51,9 +51,9 @@ import { QueryBody, QueryPage, UpsertAnswer } from '../schemas/query.ts';
 import { EmptyBody } from '../write/admit.ts';
 import { readRecord } from './records-read.ts';
 import { referencedBy } from './referenced-by.ts';
-import { cancelImport, createImport, getImport, importErrors } from './imports.ts';
+import { cancelImport, createImport, getImport, importErrors, listImports } from './imports.ts';
 import { exportRecords } from './export.ts';
-import { ImportSchema } from '../schemas/imports.ts';
+import { ImportPage, ImportSchema } from '../schemas/imports.ts';
 
 /** A record as an NDJSON export line shows it. */
 const EXAMPLE_NDJSON_RECORD =
@@ -294,13 +294,19 @@ export const operations: Operation[] = [
     description:
       'Streamed in id order, read a page at a time (the memory it takes does not grow with the workspace): ' +
       '`format=ndjson` (the default) answers one record per line as reads show it; `format=csv` a header ' +
-      '`id,name,version,updatedAt` and a column per field of the current definition (a string as it is, other ' +
-      'values as JSON, no value empty). A record changed during the download appears once. Members (viewers too).',
+      '`id,name,version,updatedAt` (each left out when a field of an older definition holds its name) and a column ' +
+      'per field of the current definition (a string as it is, other values and every `json` value as JSON, no value ' +
+      'empty). A cell a spreadsheet would run as a formula (starting `=`, `+`, `-`, `@`, tab or carriage return; not ' +
+      "a number) gets a `'` before it, which an import takes off again, unless `formulas=keep`. Either imports back " +
+      'with `mode=update&matchOn=id`. A record changed during the download appears once. Members (viewers too). ' +
+      "The headers go out before any page is read: the export's whole cost (rows read, round trips) is logged with " +
+      'its request id when it ends.',
     auth: 'key',
     ok: { status: 200 },
     fileAnswer: {
       'application/x-ndjson': EXAMPLE_NDJSON_RECORD,
-      'text/csv': 'id,name,version,updatedAt,firstName,lastName\r\n1,Ada Lovelace,2,1795392661008,Ada,Lovelace\r\n',
+      'text/csv':
+        "id,name,version,updatedAt,firstName,lastName,motto\r\n1,Ada Lovelace,2,1795392661008,Ada,Lovelace,'=1+1\r\n",
     },
     query: [
       {
@@ -313,6 +319,13 @@ export const operations: Operation[] = [
         name: 'format',
         description: '`ndjson` (default) or `csv`.',
         schema: { type: 'string', enum: ['ndjson', 'csv'] },
+      },
+      {
+        name: 'formulas',
+        description:
+          "A CSV export only: `escape` (default) puts a `'` before each cell a spreadsheet would run as a formula; " +
+          '`keep` writes every cell as it is.',
+        schema: { type: 'string', enum: ['escape', 'keep'] },
       },
     ],
     errors: [],
@@ -328,11 +341,16 @@ export const operations: Operation[] = [
       'Editors of the workspace. The body (up to 100 MB, with its Content-Length) is NDJSON (`application/x-ndjson`: ' +
       'a line is `{ "fieldValues": [...], "isTemplate"? }`) or CSV (`text/csv`, RFC 4180: a header row naming ' +
       "fields, cells parsed by their field's type, an empty cell no value, several values as a JSON array or " +
-      "separated by `;`). It is kept in R2 and applied in chunks, each one D1 transaction with the import's " +
-      'position, so every row is applied exactly once through restarts. Records are created with ' +
-      '`creationType: "System"` by the importer; `mode=upsert&matchOn=<unique field>` patches the record holding ' +
-      "each row's value instead. A row that fails is skipped and listed; the others are applied. A file that is " +
-      'not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.',
+      "separated by `;`, an export's `'` before a formula taken off). It is kept in R2 and applied in chunks, each " +
+      "one D1 transaction with the import's position, so every row is applied exactly once through restarts. " +
+      'Records are created with `creationType: "System"` by the importer; `mode=upsert&matchOn=<unique field>` ' +
+      "patches the record holding each row's value instead; `mode=update&matchOn=id` patches the record each row " +
+      'names by `id` (one of the object shared with the workspace, else the row fails; nothing is created) and ' +
+      "takes an export as it is: a row's `version`, when given, must be the record's (else the row fails: it " +
+      "changed since), the record's other properties (`name`, `updatedAt`, …) are ignored, and in CSV an empty " +
+      'cell removes the value. Each row is checked as a create or patch element (I-JSON, depth, types). A row that ' +
+      'fails is skipped and listed; the others are applied; an import whose rows all fail is `failed`. A file that ' +
+      'is not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.',
     auth: 'key',
     fileBody: {
       'application/x-ndjson': '{"fieldValues":[{"fieldName":"firstName","value":"Ada"}]}\n',
@@ -348,17 +366,30 @@ export const operations: Operation[] = [
       },
       {
         name: 'mode',
-        description: '`create` (default) or `upsert`.',
-        schema: { type: 'string', enum: ['create', 'upsert'] },
+        description: '`create` (default), `upsert` or `update`.',
+        schema: { type: 'string', enum: ['create', 'upsert', 'update'] },
       },
       {
         name: 'matchOn',
-        description: 'An upsert: the unique field that finds the record to patch.',
+        description: 'An upsert: the unique field that finds the record to patch. An update: `id` (the default).',
         schema: { type: 'string' },
       },
     ],
     idempotencyKey: true,
     errors: [403],
+  },
+  {
+    method: 'GET',
+    path: '/workspaces/:workspaceId/imports',
+    handler: listImports,
+    operationId: 'listImports',
+    tag: 'Records',
+    summary: "List the caller's imports into a workspace",
+    description: 'Newest first, a keyset page at a time. Members only, else 404.',
+    auth: 'key',
+    ok: { status: 200, schema: ImportPage },
+    query: PAGE_QUERY,
+    errors: [],
   },
   {
     method: 'GET',
@@ -395,12 +426,14 @@ export const operations: Operation[] = [
     tag: 'Records',
     summary: 'The rows an import skipped, and why',
     description:
-      'NDJSON, streamed in row order: `{ "row": <1-based data row>, "errors": [ { pointer, code, message } ] }`.',
+      'NDJSON, streamed in row order: `{ "row": <1-based data row>, "errors": [ { pointer, code, message, ' +
+      'column? } ] }`: `pointer` into the row as a JSON element, and for a CSV file the `column` at fault.',
     auth: 'key',
     ok: { status: 200 },
     fileAnswer: {
       'application/x-ndjson':
-        '{"row":2,"errors":[{"pointer":"/fieldValues/0/value","code":"invalid_type","message":"expected integer"}]}\n',
+        '{"row":2,"errors":[{"pointer":"/fieldValues/0/value","code":"invalid_type","message":"expected integer",' +
+        '"column":"age"}]}\n',
     },
     errors: [],
   },

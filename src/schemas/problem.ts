@@ -8,6 +8,9 @@ export const InputProblem = v.pipe(
     parameter: v.exactOptional(v.pipe(v.string(), v.description('The path parameter at fault.'))),
     header: v.exactOptional(v.pipe(v.string(), v.description('The request header at fault.'))),
     query: v.exactOptional(v.pipe(v.string(), v.description('The query parameter at fault.'))),
+    column: v.exactOptional(
+      v.pipe(v.string(), v.description('An imported CSV row: the column at fault, beside the pointer into the row.')),
+    ),
     recordId: v.exactOptional(
       v.pipe(v.number(), v.integer(), v.description('A record the problem names: one that references the record.')),
     ),

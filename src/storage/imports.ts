@@ -1,6 +1,6 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
-import type { ImportState } from '../domain/imports.ts';
+import type { ImportMode, ImportState } from '../domain/imports.ts';
 import type { Meter } from './meter.ts';
 import type { D1 } from './sessions.ts';
 import { callerOf, OBJECTS, toObjectDef, userStatement, type ObjectRow } from './store.ts';
@@ -9,7 +9,7 @@ import { tenantOfId } from '../domain/tenant.ts';
 
 /**
  * Imports as D1 keeps them (`imports`, `import_errors`): their creation, the guard that moves a
- * chunk's position in the chunk's own transaction, their errors, cancelling.
+ * chunk's position in the chunk's own transaction, their errors, cancelling, a user's list.
  */
 
 export type { ImportState, ImportStatus } from '../domain/imports.ts';
@@ -18,11 +18,13 @@ export interface NewImport {
   userId: number;
   workspaceId: number;
   objectId: number;
-  mode: 'create' | 'upsert';
+  mode: ImportMode;
   matchOn: string | undefined;
   format: 'ndjson' | 'csv';
   file: string;
   size: number;
+  /** The file's data rows, counted as it was kept. */
+  total: number;
   /** A CSV file's header: its columns, and the bytes of the header line (where rows start). */
   columns: string[] | undefined;
   start: number;
@@ -41,8 +43,10 @@ export interface ChunkDone {
   unchanged: number;
   failed: number;
   errors: { row: number; errors: unknown[] }[];
-  /** The chunk ends the file: the import succeeded. */
-  last: boolean;
+  /** Where the import stands after the chunk: still running, or ended (the file read, or given up). */
+  status: 'running' | 'succeeded' | 'failed';
+  /** Why it failed, when it did. */
+  failure?: string;
   now: number;
 }
 
@@ -68,15 +72,15 @@ export class Imports {
         this.db
           .prepare(
             `INSERT INTO imports (id, user_id, workspace_id, object_id, mode, match_on, format, file, size, columns,
-               status, position, created_at, idempotency_key, request_hash)
-             VALUES (${id}, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11, ?12, ?13)
+               status, position, created_at, idempotency_key, request_hash, updates_only, total)
+             VALUES (${id}, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'queued', ?10, ?11, ?12, ?13, ?14, ?15)
              ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING *`,
           )
           .bind(
             input.userId,
             input.workspaceId,
             input.objectId,
-            input.mode,
+            input.mode === 'create' ? 'create' : 'upsert',
             input.matchOn ?? null,
             input.format,
             input.file,
@@ -86,6 +90,8 @@ export class Imports {
             input.now,
             input.key ?? null,
             input.requestHash ?? null,
+            input.mode === 'update' ? 1 : 0,
+            input.total,
           ),
         this.db
           .prepare('SELECT * FROM imports WHERE user_id = ? AND idempotency_key = ?')
@@ -134,17 +140,17 @@ export class Imports {
   }
 
   /**
-   * The first statement of a chunk's transaction: moves the position from `from` to `to` and adds
-   * the counts, or aborts the whole transaction (NULL into a NOT NULL column) when the import is no
-   * longer at `from` or no longer running. The rows it skipped follow.
+   * The first statement of a chunk's transaction: moves the position from `from` to `to`, adds
+   * the counts and sets where the import stands, or aborts the whole transaction (NULL into a NOT
+   * NULL column) when the import is no longer at `from` or no longer running. The rows it skipped
+   * follow.
    */
   chunk(id: number, done: ChunkDone): D1PreparedStatement[] {
     const guard = this.db
       .prepare(
         `UPDATE imports SET
            position = CASE WHEN position = ?2 AND status IN ('queued', 'running') THEN ?3 END,
-           status = CASE WHEN ?9 THEN 'succeeded' ELSE 'running' END,
-           finished_at = CASE WHEN ?9 THEN ?10 END,
+           status = ?9, finished_at = CASE WHEN ?9 <> 'running' THEN ?10 END, failure = ?11,
            processed = processed + ?4, created = created + ?5, updated = updated + ?6,
            unchanged = unchanged + ?7, failed = failed + ?8
          WHERE id = ?1`,
@@ -158,8 +164,9 @@ export class Imports {
         done.updated,
         done.unchanged,
         done.failed,
-        done.last ? 1 : 0,
+        done.status,
         done.now,
+        done.failure ?? null,
       );
     if (done.errors.length === 0) return [guard];
     const errors = this.db
@@ -198,6 +205,17 @@ export class Imports {
       ]),
     );
     return row?.results[0];
+  }
+
+  /** The user's imports into the workspace with ids below `before`, newest first, at most `limit`. */
+  async list(userId: number, workspaceId: number, before: number, limit: number): Promise<ImportState[]> {
+    const rows = await this.meter.d1(() =>
+      this.db
+        .prepare('SELECT * FROM imports WHERE user_id = ? AND workspace_id = ? AND id < ? ORDER BY id DESC LIMIT ?')
+        .bind(userId, workspaceId, before, limit)
+        .all<ImportState>(),
+    );
+    return rows.results;
   }
 
   /** The rows the import skipped after row `after`, at most `limit`, in row order. */

@@ -16,6 +16,7 @@ import {
 } from '../domain/record-keys.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { KeyClaim } from './idempotency.ts';
+import type { UniqueClaim } from './record-index.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import { keyedRecords, RECORD_COLUMNS, recordsOf, type RecordReadRow } from './store.ts';
@@ -181,6 +182,10 @@ const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2
   AND version = 1 AND type = 'created' ORDER BY record_id`;
 
 const STATES = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value ->> 0 FROM json_each(?1))`;
+// The live holders of unique values (`[objectId, field, key]` each), read whole: `i` is the claim's index.
+const HOLDING = `SELECT j.key AS i, ${RECORD_COLUMNS} FROM json_each(?1) j JOIN record_index ri
+    ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2
+  JOIN records r ON r.id = ri.record_id`;
 const MOVED = `SELECT ${RECORD_COLUMNS} FROM json_each(?1) g JOIN records r ON r.id = g.value ->> 0
   WHERE r.version <> g.value ->> 1`;
 const UNDONE = `SELECT c.record_id, c.version, c.type, c.at, c.by, c.data, c.was
@@ -567,6 +572,21 @@ export class RecordWrites {
     const at = JSON.stringify(ids.map((id) => [id]));
     const rows = await this.untilDeadline(deadline, () => this.db.prepare(STATES).bind(at).all<RecordReadRow>());
     return new Map(recordsOf(rows.results).map((record) => [record.id, record]));
+  }
+
+  /**
+   * The live record holding each claim's unique value, in the claims' order (undefined: none),
+   * found and read in one statement, so a holder is read as it held the value. Retried until `deadline`.
+   */
+  async holding(claims: readonly UniqueClaim[], deadline: number): Promise<(RecordOut | undefined)[]> {
+    if (claims.length === 0) return [];
+    const at = JSON.stringify(claims.map((c) => [c.objectId, c.field, c.key]));
+    const rows = await this.untilDeadline(deadline, () =>
+      this.db.prepare(HOLDING).bind(at).all<RecordReadRow & { i: number }>(),
+    );
+    const records = recordsOf(rows.results);
+    const held = new Map(rows.results.map((row, k) => [row.i, records[k] as RecordOut]));
+    return claims.map((_, i) => held.get(i));
   }
 
   /**

@@ -269,4 +269,61 @@ export async function untilIndexBuilt(objectId: number, timeoutMs = 20_000): Pro
   }
 }
 
+/** Posts an import file as its importer would. */
+export function upload(
+  key: string,
+  workspaceId: number,
+  query: string,
+  body: string,
+  type = 'application/x-ndjson',
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  return call('POST', `/workspaces/${workspaceId}/imports?${query}`, {
+    key,
+    raw: body,
+    headers: { 'Content-Type': type, ...headers },
+  });
+}
+
+/** Polls the import until it is no longer queued or running; its state then. */
+export async function finished(key: string, id: number, timeoutMs = 30_000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await call('GET', `/imports/${id}`, { key });
+    if (answer.status !== 200) throw new Error(`GET /imports/${id} answered ${answer.status}`);
+    if (answer.body.status !== 'queued' && answer.body.status !== 'running') return answer.body;
+    if (Date.now() > until) throw new Error(`import ${id} still ${answer.body.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A file the Worker streams (an export, an import's errors), as a client downloads it. */
+export async function download(key: string, path: string): Promise<Response> {
+  return exports.default.fetch(`http://records.test${path}`, { headers: { Authorization: `Bearer ${key}` } });
+}
+
+/** The rows an import skipped, as `GET /imports/{id}/errors` lists them. */
+export async function errorLines(key: string, id: number): Promise<any[]> {
+  const res = await download(key, `/imports/${id}/errors`);
+  if (res.status !== 200 || res.headers.get('Content-Type') !== 'application/x-ndjson')
+    throw new Error(`GET /imports/${id}/errors answered ${res.status}`);
+  const text = new TextDecoder().decode(await res.arrayBuffer());
+  return text === ''
+    ? []
+    : text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+}
+
+/** The object of import `id` in the test build: held, it takes no alarm; a test steps its chunks itself. */
+export const importObject = (id: number): any => env.IMPORTS.getByName(String(id));
+
+/** The id the next import gets, its object held before the import exists, so that the test steps every chunk. */
+export async function holdNextImport(): Promise<number> {
+  const next = await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first<{ id: number }>();
+  await importObject(next?.id ?? 1).hold();
+  return next?.id ?? 1;
+}
+
 export { byName, foldFeed } from '../feed-fold.ts';

@@ -5,12 +5,18 @@ import {
   bulkRecords,
   call,
   createOne,
+  download,
+  errorLines,
   expectProblem,
+  finished,
+  holdNextImport,
+  importObject,
   newUser,
   newWorkspace,
   type Answer,
   fv,
   objectIn,
+  upload,
 } from './helpers.ts';
 
 const FIELDS = [
@@ -23,49 +29,6 @@ const FIELDS = [
 ];
 
 const setup = () => objectIn({ name: 'Person', nameTemplate: '{first} {last}', fields: FIELDS });
-
-function upload(
-  key: string,
-  workspaceId: number,
-  query: string,
-  body: string,
-  type = 'application/x-ndjson',
-  headers: Record<string, string> = {},
-): Promise<Answer> {
-  return call('POST', `/workspaces/${workspaceId}/imports?${query}`, {
-    key,
-    raw: body,
-    headers: { 'Content-Type': type, ...headers },
-  });
-}
-
-/** Polls the import until it is no longer queued or running. */
-async function finished(key: string, id: number, timeoutMs = 30_000): Promise<any> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const answer = await call('GET', `/imports/${id}`, { key });
-    expect(answer.status).toBe(200);
-    if (answer.body.status !== 'queued' && answer.body.status !== 'running') return answer.body;
-    if (Date.now() > until) throw new Error(`import ${id} still ${answer.body.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function errorLines(key: string, id: number): Promise<any[]> {
-  const { exports } = await import('cloudflare:workers');
-  const res = await exports.default.fetch(`http://records.test/imports/${id}/errors`, {
-    headers: { Authorization: `Bearer ${key}` },
-  });
-  expect(res.status).toBe(200);
-  expect(res.headers.get('Content-Type')).toBe('application/x-ndjson');
-  const text = await res.text();
-  return text === ''
-    ? []
-    : text
-        .trimEnd()
-        .split('\n')
-        .map((line) => JSON.parse(line));
-}
 
 async function records(objectId: number) {
   const rows = await env.DB.prepare(
@@ -99,7 +62,7 @@ describe('imports: NDJSON and CSV files applied in the background', () => {
     const done = await finished(editor.key, answer.body.id);
     expect(done).toMatchObject({
       status: 'succeeded',
-      rows: { processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2 },
+      rows: { processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2, total: 4 },
     });
     expect(done.finishedAt).toBeGreaterThanOrEqual(done.createdAt);
     const made = await records(object.id);
@@ -130,7 +93,7 @@ describe('imports: NDJSON and CSV files applied in the background', () => {
     const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, csv, 'text/csv; charset=utf-8');
     expect(answer.status).toBe(202);
     const done = await finished(editor.key, answer.body.id);
-    expect(done.rows).toEqual({ processed: 5, created: 3, updated: 0, unchanged: 0, failed: 2 });
+    expect(done.rows).toEqual({ processed: 5, created: 3, updated: 0, unchanged: 0, failed: 2, total: 5 });
     const made = (await records(object.id)).map((r) => JSON.parse(r.field_values));
     expect(made).toEqual([
       [
@@ -174,7 +137,12 @@ describe('imports: what is refused at once', () => {
     ];
     for (const [answer, status, code] of cases) expectProblem(answer, status, code);
     expect(cases[3]?.[0].body.errors).toEqual([
-      { pointer: '/columns/1', code: 'unknown_field', message: 'column "nope" is not a field of the object' },
+      {
+        pointer: '/columns/1',
+        column: 'nope',
+        code: 'unknown_field',
+        message: 'column "nope" is not a field of the object',
+      },
     ]);
     expect(await env.DB.prepare('SELECT count(*) AS n FROM imports').first()).toEqual(before);
     expect((await env.IMPORT_FILES.list()).objects).toHaveLength(files);
@@ -216,7 +184,7 @@ describe('imports: upsert', () => {
     );
     expect(answer.status).toBe(202);
     const done = await finished(editor.key, answer.body.id);
-    expect(done.rows).toEqual({ processed: 5, created: 1, updated: 2, unchanged: 1, failed: 1 });
+    expect(done.rows).toEqual({ processed: 5, created: 1, updated: 2, unchanged: 1, failed: 1, total: 5 });
     const read = await call('GET', `/records/${ada.id}`, { key: editor.key });
     // Matched whatever the case (as unique emails compare), and patched with the value sent.
     expect(read.body.fieldValues).toEqual([fv('first', 'Ada'), fv('age', 37), fv('email', 'ADA@example.com')]);
@@ -231,14 +199,11 @@ describe('imports: upsert', () => {
   });
 });
 
-const importObject = (id: number): any => env.IMPORTS.getByName(String(id));
-
 describe('imports: exactly once through lost replies, restarts and cancels', () => {
   it('a chunk whose reply is lost after it committed is not applied again: every row once, counts exact', async () => {
     const { editor, workspaceId, object } = await setup();
     // Held before it is created: the object of the import to come takes no alarm of its own.
-    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
-    await importObject(next).hold();
+    const next = await holdNextImport();
     const lines = Array.from({ length: 250 }, (_, i) =>
       JSON.stringify({ fieldValues: [fv('first', `P${i}`), fv('age', i % 50 === 7 ? 'x' : i)] }),
     );
@@ -274,8 +239,7 @@ describe('imports: exactly once through lost replies, restarts and cancels', () 
 
   it('a cancelled import takes no more chunks; the rows applied stay', async () => {
     const { editor, workspaceId, object } = await setup();
-    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
-    await importObject(next).hold();
+    const next = await holdNextImport();
     const lines = Array.from({ length: 300 }, (_, i) => JSON.stringify({ fieldValues: [fv('first', `C${i}`)] }));
     await upload(editor.key, workspaceId, `objectId=${object.id}`, lines.join('\n'));
     expect(await importObject(next).stepOnce(next)).toEqual({ more: true });
@@ -324,7 +288,7 @@ describe('imports: exactly once through lost replies, restarts and cancels', () 
     ].map((line) => JSON.stringify(line));
     const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, lines.join('\n'));
     const done = await finished(editor.key, answer.body.id);
-    expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2 });
+    expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2, total: 4 });
     expect((await records(object.id)).map((r) => r.name)).toEqual(['Held', 'A', 'D']);
     expect(await errorLines(editor.key, answer.body.id)).toEqual([
       {
@@ -348,11 +312,6 @@ describe('imports: exactly once through lost replies, restarts and cancels', () 
 });
 
 describe('exports', () => {
-  async function download(key: string, path: string): Promise<Response> {
-    const { exports } = await import('cloudflare:workers');
-    return exports.default.fetch(`http://records.test${path}`, { headers: { Authorization: `Bearer ${key}` } });
-  }
-
   it('streams every live record in id order, NDJSON as reads show them and CSV a column per field', async () => {
     const { editor, viewer, workspaceId, object } = await setup();
     const a = await createOne(editor.key, object.id, [
@@ -464,11 +423,11 @@ describe('imports check references as every write does', () => {
     const csv = `first,company\r\nA,${acme.id}\r\nB,${hidden.id}\r\nC,999999\r\nD,${acme.id}\r\n`;
     const answer = await upload(editor.key, workspaceId, `objectId=${object.id}`, csv, 'text/csv');
     const done = await finished(editor.key, answer.body.id);
-    expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2 });
+    expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2, total: 4 });
     const message = `expected the id of a live record of object ${company.id} that you can read`;
     expect(await errorLines(editor.key, answer.body.id)).toEqual([
-      { row: 2, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message }] },
-      { row: 3, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message }] },
+      { row: 2, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message, column: 'company' }] },
+      { row: 3, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message, column: 'company' }] },
     ]);
     const refs = await env.DB.prepare(
       'SELECT r.name FROM record_refs x JOIN records r ON r.id = x.record_id WHERE x.target_id = ? ORDER BY r.id',
@@ -507,6 +466,7 @@ describe('imports: edge cases from a review', () => {
       updated: 0,
       unchanged: 0,
       failed: 1,
+      total: 3,
     });
     expect(await errorLines(editor.key, id)).toEqual([
       { row: 2, errors: [{ pointer: '', code: 'invalid_encoding', message: 'the record is not UTF-8' }] },
@@ -529,8 +489,7 @@ describe('imports: edge cases from a review', () => {
 
   it('an import whose importer may no longer write fails, and says why', async () => {
     const { editor, workspaceId, object } = await setup();
-    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
-    await importObject(next).hold();
+    const next = await holdNextImport();
     await upload(
       editor.key,
       workspaceId,
@@ -567,8 +526,7 @@ describe('imports: chunks stay bounded', () => {
         fields: ['n', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, type: 'text' })),
       })
     ).body;
-    const next = ((await env.DB.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM imports').first()) as any).id;
-    await importObject(next).hold();
+    const next = await holdNextImport();
     // A first row of 3 MB (refused: its text is too long), read with what follows it; then rows of 450 KB.
     const huge = JSON.stringify({ fieldValues: [fv('n', 'huge'), fv('a', 'a'.repeat(3_000_000))] });
     const lines = Array.from({ length: 8 }, (_, i) =>

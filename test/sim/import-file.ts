@@ -1,4 +1,5 @@
 import { foldCase } from '../../src/core/fold.ts';
+import { neutralised } from '../../src/domain/formulas.ts';
 import type { World } from './world.ts';
 
 /**
@@ -28,10 +29,13 @@ export interface FileRow {
   values: Values | undefined;
   /** Why a bad row must be refused (for traces). */
   bad?: string;
+  /** An update's: the record the row names, and the fields its empty CSV cells remove. */
+  id?: number;
+  blank?: string[];
 }
 
 export interface ImportFile {
-  mode: 'create' | 'upsert';
+  mode: 'create' | 'upsert' | 'update';
   format: 'ndjson' | 'csv';
   contentType: string;
   bytes: Uint8Array;
@@ -126,6 +130,84 @@ export function generateFile(world: World, options: FileOptions): ImportFile {
   };
 }
 
+/**
+ * A seeded file of an update by id (`mode=update`): rows that name the given records (a record
+ * often twice), each setting a title and its own number `n` (so a good row always changes its
+ * record) and sometimes `flag` and `note`; in CSV an optional column's empty cell removes its
+ * value, in NDJSON a line may carry a record's other properties as an export writes them
+ * (ignored). Bad rows name no record, give a stale version, an `n` of the wrong type or no title.
+ */
+export function generateUpdateFile(world: World, ids: readonly number[]): ImportFile {
+  const format = world.chance(0.5) ? 'ndjson' : 'csv';
+  const optional = ['flag', 'note'].filter(() => world.chance(0.7));
+  const withVersion = world.chance(0.5);
+  const columns = ['id', ...(withVersion ? ['version'] : []), ...shuffle(world, ['title', 'n', ...optional])];
+  const newline = world.chance(0.5) ? '\n' : '\r\n';
+  const rows: FileRow[] = [];
+  const lines: string[] = format === 'csv' ? [columns.join(',')] : [];
+  const count = world.between(60, 200);
+  for (let number = 1; number <= count; number++) {
+    const id = world.pick(ids);
+    const values: Values = {
+      title: `u${number} ${randomText(world, format === 'csv' ? CSV_PIECES : PIECES, 4)}`,
+      n: number,
+    };
+    if (optional.includes('flag') && world.chance(0.6)) values.flag = world.chance(0.5);
+    if (optional.includes('note') && world.chance(0.6)) values.note = randomText(world, PIECES, 5);
+    // An empty CSV cell is no value: an empty note there is one removed.
+    if (format === 'csv' && values.note === '') delete values.note;
+    const kinds = [
+      'no record',
+      'n as text',
+      'no title',
+      ...(format === 'csv' && !withVersion ? [] : ['stale version']),
+    ];
+    const bad = world.chance(0.08) ? world.pick(kinds) : undefined;
+    const blank = format === 'csv' ? optional.filter((name) => values[name] === undefined) : undefined;
+    rows.push({
+      number,
+      id,
+      values: bad === undefined ? values : undefined,
+      ...(bad ? { bad } : {}),
+      ...(blank ? { blank } : {}),
+    });
+    const sent: Values = { ...values, ...(bad === 'n as text' ? { n: `x${number}` } : {}) };
+    // No title: an empty cell removes it, a line sets it null; either fails (it is required).
+    if (bad === 'no title') sent.title = format === 'csv' ? undefined : null;
+    const target = bad === 'no record' ? 99_999_999 : id;
+    const version = bad === 'stale version' ? 99_999 : undefined;
+    lines.push(
+      format === 'csv'
+        ? columns
+            .map((name) =>
+              name === 'id' ? String(target) : name === 'version' ? (version ?? '') : csvCell(sent[name], world),
+            )
+            .map(String)
+            .join(',')
+        : JSON.stringify({
+            id: target,
+            ...(version === undefined ? {} : { version }),
+            ...(world.chance(0.3) ? { name: 'ignored', updatedAt: 1, objectId: 0 } : {}),
+            fieldValues: shuffle(
+              world,
+              Object.entries(sent).map(([fieldName, value]) => ({ fieldName, value })),
+            ),
+          }),
+    );
+  }
+  return {
+    mode: 'update',
+    format,
+    contentType: format === 'ndjson' ? 'application/x-ndjson' : 'text/csv; charset=utf-8',
+    bytes: new TextEncoder().encode(lines.join(newline) + newline),
+    rows,
+    codes: [],
+  };
+}
+
+const randomText = (world: World, pieces: readonly string[], length: number): string =>
+  Array.from({ length: world.between(0, length) }, () => world.pick(pieces)).join('');
+
 function shuffle<T>(world: World, items: T[]): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
@@ -194,9 +276,10 @@ function ndjsonLine(values: Values, bad: string | undefined, world: World): stri
 
 const quoted = (cell: string): string => `"${cell.replace(/"/g, '""')}"`;
 
+/** A cell as an export writes it: a value that reads as a formula neutralised (the import restores it). */
 function csvCell(value: unknown, world: World): string {
   if (value === undefined) return '';
-  const text = String(value);
+  const text = neutralised(String(value));
   return /[",\r\n]/.test(text) || world.chance(0.2) ? quoted(text) : text;
 }
 

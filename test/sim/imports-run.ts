@@ -10,6 +10,7 @@ import {
   equals,
   FIELDS,
   generateFile,
+  generateUpdateFile,
   holds,
   rowKey,
   type FileRow,
@@ -30,6 +31,7 @@ import { client, migrations, resetIsolate, sameState, type Answer } from './harn
  * the same import side by side, and the Cron Trigger starts what was lost. Meanwhile another
  * editor patches, upserts, deletes and restores records of the same object through the Worker,
  * racing the import on its codes and on the records it matches; sometimes the importer cancels.
+ * One run in three imports an update by id of the records made before it (`mode=update`).
  * Then, with the faults off, every row's outcome is read back from what the service holds.
  * Every shape that once met a fault of the service is drawn (see import-file.ts and the clients
  * below).
@@ -144,7 +146,9 @@ async function run(seed: number, base: Setup): Promise<ImportReport> {
   const db = base.d1.db;
   const violations: string[] = [];
   const bugs = new Set(['bom', 'match', 'twice', 'recode']);
-  const file = generateFile(world, { bugs });
+  const drawn = generateFile(world, { bugs });
+  // One run in three updates by id the records made before it (its file is drawn once they exist).
+  const updating = world.chance(1 / 3);
   const trace = (line: string) => {
     if (process.env.SIM_TRACE) console.log(`${Math.round(world.now)} ${line}`);
   };
@@ -156,19 +160,20 @@ async function run(seed: number, base: Setup): Promise<ImportReport> {
     const { workspace, objectId, importer, editor } = base;
 
     // Before the import, without faults: records that rows will match (or, in a create, clash
-    // with), some deleted (a restore races the import for their code), and records that hold a
-    // row's values exactly (that row leaves them unchanged, unless a client changed them first).
-    const codes = [...file.codes];
+    // with; an update names them), some deleted (a restore races the import for their code), and
+    // records that hold a row's values exactly (that row leaves them unchanged, unless a client
+    // changed them first).
+    const codes = [...drawn.codes];
     const taken = new Set<string>();
     const pre: Values[] = [];
-    for (let i = world.between(3, 10); i > 0; i--) {
+    for (let i = updating ? world.between(10, 30) : world.between(3, 10); i > 0; i--) {
       const code = world.pick(codes);
       if (taken.has(codeKey(code) as string)) continue;
       taken.add(codeKey(code) as string);
       pre.push({ title: `pre ${code}`, code, flag: true });
     }
-    if (file.mode === 'upsert')
-      for (const row of file.rows.filter(() => world.chance(0.04))) {
+    if (drawn.mode === 'upsert' && !updating)
+      for (const row of drawn.rows.filter(() => world.chance(0.04))) {
         const key = rowKey(row.values);
         if (row.values === undefined || key === undefined || taken.has(key)) continue;
         taken.add(key);
@@ -192,13 +197,14 @@ async function run(seed: number, base: Setup): Promise<ImportReport> {
       const gone = await http.json('DELETE', `/workspaces/${workspace}/records/${id}`, editor.key);
       if (gone.status !== 200) throw new Error(`run setup: delete answered ${gone.status} ${gone.text}`);
     }
+    const file = updating ? generateUpdateFile(world, preIds) : drawn;
     const startedAt = world.now;
     cluster.faults = faults;
 
     // The importer: posts the file under a key until it is accepted, and sometimes cancels.
     const importPath =
       `/workspaces/${workspace}/imports?objectId=${objectId}` +
-      (file.mode === 'upsert' ? '&mode=upsert&matchOn=code' : '');
+      (file.mode === 'upsert' ? '&mode=upsert&matchOn=code' : file.mode === 'update' ? '&mode=update&matchOn=id' : '');
     const importHeaders = {
       'Content-Type': file.contentType,
       'Content-Length': String(file.bytes.byteLength),
@@ -477,8 +483,11 @@ function checkImport(
   cancels: readonly Answer[],
 ): Record<string, number> {
   const total = file.rows.length;
+  if (state.total !== total) violations.push(`the import counted ${state.total} rows in its file of ${total}`);
   const status = state.status as string;
-  const expectedStatus = cancels.some((a) => a.status === 200) ? 'cancelled' : 'succeeded';
+  // An import whose every row failed is failed (a cancel before its last chunk notwithstanding).
+  const allFailed = state.processed === total && total > 0 && state.failed === total;
+  const expectedStatus = allFailed ? 'failed' : cancels.some((a) => a.status === 200) ? 'cancelled' : 'succeeded';
   if (status !== expectedStatus)
     violations.push(
       `the import ended ${status}, expected ${expectedStatus} (cancels: ${cancels.map((a) => a.status)})`,
@@ -489,7 +498,7 @@ function checkImport(
         `a cancel answered rows ${JSON.stringify(answer.body.rows)}, ` +
           `the import ended with ${JSON.stringify(countsOf(state))}`,
       );
-  if (status === 'succeeded' && state.processed !== total)
+  if (status !== 'cancelled' && state.processed !== total)
     violations.push(`the import succeeded having processed ${state.processed} of ${total} rows`);
   const processed = state.processed as number;
 
@@ -509,6 +518,8 @@ function checkImport(
   const since = (state.created_at as number) - CALL_DEADLINE_MS;
   const taken = new Set<string>();
   const deleted = new Set<string>();
+  /** Records deleted at some time (a good row of an update naming one may be refused for it). */
+  const deletedIds = new Set<number>();
   let created = 0;
   let updated = 0;
   for (const item of feed) {
@@ -518,6 +529,7 @@ function checkImport(
     const n = next.fieldValues.n;
     const row = rowOf(n);
     const key = codeKey(next.fieldValues.code);
+    if (item.type === 'deleted') deletedIds.add(item.recordId);
     if (key !== undefined && !next.deleted) everHeld.add(key);
     if (key !== undefined && item.by !== importerId && item.at >= since)
       (item.type === 'deleted' ? deleted : taken).add(key);
@@ -529,6 +541,7 @@ function checkImport(
     if (item.type === 'created') {
       created++;
       add(n, `created ${item.recordId}`);
+      if (file.mode === 'update') violations.push(`${at}: an update by id created a record`);
       if (item.record.creationType !== 'System' || item.record.createdBy !== importerId)
         violations.push(`${at}: creationType ${item.record.creationType} by ${item.record.createdBy}`);
       if (row?.values === undefined) violations.push(`${at}: made by the import from no good row (n ${n})`);
@@ -537,8 +550,9 @@ function checkImport(
     } else if (item.type === 'updated') {
       updated++;
       add(n, `updated ${item.recordId}`);
-      if (file.mode !== 'upsert') violations.push(`${at}: a create import updated a record`);
+      if (file.mode === 'create') violations.push(`${at}: a create import updated a record`);
       if (row?.values === undefined) violations.push(`${at}: updated by the import from no good row (n ${n})`);
+      else if (file.mode === 'update') violations.push(...updatedById(at, row, item.recordId, prev, next));
       else {
         if (!holds(next.fieldValues, row.values))
           violations.push(`${at}: holds ${JSON.stringify(next.fieldValues)}, row ${n} ${JSON.stringify(row.values)}`);
@@ -561,10 +575,13 @@ function checkImport(
     // a race: a code taken or a matched record deleted between the chunk's read and its write.
     const codes = problems.map((p) => p.code);
     const key = rowKey(good) as string;
+    const named = rowOf(row)?.id;
     const allowed = codes.every((c) =>
       file.mode === 'create'
         ? c === 'unique_violation' && everHeld.has(key)
-        : (c === 'unique_violation' && taken.has(key)) || (c === 'record_deleted' && deleted.has(key)),
+        : file.mode === 'update'
+          ? c === 'record_deleted' && named !== undefined && deletedIds.has(named)
+          : (c === 'unique_violation' && taken.has(key)) || (c === 'record_deleted' && deleted.has(key)),
     );
     if (!allowed || codes.length === 0) violations.push(`good row ${row} refused: ${listed}`);
     if (file.mode === 'upsert') for (const code of codes) raced[code] = (raced[code] ?? 0) + 1;
@@ -587,18 +604,33 @@ function checkImport(
     // Nothing written: the row's values must have been a record's before the import (n is the
     // row's own number, so only a record made to hold this row's values holds it).
     if (row.values === undefined) violations.push(`row ${n} (${row.bad}) has no outcome at all`);
-    else if (file.mode !== 'upsert') violations.push(`row ${n} of a create has no outcome at all`);
+    else if (file.mode !== 'upsert') violations.push(`row ${n} of a ${file.mode} has no outcome at all`);
     else if (!heldBefore.has(n)) violations.push(`row ${n} counted unchanged, but no record held its values`);
   }
-  const held = { processed, created, updated, unchanged, failed: errors.length };
+  const held = { processed, created, updated, unchanged, failed: errors.length, total };
   if (JSON.stringify(held) !== JSON.stringify(countsOf(state)))
     violations.push(`the import counts ${JSON.stringify(countsOf(state))}, its outcomes are ${JSON.stringify(held)}`);
   return raced;
 }
 
+/**
+ * An update by id's change: made to the record the row names, live before it, which then holds the
+ * row's values, and none of the fields whose empty CSV cells removed them.
+ */
+function updatedById(at: string, row: FileRow, recordId: number, prev: any, next: any): string[] {
+  const violations: string[] = [];
+  if (row.id !== recordId) violations.push(`${at}: row ${row.number} names record ${row.id}`);
+  if (prev?.deleted !== false) violations.push(`${at}: row ${row.number} was applied to a deleted record`);
+  if (!holds(next.fieldValues, row.values ?? {}) || (row.blank ?? []).some((f) => next.fieldValues[f] !== undefined))
+    violations.push(
+      `${at}: holds ${JSON.stringify(next.fieldValues)}, row ${row.number} ${JSON.stringify(row.values)}`,
+    );
+  return violations;
+}
+
 function countsOf(state: Record<string, any>): Record<string, number> {
-  const { processed, created, updated, unchanged, failed } = state;
-  return { processed, created, updated, unchanged, failed };
+  const { processed, created, updated, unchanged, failed, total } = state;
+  return { processed, created, updated, unchanged, failed, ...(total === null ? {} : { total }) };
 }
 
 /**
