@@ -5,7 +5,8 @@ import { keyHashOf } from './http/auth.ts';
 import { BOOKMARK_HEADER, isBookmark, latestBookmark } from './http/bookmark.ts';
 import { allowedOrigin, corsHeaders, corsPolicy, preflightHeaders } from './http/cors.ts';
 import { refuseDotSegments } from './http/dot-segments.ts';
-import { HttpError, invalidBookmark, notFound } from './http/errors.ts';
+import { HttpError, invalidBookmark, isTenantNotHere, notFound } from './http/errors.ts';
+import { forgetRoute } from './storage/routes.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { wakeAfterWrite } from './push/wake.ts';
@@ -21,7 +22,11 @@ import { operations, type Handler, type Method } from './routes/table.ts';
 export function buildRouter() {
   const router = Router<IRequest, [Context]>({
     before: [refuseDotSegments, refuseBadBookmark],
-    catch: (error: unknown, _request: IRequest, context: Context) => problemResponse(error, context.requestId),
+    catch: (error: unknown, _request: IRequest, context: Context) => {
+      // Where this isolate thought the tenant was is stale: the next request reads the catalog.
+      if (isTenantNotHere(error)) forgetRoute(context.tenant.id);
+      return problemResponse(error, context.requestId);
+    },
     finally: [
       (response: Response, request: IRequest, context: Context) => {
         response.headers.set('X-Request-Id', context.requestId);

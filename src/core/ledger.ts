@@ -40,6 +40,15 @@ export function newWriteId(tenantId = 1, now: number = Date.now()): string {
   return `${writeIdTime(now)}-${tenantId === 1 ? '' : `t${tenantId}-`}${crypto.randomUUID()}`;
 }
 
+/**
+ * The id of a write that follows `writeId` on another tenant's database (a new tenant's first
+ * user): the same for the same `writeId`, so a retry finds it, and naming `tenantId`.
+ */
+export function followingWriteId(writeId: string, tenantId: number, what: string): string {
+  const rest = writeId.slice(TIME_WIDTH + 1).replace(/^t[0-9]+-/, '');
+  return `${writeId.slice(0, TIME_WIDTH)}-${tenantId === 1 ? '' : `t${tenantId}-`}${rest}/${what}`;
+}
+
 /** The failure a finished write was answered, or undefined when it committed. */
 export function failureOf(outcome: LedgerOutcome): { status: number; problem?: InputProblem } | undefined {
   if (!('f' in outcome)) return undefined;

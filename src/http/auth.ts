@@ -1,4 +1,4 @@
-import { adminUnauthorized, forbidden, HttpError, unauthorized } from './errors.ts';
+import { adminUnauthorized, HttpError, unauthorized } from './errors.ts';
 
 const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})$/i;
 
@@ -76,10 +76,4 @@ export async function isAdminToken(request: Request, adminToken: string | undefi
   const [a, b] = await Promise.all([sha256Hex(sent), sha256Hex(adminToken)]);
   const enc = new TextEncoder();
   return crypto.subtle.timingSafeEqual(enc.encode(a), enc.encode(b));
-}
-
-/** The operator's API needs `Authorization: Bearer <ADMIN_TOKEN>`; 503 without a token, 403 for any other key. */
-export async function requireOperator(request: Request, adminToken: string | undefined): Promise<void> {
-  if (!(await isAdminToken(request, adminToken)))
-    throw forbidden('The operator API takes the ADMIN_TOKEN secret, not an API key.');
 }

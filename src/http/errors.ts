@@ -198,6 +198,22 @@ export const busy = (): HttpError =>
     },
   });
 
+/**
+ * A write met a database its tenant has left (deleted, or moved on): the database refused it, so
+ * nothing was written; sent again, it goes where the tenant is now.
+ */
+export const tenantElsewhere = (): HttpError =>
+  new HttpError(503, {
+    code: 'unavailable',
+    title: 'Tenant moved',
+    detail: "The tenant's database changed as this request ran; nothing was written. Send it again.",
+    headers: { 'Retry-After': '1' },
+  });
+
+/** Whether D1 refused a statement because the tenant left that database (its departures trigger). */
+export const isTenantNotHere = (error: unknown): boolean =>
+  error instanceof Error && error.message.includes('tenant_not_here');
+
 const OUTCOME_UNKNOWN = 'Outcome unknown';
 
 /** A write whose outcome storage never confirmed in time: a retry with the same Idempotency-Key tells. */

@@ -1,5 +1,5 @@
 import { isTransient } from '../storage/retry.ts';
-import { HttpError, outcomeUnknown } from './errors.ts';
+import { HttpError, isTenantNotHere, outcomeUnknown, tenantElsewhere } from './errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
@@ -37,6 +37,7 @@ export function problemResponse(error: unknown, requestId: string): Response {
 /** Any thrown value as the HttpError it is answered with; unknown errors are logged here. */
 export function asHttpError(error: unknown, requestId: string): HttpError {
   if (error instanceof HttpError) return error;
+  if (isTenantNotHere(error)) return tenantElsewhere();
   const retry = unavailableReason(error);
   if (retry) return retry;
   // Named, not imported: storage stands above this module. Its writes say when their outcome is unknown.

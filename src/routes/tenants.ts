@@ -2,10 +2,19 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { DEFAULT_TENANT, keyStart, MAX_TENANT } from '../domain/tenant.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
-import { derivedApiKey, KEY_PREFIX_LENGTH, requireOperator, sha256Hex } from '../http/auth.ts';
+import { derivedApiKey, isAdminToken, KEY_PREFIX_LENGTH, keyHashOf, sha256Hex } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
+import { followingWriteId } from '../core/ledger.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
-import { HttpError, invalidBody, invalidQuery, notFound, rejected } from '../http/errors.ts';
+import {
+  adminUnauthorized,
+  forbidden,
+  HttpError,
+  invalidBody,
+  invalidQuery,
+  notFound,
+  rejected,
+} from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { TenantInput } from '../schemas/admin.ts';
@@ -25,6 +34,13 @@ import { TURN_TIMEOUT_MS } from '../write/deadlines.ts';
  * The operator's API (the ADMIN_TOKEN secret; any API key is 403): tenants, each on a database of
  * the deployment, and the databases. The catalog of tenants is DB's.
  */
+
+/** The operator's API takes the admin token alone: an API key is 403, any other token 401. */
+async function requireOperator(request: IRequest, context: Context): Promise<void> {
+  if (await isAdminToken(request, context.env.ADMIN_TOKEN)) return;
+  if ((await context.keys.holder(await keyHashOf(request))) === undefined) throw adminUnauthorized();
+  throw forbidden('The operator API takes the ADMIN_TOKEN secret, not an API key.');
+}
 
 const catalogOf = ({ env, meter }: Context): Catalog => new Catalog(onPrimary(env.DB, meter), meter);
 
@@ -60,7 +76,7 @@ async function roomiest(context: Context): Promise<string> {
  * and shows the same key.
  */
 export async function createTenant(request: IRequest, context: Context): Promise<Response> {
-  await requireOperator(request, context.env.ADMIN_TOKEN);
+  await requireOperator(request, context);
   const key = keyHeader(request);
   const parsed = parseObject(TenantInput, await readJson(request));
   if (!parsed.ok || key.problems.length > 0)
@@ -87,7 +103,12 @@ export async function createTenant(request: IRequest, context: Context): Promise
     reveal: async (body, writeId) => {
       const tenant = JSON.parse(body) as { id: number; database: string; createdAt: number };
       if (tenant.id > MAX_TENANT) throw new HttpError(503, { code: 'unavailable', detail: 'No tenant ids are left.' });
-      const adminKey = await firstAdministrator(context, tenant, `${writeId}/administrator`, secret);
+      const adminKey = await firstAdministrator(
+        context,
+        tenant,
+        followingWriteId(writeId, tenant.id, 'administrator'),
+        secret,
+      );
       return body.replace(hidden, `"adminKey":${JSON.stringify(adminKey)}`);
     },
   });
@@ -116,7 +137,7 @@ async function firstAdministrator(
 
 /** GET /tenants: every tenant not deleted, the default one first, keyset by id. */
 export async function listTenants(request: IRequest, context: Context): Promise<Response> {
-  await requireOperator(request, context.env.ADMIN_TOKEN);
+  await requireOperator(request, context);
   const query = parsePageQuery(new URL(request.url).searchParams);
   if (!query.ok) throw invalidQuery(query.problems);
   const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
@@ -132,7 +153,7 @@ export async function listTenants(request: IRequest, context: Context): Promise<
 
 /** GET /tenants/{tenantId}: 404 once it is deleted. */
 export async function getTenant(request: IRequest, context: Context): Promise<Response> {
-  await requireOperator(request, context.env.ADMIN_TOKEN);
+  await requireOperator(request, context);
   const { tenantId } = pathIds(request.params, 'tenantId');
   const tenant = await catalogOf(context).get(tenantId);
   if (tenant === undefined) throw notFound('Tenant');
@@ -145,7 +166,7 @@ export async function getTenant(request: IRequest, context: Context): Promise<Re
  * 404. Deleting again answers the same. The default tenant cannot be deleted (409).
  */
 export async function deleteTenant(request: IRequest, context: Context): Promise<Response> {
-  await requireOperator(request, context.env.ADMIN_TOKEN);
+  await requireOperator(request, context);
   const { tenantId } = pathIds(request.params, 'tenantId');
   const key = keyHeader(request);
   if (key.problems.length > 0) throw invalidBody(key.problems);
@@ -164,7 +185,7 @@ export async function deleteTenant(request: IRequest, context: Context): Promise
 
 /** GET /databases: every database records are served from, its tenants and its size. */
 export async function listDatabases(request: IRequest, context: Context): Promise<Response> {
-  await requireOperator(request, context.env.ADMIN_TOKEN);
+  await requireOperator(request, context);
   const [bytes, counts] = await Promise.all([sizes(context), catalogOf(context).counts()]);
   return json({
     items: databaseNames(context.env).map((name) => ({

@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/access.ts';
+import { tenantOfId } from '../domain/tenant.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import type { RecordFacts } from '../domain/patch.ts';
 import { Tombstones, type Issued } from './tombstones.ts';
@@ -118,6 +119,12 @@ export class IsolateCache {
   revokeUser(userId: number): void {
     for (const keyHash of this.callers.keysWhere((caller) => caller.userId === userId)) this.callers.revoke(keyHash);
     this.users.add(userId, this.sequence());
+  }
+
+  /** A tenant left where this isolate thought it was (deleted, or moved): every key of its users is read afresh. */
+  revokeTenant(tenantId: number): void {
+    for (const keyHash of this.callers.keysWhere((caller) => tenantOfId(caller.userId) === tenantId))
+      this.callers.revoke(keyHash);
   }
 }
 

@@ -1,5 +1,6 @@
 import { DEFAULT_TENANT, type TenantRoute } from '../domain/tenant.ts';
 import type { Env } from '../env.ts';
+import { isolateCache } from './isolate-cache.ts';
 
 /**
  * Where each tenant lives, as this isolate remembers it: read once from the catalog (DB's
@@ -46,6 +47,8 @@ export async function routeOf(env: Env, tenantId: number, fresh = false): Promis
     if ((unknown.get(tenantId) ?? 0) > Date.now()) return undefined;
   }
   const row = await env.DB.prepare(CATALOG).bind(tenantId).first<TenantRoute>();
+  // A tenant gone or going: no caller of it this isolate remembers is believed.
+  if (row === null || row.status === 'deleting') isolateCache.revokeTenant(tenantId);
   if (row === null) {
     if (tenantId === DEFAULT_TENANT) return remember(DEFAULT_ROUTE);
     if (unknown.size >= KEPT) unknown.clear();
@@ -68,10 +71,15 @@ function remember(route: TenantRoute): TenantRoute {
   return route;
 }
 
-/** Forgets a tenant's route (it changed, or was found stale): the next request reads the catalog. */
+/**
+ * Forgets a tenant's route (it changed, or was found stale), and the callers of the tenant this
+ * isolate remembers: the next request reads the catalog, and its key is looked up where the
+ * tenant is now.
+ */
 export function forgetRoute(tenantId: number): void {
   known.delete(tenantId);
   unknown.delete(tenantId);
+  isolateCache.revokeTenant(tenantId);
 }
 
 /**

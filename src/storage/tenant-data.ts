@@ -62,7 +62,7 @@ export class TenantData {
 
   /**
    * Removes up to 1,000 rows of the first table that still holds some of the tenant's, one
-   * statement; false once none is left (its sequences and feed horizon go last).
+   * statement; false once none is left (its ledger, then its sequences and feed horizon go last).
    */
   async removeSome(): Promise<boolean> {
     const { lo, hi } = idRange(this.tenant);
@@ -80,6 +80,20 @@ export class TenantData {
       );
       if (result.meta.changes > 0) return true;
     }
+    // The ledger names a tenant in its write ids (`<time>-t<tenant>-…`), not by a block.
+    const mark = `-t${this.tenant}-`;
+    const ledger = await retrying(() =>
+      this.meter.d1(() =>
+        this.db
+          .prepare(
+            `DELETE FROM writes WHERE id IN
+               (SELECT id FROM writes WHERE substr(id, 10, ?1) = ?2 LIMIT ${CHUNK})`,
+          )
+          .bind(mark.length, mark)
+          .run(),
+      ),
+    );
+    if (ledger.meta.changes > 0) return true;
     await retrying(() =>
       this.meter.d1(() =>
         this.db.batch([
@@ -97,7 +111,8 @@ export class TenantData {
       this.meter.d1(() =>
         this.db
           .prepare(
-            'INSERT INTO departures (tenant_id, state) VALUES (?1, ?2) ON CONFLICT (tenant_id) DO UPDATE SET state = ?2',
+            `INSERT INTO departures (tenant_id, state) VALUES (?1, ?2)
+             ON CONFLICT (tenant_id) DO UPDATE SET state = ?2`,
           )
           .bind(this.tenant, state)
           .run(),

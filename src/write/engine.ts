@@ -1,7 +1,7 @@
 import type { Context } from '../context.ts';
 import type { LedgerOutcome } from '../core/ledger.ts';
 import { unhandled } from '../core/result.ts';
-import { busy, isOutcomeUnknown, outcomeUnknown, rejected } from '../http/errors.ts';
+import { busy, isOutcomeUnknown, isTenantNotHere, outcomeUnknown, rejected } from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
 import { itemsAnswer, problemAnswer, recordAnswer } from './answer.ts';
 import { batchWrite } from './batch.ts';
@@ -23,6 +23,8 @@ export async function runWrite(context: Context, call: WriteCall): Promise<Write
   try {
     return await steps(context, call);
   } catch (error) {
+    // This database refuses every write of a tenant that left it: no run of this write commits here.
+    if (isTenantNotHere(error)) return { ...problemAnswer(error, call.requestId, work(context)), routeStale: true };
     return call.again === true
       ? refusalSentAgain(context, call, error)
       : problemAnswer(error, call.requestId, work(context));

@@ -3,6 +3,7 @@ import { busy, outcomeUnknown } from '../http/errors.ts';
 import { problemAnswer } from './answer.ts';
 import { CALL_DEADLINE_MS } from './deadlines.ts';
 import { runWrite } from './engine.ts';
+import { forgetRoute } from '../storage/routes.ts';
 import { callObject } from './record-turns.ts';
 import { firstRecordOf, type WriteAnswer, type WriteCall } from './write.ts';
 
@@ -33,6 +34,7 @@ const CLOSE_DEADLINE_MS = 5_000;
 export async function submit(context: Context, call: WriteCall): Promise<WriteAnswer> {
   const place = placeOf(call);
   const answer = place === undefined ? await runWrite(context, call) : await runIn(context, place, call);
+  if (answer?.routeStale === true) forgetRoute(call.tenant.id);
   return answer === undefined || answer.outcomeUnknown === true ? closeUnknown(context, call) : answer;
 }
 

@@ -72,6 +72,8 @@ export interface WriteAnswer {
   outcomeUnknown?: boolean;
   /** A refusal that the ledger holds for the write's id: no other run of the write can commit it. */
   closed?: boolean;
+  /** The tenant had left the database the write ran on: where it is must be read again. */
+  routeStale?: boolean;
   work: Work;
 }
 
