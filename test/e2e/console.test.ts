@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,6 +53,15 @@ const setSelect = (selector: string, value: string) =>
   tab?.evaluate(`(() => { const s = document.querySelector(${JSON.stringify(selector)});
     s.value = ${JSON.stringify(value)};
     s.dispatchEvent(new Event('change', { bubbles: true })); })()`);
+
+/** A downloaded file's text, once the browser finished writing it. */
+async function waitForFile(path: string): Promise<string> {
+  for (let tries = 0; tries < 100; tries++) {
+    if (existsSync(path)) return readFileSync(path, 'utf8');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no download at ${path}`);
+}
 
 beforeAll(async () => {
   worker = await startLocalWorker({ vars: { ADMIN_TOKEN: ADMIN } });
@@ -238,6 +247,14 @@ describe('/console in headless Chromium', () => {
         limit: 1,
       });
       expect(count.count).toEqual({ value: 5 + 2999, exact: true });
+
+      // An export, downloaded as a file.
+      await page.send('Page.setDownloadBehavior', { behavior: 'allow', downloadPath: files });
+      await activate('#export button');
+      await page.waitFor(shows('#exported', 'Downloaded Contact.csv'), 'the export');
+      const exported = await waitForFile(join(files, 'Contact.csv'));
+      expect(exported.split('\r\n').filter(Boolean)).toHaveLength(1 + 5 + 2999);
+      expect(exported).toMatch(/^id,name,version,updatedAt,firstName,lastName,stage,email\r\n/);
 
       // Readable at a phone's width: nothing wider than the screen.
       await page.send('Emulation.setDeviceMetricsOverride', {
