@@ -68,6 +68,10 @@ export async function openTab(url: string, width = 1280, height = 900): Promise<
       }
     });
     child.once('exit', () => reject(new Error(`Chromium exited: ${err}`)));
+  }).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    rmSync(profile, { recursive: true, force: true });
+    throw error;
   });
   const socket = new WebSocket(endpoint, { perMessageDeflate: false });
   await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
