@@ -7,10 +7,11 @@ import type { SqliteD1, SqliteStatement } from './sqlite-d1.ts';
 import type { Actor, World } from './world.ts';
 
 /**
- * The deployment, simulated: the service's own Worker and record objects over one SQLite
- * database, joined by a network that delays every call, fails some before they run, loses the
- * replies of others after they ran, and resets objects, all drawn from the world's seed. What
- * runs is the production code; only the bindings are the simulator's.
+ * The deployment, simulated: the service's own Worker and record objects over SQLite databases
+ * (DB, and more when given: each tenant's requests reach its own), joined by a network that
+ * delays every call, fails some before they run, loses the replies of others after they ran, and
+ * resets objects, all drawn from the world's seed. What runs is the production code; only the
+ * bindings are the simulator's.
  */
 
 export interface Faults {
@@ -67,14 +68,17 @@ export class Cluster {
   private readonly hosts = new Map<string, Host[]>();
   private lives = 0;
   private requests = 0;
+  /** The databases by binding name: DB first. */
+  readonly databases: Readonly<Record<string, SqliteD1>>;
 
   constructor(
     private readonly world: World,
-    private readonly d1: SqliteD1,
+    d1: SqliteD1 | Readonly<Record<string, SqliteD1>>,
     faults: Faults,
     /** Bindings that replace the defaults below (an import run's object namespace and file bucket). */
     private readonly bindings: Partial<Env> = {},
   ) {
+    this.databases = 'db' in d1 ? { DB: d1 as SqliteD1 } : (d1 as Record<string, SqliteD1>);
     this.faults = faults;
   }
 
@@ -103,8 +107,16 @@ export class Cluster {
 
   /** What code running as `actor` is given: D1 over this network, the record objects, stubs for the rest. */
   env(actor: Actor): Env {
+    const databases = Object.fromEntries(
+      Object.entries(this.databases).map(([name, d1]) => [
+        name,
+        withProductionLimits(this.database(actor, d1) as unknown as D1Database),
+      ]),
+    );
     return {
-      DB: withProductionLimits(this.database(actor) as unknown as D1Database),
+      ...databases,
+      DATABASES: Object.keys(this.databases).join(','),
+      DB: databases.DB as D1Database,
       RECORDS: this.namespace() as unknown as Env['RECORDS'],
       // Runs have no webhook subscriptions: a wake-up, were one sent, is answered and does nothing.
       WEBHOOKS: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['WEBHOOKS'],
@@ -168,7 +180,7 @@ export class Cluster {
     return result;
   }
 
-  private database(actor: Actor): object {
+  private database(actor: Actor, d1: SqliteD1): object {
     const send = <T>(run: () => Promise<T>, wrote = false, what = ''): Promise<T> => this.send(run, wrote, what);
     const wrap = (statement: SqliteStatement): object => ({
       statement,
@@ -180,23 +192,19 @@ export class Cluster {
     });
     const database = {
       actor: actor.name,
-      prepare: (sql: string) => wrap(this.d1.prepare(sql)),
+      prepare: (sql: string) => wrap(d1.prepare(sql)),
       batch: (statements: { statement: SqliteStatement }[]) => {
         const real = statements.map((s) => s.statement);
         const writesRecords = real.some((s) => /UPDATE records|INSERT INTO records/.test(s.sql));
-        return send(
-          () => this.d1.batch(real),
-          writesRecords,
-          `batch ${real.map((r) => r.sql.slice(0, 30)).join(' | ')}`,
-        );
+        return send(() => d1.batch(real), writesRecords, `batch ${real.map((r) => r.sql.slice(0, 30)).join(' | ')}`);
       },
-      exec: (sql: string) => send(() => this.d1.exec(sql)),
+      exec: (sql: string) => send(() => d1.exec(sql)),
     };
     // One database, no replica: every session reads the primary, and its bookmark is the latest commit.
     const withSession = () => ({
       prepare: database.prepare,
       batch: database.batch,
-      getBookmark: () => this.d1.bookmark(),
+      getBookmark: () => d1.bookmark(),
     });
     return { ...database, withSession };
   }

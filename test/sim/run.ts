@@ -8,10 +8,12 @@ import { SqliteD1 } from './sqlite-d1.ts';
 import { foldCase } from '../../src/core/fold.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 import { EPOCH, World } from './world.ts';
+import { DEFAULT_TENANT, idRange } from '../../src/domain/tenant.ts';
 import { client, migrations, resetIsolate, sameState, type Answer } from './harness.ts';
 
 /**
- * One simulated run: a few clients send concurrent patches, batches (some changing nothing),
+ * One simulated run: a few clients, each of one of the tenants (the default one on DB, two more on
+ * databases of their own), send concurrent patches, batches (some changing nothing),
  * creates, deletes and restores, with and without Idempotency-Key and If-Match, through the
  * production Worker and objects, while the network fails calls, loses replies and resets
  * objects. Some writes set, change or clear references to a few companies while others delete
@@ -63,10 +65,18 @@ interface Attempt {
   sentAt: number;
   answeredAt: number;
   request: { method: string; path: string; body: unknown; headers: Record<string, string> };
+  /** The tenant whose client sent it, and the token it sent. */
+  tenant: Tenant;
+  token: string;
 }
 
-interface Setup {
+/** One tenant of the runs: where it lives, its keys, and what setup made in it. */
+interface Tenant {
+  id: number;
+  database: string;
   d1: SqliteD1;
+  /** Its administrator's token: ADMIN_TOKEN for the default tenant, else its first administrator's key. */
+  admin: string;
   key: string;
   workspace: number;
   objectId: number;
@@ -75,6 +85,11 @@ interface Setup {
   companies: number[];
   /** The reference fields of every object. */
   referenceFields: ReferenceField[];
+}
+
+interface Setup {
+  databases: Record<string, SqliteD1>;
+  tenants: Tenant[];
   /**
    * The virtual time setup ended: a run's clock starts again at 0, and a change is timed no
    * earlier than its record's last (so a run's first changes of setup records are timed then).
@@ -108,21 +123,50 @@ const COMPANIES = 3;
 /** The values upserts match on. */
 // Codes beyond ASCII with case: their unique keys are the Worker's folds.
 const CODES = ['Äa', 'b', 'ΣC'];
-/** The id of the one workspace of every run (the first the setup creates). */
-const WORKSPACE = 1;
+/** The databases of the runs: the default tenant on DB, a tenant of its own on each other. */
+const DATABASES = ['DB', 'DB_2', 'DB_3'];
 let prepared: Setup | undefined;
 
-/** Admin setup, made once per process and snapshotted: a user with a key, a workspace, an object, records. */
+/**
+ * Setup, made once per process and snapshotted: a tenant on each database (the default one on
+ * DB), each with a user with a key, a workspace, an object and records.
+ */
 async function setup(): Promise<Setup> {
   if (prepared !== undefined) return prepared;
   const world = new World(0);
-  const d1 = SqliteD1.migrated(migrations());
+  const databases = Object.fromEntries(DATABASES.map((name) => [name, SqliteD1.migrated(migrations())]));
   world.install();
   try {
-    resetIsolate(WORKSPACE);
-    const http = client(world, new Cluster(world, d1, NO_FAULTS));
+    const http = client(world, new Cluster(world, databases, NO_FAULTS));
+    const tenants: Tenant[] = [];
+    for (const database of DATABASES) {
+      let id = DEFAULT_TENANT;
+      let admin = ADMIN_TOKEN;
+      if (database !== 'DB') {
+        const made = await http.json('POST', '/tenants', ADMIN_TOKEN, { name: `sim ${database}`, database });
+        if (made.status !== 201) throw new Error(`setup: a tenant answered ${made.status} ${made.text}`);
+        ({ id, adminKey: admin } = made.body as { id: number; adminKey: string });
+      }
+      tenants.push(await populate(http, id, admin, database, databases[database] as SqliteD1));
+    }
+    prepared = { databases, tenants, setupEnd: Math.ceil(world.now) };
+    return prepared;
+  } finally {
+    world.uninstall();
+  }
+}
+
+/** A tenant's user with a key, workspace, objects and records, made by its administrator. */
+async function populate(
+  http: ReturnType<typeof client>,
+  id: number,
+  adminToken: string,
+  database: string,
+  d1: SqliteD1,
+): Promise<Tenant> {
+  {
     const admin = (method: string, path: string, body?: unknown) =>
-      http.json(method, path, ADMIN_TOKEN, body).then((answer) => answer.body as Record<string, any>);
+      http.json(method, path, adminToken, body).then((answer) => answer.body as Record<string, any>);
     const user = await admin('POST', '/admin/users', { name: 'sim' });
     const { key } = await admin('POST', `/admin/users/${user.id}/keys`);
     const workspace = await admin('POST', '/admin/workspaces', { name: 'sim' });
@@ -178,9 +222,11 @@ async function setup(): Promise<Setup> {
       })),
     );
     if (created.status !== 201) throw new Error(`setup: create answered ${created.status} ${created.text}`);
-    if (workspace.id !== WORKSPACE) throw new Error(`setup: the workspace is ${workspace.id}, not ${WORKSPACE}`);
-    prepared = {
+    return {
+      id,
+      database,
       d1,
+      admin: adminToken,
       key: key as string,
       workspace: workspace.id as number,
       objectId: object.id as number,
@@ -190,30 +236,32 @@ async function setup(): Promise<Setup> {
         { objectId: object.id, name: 'company', target: company.id, multiple: false, onDelete: 'restrict' },
         { objectId: object.id, name: 'partners', target: company.id, multiple: true, onDelete: 'keep' },
       ],
-      setupEnd: Math.ceil(world.now),
     };
-    return prepared;
-  } finally {
-    world.uninstall();
   }
 }
 
 export async function simulate(seed: number): Promise<RunReport> {
   const base = await setup();
-  return base.d1.isolated(() => run(seed, base));
+  // Every database as it was after setup, for each run.
+  const isolated = Object.values(base.databases).reduce<() => Promise<RunReport>>(
+    (inner, d1) => () => d1.isolated(inner),
+    () => run(seed, base),
+  );
+  return isolated();
 }
 
 async function run(seed: number, base: Setup): Promise<RunReport> {
   const world = new World(seed);
-  const cluster = new Cluster(world, base.d1, faultsOf(world));
+  const cluster = new Cluster(world, base.databases, faultsOf(world));
   const violations: string[] = [];
   world.install();
   try {
-    resetIsolate(WORKSPACE);
+    for (const tenant of base.tenants) resetIsolate(tenant.workspace);
     const http = client(world, cluster);
     const attempts: Attempt[] = [];
     let requests = 0;
     const send = async (
+      tenant: Tenant,
       op: string,
       method: string,
       path: string,
@@ -223,7 +271,8 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     ): Promise<Answer> => {
       requests++;
       const sentAt = world.now;
-      const answer = await http.send(method, path, op === 'workspace' ? ADMIN_TOKEN : base.key, body, headers);
+      const token = op === 'workspace' ? tenant.admin : tenant.key;
+      const answer = await http.send(method, path, token, body, headers);
       if (process.env.SIM_TRACE)
         console.log(
           `${Math.round(world.now)} ${op} ${method} ${path} ${JSON.stringify(headers)} ${tokens} ` +
@@ -240,13 +289,19 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         sentAt,
         answeredAt: world.now,
         request: { method, path, body, headers: { ...headers } },
+        tenant,
+        token,
       });
       return answer;
     };
 
-    const { workspace, objectId, records, companies } = base;
     const clients = world.between(2, 4);
+    // The tenants this run's clients write to: one to all of them, so some runs race on one tenant.
+    const used = base.tenants.filter(() => world.chance(0.6));
+    const tenants = used.length === 0 ? [world.pick(base.tenants)] : used;
     const work = Array.from({ length: clients }, async (_, c) => {
+      const tenant = world.pick(tenants);
+      const { workspace, objectId, records, companies } = tenant;
       await world.sleep(world.between(0, 20));
       const ops = world.between(1, 4);
       for (let o = 0; o < ops; o++) {
@@ -278,7 +333,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         ]);
         const headers: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
         if (kind === 'ifMatch') {
-          const read = await send('read', 'GET', `/records/${id}`, undefined, []);
+          const read = await send(tenant, 'read', 'GET', `/records/${id}`, undefined, []);
           if (read.status === 200) headers['If-Match'] = `"${(read.body as { version: number }).version}"`;
         }
         // Drawn once: a keyed operation is sent again as it was. Some batch elements change
@@ -399,7 +454,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         const operate = async (op: string, request: (a: number) => Sent, headers: Record<string, string>) => {
           for (let a = 0; a < 6; a++) {
             const { method, path, body, tokens } = request(a);
-            const answer = await send(op, method, path, body, tokens, headers);
+            const answer = await send(tenant, op, method, path, body, tokens, headers);
             const again =
               key !== undefined
                 ? answer.status >= 500 || (answer.status === 409 && answer.retryAfter)
@@ -415,7 +470,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         // Three operations in a row, each under a key of its own if keyed: delete a Sim record,
         // delete the company it references (allowed once nothing live references it), restore the
         // record (refused while that company is deleted), as other clients race them.
-        const read = await send('read', 'GET', `/records/${id}`, undefined, []);
+        const read = await send(tenant, 'read', 'GET', `/records/${id}`, undefined, []);
         const held = (read.body as { fieldValues?: FieldValue[] } | undefined)?.fieldValues;
         const target = held?.find((v) => v.fieldName === 'company')?.value;
         const steps: [string, string, string][] = [
@@ -438,17 +493,17 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     await world.run();
     if (finished < clients) violations.push(`${clients - finished} of ${clients} clients never got their answers`);
 
-    // The history, checked with the faults off: every key sent once more, then the feed read whole.
+    // The history, checked with the faults off: every key sent once more, then each tenant's feed read whole.
     cluster.faults = NO_FAULTS;
-    const check = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-      http.json(method, path, path.startsWith('/admin/') ? ADMIN_TOKEN : base.key, body, headers);
+    const check = (token: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      http.json(method, path, token, body, headers);
     let leasedKeys = 0;
     const lastOfKey = new Map<string, Attempt>();
     for (const attempt of attempts) if (attempt.key !== undefined) lastOfKey.set(attempt.key, attempt);
     for (const [key, last] of lastOfKey) {
       const { method, path, body, headers } = last.request;
       let sentAt = world.now;
-      let answer = await check(method, path, body, headers);
+      let answer = await check(last.token, method, path, body, headers);
       // A key whose write was lost with its coordinator stays claimed until its lease ends.
       if (answer.status === 409 && answer.retryAfter) {
         leasedKeys++;
@@ -456,7 +511,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         await world.run();
         await waited;
         sentAt = world.now;
-        answer = await check(method, path, body, headers);
+        answer = await check(last.token, method, path, body, headers);
       }
       attempts.push({
         ...last,
@@ -476,40 +531,16 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
             .join(', ')}; last ${answer.text.slice(0, 300)}`,
         );
     }
-    const feed: any[] = [];
-    for (let after: string | undefined; ;) {
-      const page = await check('GET', `/workspaces/${workspace}/changes?limit=100${after ? `&after=${after}` : ''}`);
-      const { items, nextCursor } = page.body as { items: any[]; nextCursor: string };
-      feed.push(...items);
-      if (items.length === 0) break;
-      after = nextCursor;
+    const feeds = new Map<Tenant, any[]>();
+    for (const tenant of base.tenants) {
+      const feed = await feedOf(tenant, (path) => check(tenant.key, 'GET', path));
+      feeds.set(tenant, feed);
+      const theirs = attempts.filter((attempt) => attempt.tenant === tenant);
+      violations.push(...checkTenant(tenant, feed, theirs, base.setupEnd).map((v) => `tenant ${tenant.id}: ${v}`));
     }
-    // Workspaces made by the run, by name (its tokens), read straight from the database.
-    const workspaces = base.d1.db.prepare(`SELECT id, name FROM workspaces WHERE id > ?`).all(WORKSPACE) as {
-      id: number;
-      name: string;
-    }[];
-    violations.push(...checkHistory(feed, attempts, workspaces));
-    // The feed folds into every record as stored (read straight from the database: cheaper than a GET per record).
-    const states = statesOf(feed);
-    const stored = recordsOf(
-      base.d1.db.prepare(`SELECT ${RECORD_COLUMNS} FROM records r ORDER BY r.id`).all() as unknown as RecordReadRow[],
-    );
-    // A unique field: no two live records hold the same value, however the writes raced.
-    const held = stored.filter((r) => !r.deleted).flatMap((r) => r.fieldValues.filter((f) => f.fieldName === 'code'));
-    for (const code of CODES)
-      if (held.filter((f) => f.value === code).length > 1) violations.push(`code ${code} held by several live records`);
-    for (const record of stored) {
-      const folded = states.get(`${record.id}@${record.version}`);
-      if (!sameState(record, folded))
-        violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
-    }
-    violations.push(...checkKeys(base.d1, base.referenceFields));
-    violations.push(...checkReferences(base.d1, base.referenceFields), ...referencesInFeed(feed, base.referenceFields));
-    violations.push(...checkAnswers(attempts), ...checkLifecycle(feed, attempts, base.setupEnd));
     // One run in four (it costs a quarter of a run): the scheduled prune, with the clock moved on.
     if (world.chance(0.25))
-      violations.push(...(await checkPruning(world, cluster, base.d1, attempts, check, feed.length, workspace)));
+      violations.push(...(await checkPruning(world, cluster, base.tenants, attempts, check, feeds)));
     const answers: Record<string, number> = {};
     for (const { status, text } of attempts) {
       const refusal = referenceRefusal(text);
@@ -528,6 +559,55 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
   } finally {
     world.uninstall();
   }
+}
+
+/** A tenant's feed of its workspace, read whole. */
+async function feedOf(tenant: Tenant, get: (path: string) => Promise<Answer>): Promise<any[]> {
+  const feed: any[] = [];
+  for (let after: string | undefined; ;) {
+    const page = await get(`/workspaces/${tenant.workspace}/changes?limit=100${after ? `&after=${after}` : ''}`);
+    const { items, nextCursor } = page.body as { items: any[]; nextCursor: string };
+    feed.push(...items);
+    if (items.length === 0) break;
+    after = nextCursor;
+  }
+  return feed;
+}
+
+/** The ids of a tenant's block, as SQL bounds. */
+function blockOf(tenant: Tenant): [number, number] {
+  const { lo, hi } = idRange(tenant.id);
+  return [lo, hi];
+}
+
+/** Every invariant over one tenant: its feed, its clients' attempts, its rows where it lives. */
+function checkTenant(tenant: Tenant, feed: readonly any[], attempts: readonly Attempt[], setupEnd: number): string[] {
+  const violations: string[] = [];
+  const { d1, referenceFields } = tenant;
+  const [lo, hi] = blockOf(tenant);
+  // Workspaces made by the run, by name (its tokens), read straight from the database.
+  const workspaces = d1.db
+    .prepare(`SELECT id, name FROM workspaces WHERE id > ? AND id < ?`)
+    .all(tenant.workspace, hi) as { id: number; name: string }[];
+  violations.push(...checkHistory(feed, attempts, workspaces));
+  // The feed folds into every record as stored (read straight from the database: cheaper than a GET per record).
+  const states = statesOf(feed);
+  const rows = d1.db.prepare(`SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id >= ? AND r.id < ? ORDER BY r.id`);
+  const stored = recordsOf(rows.all(lo, hi) as unknown as RecordReadRow[]);
+  // Its rows are on its own database: at least what setup made there.
+  if (stored.length < RECORDS + COMPANIES) violations.push(`only ${stored.length} records on its database`);
+  // A unique field: no two live records hold the same value, however the writes raced.
+  const held = stored.filter((r) => !r.deleted).flatMap((r) => r.fieldValues.filter((f) => f.fieldName === 'code'));
+  for (const code of CODES)
+    if (held.filter((f) => f.value === code).length > 1) violations.push(`code ${code} held by several live records`);
+  for (const record of stored) {
+    const folded = states.get(`${record.id}@${record.version}`);
+    if (!sameState(record, folded))
+      violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
+  }
+  violations.push(...checkKeys(tenant), ...checkReferences(tenant), ...referencesInFeed(feed, referenceFields));
+  violations.push(...checkAnswers(attempts), ...checkLifecycle(feed, attempts, setupEnd));
+  return violations;
 }
 
 /** A 503 that says the write may have committed (as opposed to "busy, nothing was written"). */
@@ -559,7 +639,7 @@ function statesOf(feed: readonly any[]): Map<string, any> {
  * (creation, update, name, indexed values, one per id a reference holds), and the unique key of its
  * code.
  */
-function checkKeys(d1: SqliteD1, referenceFields: readonly ReferenceField[]): string[] {
+function checkKeys({ d1, referenceFields, ...tenant }: Tenant): string[] {
   const violations: string[] = [];
   const rows = d1.db
     .prepare(
@@ -572,9 +652,9 @@ function checkKeys(d1: SqliteD1, referenceFields: readonly ReferenceField[]): st
            FROM record_sort s WHERE s.record_id = r.id ORDER BY workspace_id, key, value)) AS sorts,
          (SELECT json_group_array(json_array(field, unique_key)) FROM (SELECT field, unique_key FROM record_index i
            WHERE i.record_id = r.id ORDER BY field)) AS indexed
-       FROM records r ORDER BY r.id`,
+       FROM records r WHERE r.id >= ? AND r.id < ? ORDER BY r.id`,
     )
-    .all() as Record<string, string | number>[];
+    .all(...blockOf({ d1, referenceFields, ...tenant })) as Record<string, string | number>[];
   for (const row of rows) {
     const values = JSON.parse(String(row.field_values)) as { fieldName: string; value: unknown }[];
     const keys = recordKeys(String(row.name), values);
@@ -748,7 +828,9 @@ function lifecycleOf(attempt: Attempt): { recordId: number; type: 'deleted' | 'r
  * names records of its target (one id, or 1 to 100 distinct ids); and the index of references
  * holds exactly what the values of live and deleted records hold.
  */
-function checkReferences(d1: SqliteD1, referenceFields: readonly ReferenceField[]): string[] {
+function checkReferences(tenant: Tenant): string[] {
+  const { d1, referenceFields } = tenant;
+  const [lo, hi] = blockOf(tenant);
   const violations: string[] = [];
   const dangling = d1.db
     .prepare(
@@ -756,12 +838,14 @@ function checkReferences(d1: SqliteD1, referenceFields: readonly ReferenceField[
          JOIN records s ON s.id = r.record_id AND s.deleted = 0
          JOIN reference_fields f ON f.object_id = r.object_id AND f.name = r.field AND f.on_delete = 'restrict'
          LEFT JOIN records t ON t.id = r.target_id
-       WHERE t.id IS NULL OR t.deleted = 1`,
+       WHERE (t.id IS NULL OR t.deleted = 1) AND r.record_id >= ? AND r.record_id < ?`,
     )
-    .all() as { record_id: number; field: string; target_id: number }[];
+    .all(lo, hi) as { record_id: number; field: string; target_id: number }[];
   for (const row of dangling)
     violations.push(`live record ${row.record_id} references deleted record ${row.target_id} by ${row.field}`);
-  const rows = d1.db.prepare(`SELECT id, object_id, deleted, field_values FROM records ORDER BY id`).all() as {
+  const rows = d1.db
+    .prepare(`SELECT id, object_id, deleted, field_values FROM records WHERE id >= ? AND id < ? ORDER BY id`)
+    .all(lo, hi) as {
     id: number;
     object_id: number;
     deleted: number;
@@ -793,7 +877,11 @@ function checkReferences(d1: SqliteD1, referenceFields: readonly ReferenceField[
   }
   const held = new Set(
     (
-      d1.db.prepare(`SELECT record_id, field, target_id, object_id FROM record_refs`).all() as {
+      d1.db
+        .prepare(
+          `SELECT record_id, field, target_id, object_id FROM record_refs WHERE record_id >= ? AND record_id < ?`,
+        )
+        .all(lo, hi) as {
         record_id: number;
         field: string;
         target_id: number;
@@ -956,13 +1044,19 @@ function orphanKeys(d1: SqliteD1): number {
 async function checkPruning(
   world: World,
   cluster: Cluster,
-  d1: SqliteD1,
+  tenants: readonly Tenant[],
   attempts: Attempt[],
-  check: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Answer>,
-  feedLength: number,
-  workspace: number,
+  check: (
+    token: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ) => Promise<Answer>,
+  feeds: ReadonlyMap<Tenant, readonly unknown[]>,
 ): Promise<string[]> {
   const violations: string[] = [];
+  const databases = Object.values(cluster.databases);
   const advance = async (ms: number): Promise<void> => {
     const waited = world.sleep(ms);
     await world.run(ms + 1);
@@ -980,10 +1074,11 @@ async function checkPruning(
     )
       firstSuccess.set(attempt.key, attempt);
   await advance(KEY_TTL_MS - world.between(60, 90) * 60_000);
-  if (orphanKeys(d1) > 0) violations.push(`after pruning at 23 h: ${orphanKeys(d1)} completed keys name no ledger row`);
+  const orphans = databases.reduce((n, d1) => n + orphanKeys(d1), 0);
+  if (orphans > 0) violations.push(`after pruning at 23 h: ${orphans} completed keys name no ledger row`);
   for (const [key, first] of firstSuccess) {
     const { method, path, body, headers } = first.request;
-    const answer = await check(method, path, body, headers);
+    const answer = await check(first.token, method, path, body, headers);
     if (answer.status !== first.status || answer.text !== first.text)
       violations.push(
         `key ${key} after pruning at 23 h: answered ${first.status} ${first.text.slice(0, 100)}, ` +
@@ -992,18 +1087,26 @@ async function checkPruning(
   }
   // Past the ledger's retention, counted from the run's start (the first writes).
   await advance(Math.max(1, LEDGER_TTL_MS + 60 * 60_000 - world.now));
-  const left = d1.db
-    .prepare(`SELECT (SELECT count(*) FROM idempotency_keys) AS keys, (SELECT count(*) FROM writes) AS ledger`)
-    .get() as { keys: number; ledger: number };
-  if (left.keys > 0 || left.ledger > 0)
-    violations.push(`after pruning past 25 h: ${left.keys} keys and ${left.ledger} ledger rows left`);
-  const page = await check('GET', `/workspaces/${workspace}/changes?limit=100`);
-  const items = (page.body as { items?: unknown[] } | undefined)?.items?.length ?? -1;
-  if (page.status !== 200 || items !== Math.min(100, feedLength))
-    violations.push(`after pruning past 25 h: the feed answered ${page.status} with ${items} of ${feedLength} changes`);
+  for (const d1 of databases) {
+    const left = d1.db
+      .prepare(`SELECT (SELECT count(*) FROM idempotency_keys) AS keys, (SELECT count(*) FROM writes) AS ledger`)
+      .get() as { keys: number; ledger: number };
+    if (left.keys > 0 || left.ledger > 0)
+      violations.push(`after pruning past 25 h: ${left.keys} keys and ${left.ledger} ledger rows left`);
+  }
+  for (const tenant of tenants) {
+    const feedLength = feeds.get(tenant)?.length ?? 0;
+    const page = await check(tenant.key, 'GET', `/workspaces/${tenant.workspace}/changes?limit=100`);
+    const items = (page.body as { items?: unknown[] } | undefined)?.items?.length ?? -1;
+    if (page.status !== 200 || items !== Math.min(100, feedLength))
+      violations.push(
+        `after pruning past 25 h: tenant ${tenant.id}'s feed answered ${page.status} with ${items} of ` +
+          `${feedLength} changes`,
+      );
+  }
   for (const [key, first] of firstSuccess) {
     const { method, path, body, headers } = first.request;
-    const answer = await check(method, path, body, headers);
+    const answer = await check(first.token, method, path, body, headers);
     if (answer.status >= 500 || (answer.status === 409 && answer.retryAfter))
       violations.push(`key ${key} sent again after it expired: ${answer.status} ${answer.text.slice(0, 200)}`);
   }
