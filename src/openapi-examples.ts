@@ -174,7 +174,9 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       ],
     },
   },
-  getMe: { response: { userId: 1, workspaces: [{ workspaceId: 1, role: 'editor' }] } },
+  getMe: {
+    response: { userId: 1, name: 'Ada', admin: false, workspaces: [{ workspaceId: 1, name: 'Sales', role: 'editor' }] },
+  },
   deleteRecord: { request: {}, response: { ...contact, version: 2, deleted: true, updatedAt: AT + 60_000 } },
   restoreRecord: { request: {}, response: { ...contact, version: 3, updatedAt: AT + 120_000 } },
   getRecord: {
@@ -212,6 +214,28 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       nextCursor: cursor,
     },
   },
+  getRecordHistory: {
+    response: {
+      items: [
+        {
+          version: 2,
+          at: AT + 60_000,
+          by: 2,
+          type: 'updated',
+          changes: [{ fieldName: 'lastName', from: 'Lovelace', to: 'King' }],
+        },
+        {
+          version: 1,
+          at: AT,
+          by: 1,
+          type: 'created',
+          changes: contact.fieldValues.map(({ fieldName, value }) => ({ fieldName, from: null, to: value })),
+        },
+      ],
+      nextCursor: null,
+    },
+  },
+  listWorkspaceObjects: { response: { items: [definition], nextCursor: null } },
   getWorkspaceRecord: { response: contact },
   createUser: { request: { name: 'Ada' }, response: { id: 1, name: 'Ada' } },
   listUsers: {

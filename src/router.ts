@@ -10,7 +10,7 @@ import { forgetRoute } from './storage/routes.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { wakeAfterWrite } from './push/wake.ts';
-import { DOCS_PATHS, docsFile } from './routes/docs.ts';
+import { PAGE_PATHS, pageFile } from './routes/pages.ts';
 import { operations, type Handler, type Method } from './routes/table.ts';
 
 /**
@@ -42,7 +42,7 @@ export function buildRouter() {
       },
     ],
   });
-  for (const path of DOCS_PATHS) router.all(path, docsFile);
+  for (const path of PAGE_PATHS) router.all(path, pageFile);
   const allowed = new Map<string, Method[]>();
   for (const op of operations) allowed.set(op.path, [...(allowed.get(op.path) ?? []), op.method]);
   for (const [path, methods] of allowed) {

@@ -9,6 +9,7 @@ import { objectsBuilding } from './storage/record-index.ts';
 import { startIndexBuild } from './push/index-builds.ts';
 import { databaseNamed, databaseNames } from './storage/routes.ts';
 import { Catalog } from './storage/catalog.ts';
+import { changeRetention } from './domain/retention.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
@@ -49,7 +50,7 @@ async function runOn(env: Env, db: D1Database, database: string, now: number): P
     ['idempotency keys older than 24 h', () => new IdempotencyStore(db, meter).prune(now)],
     // A completed key names its write's ledger row for as long as the key is kept.
     ['ledger rows older than 25 h', () => new Lists(db, meter).pruneWrites(now, LEDGER_TTL_MS)],
-    ['changes older than 7 days', () => new Lists(db, meter).pruneChanges(now)],
+    ['changes kept past their retention', () => pruneChanges(env, new Lists(db, meter), now)],
     // A subscription whose every wake-up was lost (its first one included) has no alarm yet.
     ['webhook subscriptions woken', () => wakeAllWebhooks(env, db, meter)],
     ['keys of records written before', () => new Lists(db, meter).fillKeys(recordKeys)],
@@ -67,6 +68,15 @@ async function runOn(env: Env, db: D1Database, database: string, now: number): P
       console.error(JSON.stringify({ scheduled: what, database, error: message }));
     }
   }
+}
+
+/** Changes older than CHANGE_RETENTION_DAYS (7 days unless set longer; a setting that is no number says so). */
+async function pruneChanges(env: Env, lists: Lists, now: number): Promise<number> {
+  const retention = changeRetention(env.CHANGE_RETENTION_DAYS);
+  if (!retention.valid) {
+    console.error(JSON.stringify({ scheduled: 'CHANGE_RETENTION_DAYS is not a number of days: 7 days are kept' }));
+  }
+  return lists.pruneChanges(now, retention.ms);
 }
 
 async function startImports(env: Env, db: D1Database, meter: Meter): Promise<number> {

@@ -28,6 +28,8 @@ export interface PageQuery {
 export interface FeedQuery {
   limit: number;
   after?: string;
+  /** Where a feed read without `after` starts: its oldest kept change, or after its newest (only what comes next). */
+  start: 'oldest' | 'latest';
 }
 
 const INTEGER = /^[0-9]{1,16}$/;
@@ -98,7 +100,7 @@ export function parseListQuery(params: URLSearchParams): Result<ListQuery> {
 
 /** Parses the change feed's query string. */
 export function parseFeedQuery(params: URLSearchParams): Result<FeedQuery> {
-  const { values, problems } = single(params, (name) => name === 'after' || name === 'limit');
+  const { values, problems } = single(params, (name) => ['after', 'limit', 'start'].includes(name));
   let limit = 100;
   const raw = values.get('limit');
   if (raw !== undefined) {
@@ -106,9 +108,17 @@ export function parseFeedQuery(params: URLSearchParams): Result<FeedQuery> {
     if (n === undefined) problems.push(bad('limit', 'out_of_range', 'expected an integer from 1 to 1000'));
     else limit = n;
   }
-  if (problems.length > 0) return { ok: false, problems };
   const after = values.get('after');
-  return { ok: true, value: { limit, ...(after === undefined ? {} : { after }) } };
+  const start = values.get('start') ?? 'oldest';
+  if (start !== 'oldest' && start !== 'latest') {
+    problems.push(bad('start', 'invalid_value', 'expected oldest or latest'));
+    return { ok: false, problems };
+  }
+  if (values.has('start') && after !== undefined) {
+    problems.push(bad('start', 'invalid_value', 'start and after cannot be given together'));
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, value: { limit, start, ...(after === undefined ? {} : { after }) } };
 }
 
 /** Parses the query of an admin list: `limit` 1–100 (default 50) and `cursor`. */

@@ -3,7 +3,8 @@ import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { caught } from '../core/caught.ts';
 import type { Caller } from '../domain/access.ts';
-import { parseFeedQuery, parseListQuery } from '../domain/list-query.ts';
+import { parseFeedQuery, parseListQuery, parsePageQuery } from '../domain/list-query.ts';
+import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
@@ -87,6 +88,11 @@ export async function listChanges(request: IRequest, context: Context): Promise<
   if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
   const secret = await secretOf(context);
   const scope = `changes/${workspaceId}`;
+  if (query.value.start === 'latest') {
+    const end = await context.lists.feedEnd(keyHash, workspaceId);
+    member(end.caller, workspaceId, []);
+    return json({ items: [], nextCursor: await signCursor(secret, end.seq, scope) });
+  }
   const sent = query.value.after;
   const after = await caught(async () => (sent === undefined ? 0 : readCursor(secret, sent, scope, 'after')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
@@ -112,6 +118,27 @@ export async function listChanges(request: IRequest, context: Context): Promise<
   return json({ items, nextCursor });
 }
 
+/** GET /workspaces/{workspaceId}/objects: the definitions of its records' objects, for its members, by id. */
+export async function listWorkspaceObjects(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await keyHashOf(request);
+  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const sent = queryOf(request.url);
+  const query = parsePageQuery(sent.params);
+  const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
+  if (!query.ok || problems.length > 0) return refuse(context, keyHash, workspaceId, problems, invalidQuery(problems));
+  const { limit, cursor } = query.value;
+  const secret = await secretOf(context);
+  const scope = `objects/${workspaceId}`;
+  const after = await caught(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
+  if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
+  const { caller, objects } = await context.lists.objects(keyHash, workspaceId, after.value, limit + 1);
+  member(caller, workspaceId, []);
+  const items = objects.slice(0, limit);
+  const last = items.at(-1);
+  const nextCursor = objects.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  return json({ items: items.map(definitionOut), nextCursor });
+}
+
 export { MAX_PAGE_BYTES };
 
 /** The leading items whose JSON fits MAX_PAGE_BYTES together (at least one). */
@@ -126,11 +153,9 @@ export function pageOf<T>(items: readonly T[]): T[] {
   return page;
 }
 
-/** GET /me: the caller and their memberships, by workspace id. */
+/** GET /me: the caller, whether they administer their tenant, and their workspaces with names, by id. */
 export async function me(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await keyHashOf(request);
-  const { caller } = await context.store.createContext(keyHash, []);
-  if (caller === undefined) throw unauthorized();
-  const workspaces = [...caller.roles].sort(([a], [b]) => a - b).map(([workspaceId, role]) => ({ workspaceId, role }));
-  return json({ userId: caller.userId, workspaces });
+  const profile = await context.store.profile(await keyHashOf(request));
+  if (profile === undefined) throw unauthorized();
+  return json(profile);
 }

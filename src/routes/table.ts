@@ -45,12 +45,14 @@ import {
   upsertRecords,
 } from './record-writes.ts';
 import { ChangePage, Me, RecordPage } from '../schemas/lists.ts';
-import { listChanges, listRecords, me } from './lists.ts';
+import { listChanges, listRecords, listWorkspaceObjects, me } from './lists.ts';
 import { queryRecords } from './query.ts';
 import { QueryBody, QueryPage, UpsertAnswer } from '../schemas/query.ts';
 import { EmptyBody } from '../write/admit.ts';
 import { readRecord } from './records-read.ts';
 import { referencedBy } from './referenced-by.ts';
+import { recordHistory } from './history.ts';
+import { HistoryPage } from '../schemas/history.ts';
 import { cancelImport, createImport, getImport, importErrors, listImports } from './imports.ts';
 import { exportRecords } from './export.ts';
 import { ImportPage, ImportSchema } from '../schemas/imports.ts';
@@ -155,6 +157,13 @@ const FEED_QUERY: QueryParameter[] = [
     name: 'limit',
     description: 'Changes per page, 1 to 1000 (default 100).',
     schema: { type: 'integer', minimum: 1, maximum: 1000 },
+  },
+  {
+    name: 'start',
+    description:
+      'Without `after`: `oldest` (the default) starts at the oldest kept change; `latest` answers no items and a ' +
+      '`nextCursor` after the newest change, to follow only what comes next. Not with `after`.',
+    schema: { type: 'string', enum: ['oldest', 'latest'] },
   },
 ];
 
@@ -491,6 +500,22 @@ export const operations: Operation[] = [
     errors: [410],
   },
   {
+    method: 'GET',
+    path: '/workspaces/:workspaceId/objects',
+    handler: listWorkspaceObjects,
+    operationId: 'listWorkspaceObjects',
+    tag: 'Records',
+    summary: 'List the object definitions of a workspace',
+    description:
+      'The current definition of each object shared with the workspace (its fields, their types and options, its ' +
+      'name template), as `GET /admin/objects/{objectId}` shows it: what a client needs to show, create, filter and ' +
+      'import its records. Ascending by id, one keyset page at a time. Members (viewers too), else 404.',
+    auth: 'key',
+    ok: { status: 200, schema: ObjectDefinitionPage },
+    query: PAGE_QUERY,
+    errors: [],
+  },
+  {
     method: 'POST',
     path: '/workspaces/:workspaceId/webhooks',
     handler: createWebhook,
@@ -590,7 +615,9 @@ export const operations: Operation[] = [
     operationId: 'getMe',
     tag: 'Records',
     summary: 'The caller and their workspaces',
-    description: 'The user behind the API key and their role in each workspace they belong to.',
+    description:
+      'The user behind the API key (`admin`: whether they administer their tenant, calling the admin API with this ' +
+      'key), and each workspace they belong to, with its name and their role, by id.',
     auth: 'key',
     ok: { status: 200, schema: Me },
     errors: [],
@@ -657,6 +684,24 @@ export const operations: Operation[] = [
       'and record id (keyset pages: `nextCursor` until null). The caller must be able to read the record, else 404.',
     auth: 'key',
     ok: { status: 200, schema: ReferencingPage },
+    query: PAGE_QUERY,
+    errors: [],
+  },
+  {
+    method: 'GET',
+    path: '/records/:recordId/history',
+    handler: recordHistory,
+    operationId: 'getRecordHistory',
+    tag: 'Records',
+    summary: "A record's changes, newest first",
+    description:
+      'Each kept change: its version, when (`at`), by whom (`by`), its type, and every field it changed with its ' +
+      'value before (`from`) and after (`to`), `null` where the field had none (a creation lists the values it ' +
+      'was created with). Changes are kept as long as the change feed keeps them (7 days unless configured ' +
+      'longer): older ones are gone from here too. Keyset pages by version (`nextCursor` until null). The caller ' +
+      'must be able to read the record, else 404.',
+    auth: 'key',
+    ok: { status: 200, schema: HistoryPage },
     query: PAGE_QUERY,
     errors: [],
   },

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { Id } from './common.ts';
+import { EntityName, Id } from './common.ts';
 import { FieldValue, ReadRecordSchema, RecordSchema } from './record.ts';
 import { Role } from './admin.ts';
 
@@ -28,5 +28,10 @@ export const ChangeItem = v.strictObject({
 /** GET /workspaces/{workspaceId}/changes: `nextCursor` resumes after the last item (or where the caller was). */
 export const ChangePage = v.strictObject({ items: v.array(ChangeItem), nextCursor: v.string() });
 
-/** GET /me. */
-export const Me = v.strictObject({ userId: Id, workspaces: v.array(v.strictObject({ workspaceId: Id, role: Role })) });
+/** GET /me: `admin` says whether the caller may call the admin API of their tenant with their key. */
+export const Me = v.strictObject({
+  userId: Id,
+  name: EntityName,
+  admin: v.boolean(),
+  workspaces: v.array(v.strictObject({ workspaceId: Id, name: EntityName, role: Role })),
+});

@@ -22,7 +22,7 @@ import {
 import type { D1 } from './sessions.ts';
 import { idRange, TENANT_BLOCK } from '../domain/tenant.ts';
 
-/** How long the change feed keeps a change: at least 7 days. */
+/** How long the change feed keeps a change unless configured longer: 7 days. */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
@@ -59,6 +59,17 @@ const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data F
 // How far the feed of the workspace's (`?1`) tenant was pruned.
 const HORIZON = `SELECT coalesce((SELECT seq FROM feed_horizons
   WHERE tenant = CAST(?1 AS INTEGER) / ${TENANT_BLOCK} + 1), 0) AS seq`;
+
+// The newest change number of the workspace's (`?1`) tenant: the tenant's changes are numbered in its block.
+const NEWEST = `SELECT coalesce(max(seq), 0) AS seq FROM changes
+  WHERE seq >= CAST(?1 AS INTEGER) / ${TENANT_BLOCK} * ${TENANT_BLOCK}
+    AND seq < (CAST(?1 AS INTEGER) / ${TENANT_BLOCK} + 1) * ${TENANT_BLOCK}`;
+
+// The current definitions of the objects shared with workspace ?1, by id after ?2.
+const WORKSPACE_OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
+  WHERE o.id > ?2 AND EXISTS (SELECT 1 FROM json_each(v.workspace_ids) j WHERE j.value = ?1)
+  ORDER BY o.id LIMIT ?3`;
 
 /** A change as the feed reads it (see domain/feed-item.ts). */
 export type Change = ChangeRow;
@@ -144,18 +155,46 @@ export class Lists {
     };
   }
 
+  /** Up to `limit` current definitions of the workspace's objects, by id after `afterId`, and the caller. */
+  async objects(
+    keyHash: string,
+    workspaceId: number,
+    afterId: number,
+    limit: number,
+  ): Promise<{ caller: Caller | undefined; objects: ObjectDef[] }> {
+    const [caller, rows] = await this.read([
+      callerStatement(this.db, keyHash),
+      this.db.prepare(WORKSPACE_OBJECTS).bind(workspaceId, afterId, limit),
+    ]);
+    return { caller: callerOf(caller), objects: ((rows?.results ?? []) as ObjectRow[]).map(toObjectDef) };
+  }
+
+  /**
+   * Where the workspace's feed stands now: its tenant's newest change number (no change of the
+   * workspace after it is committed yet), at least the prune horizon, and the caller.
+   */
+  async feedEnd(keyHash: string, workspaceId: number): Promise<{ caller: Caller | undefined; seq: number }> {
+    const [caller, newest, horizon] = await this.read([
+      callerStatement(this.db, keyHash),
+      this.db.prepare(NEWEST).bind(workspaceId),
+      this.db.prepare(HORIZON).bind(workspaceId),
+    ]);
+    const seqOf = (result: D1Result<unknown> | undefined) => (result?.results[0] as { seq: number } | undefined)?.seq;
+    return { caller: callerOf(caller), seq: Math.max(seqOf(newest) ?? 0, seqOf(horizon) ?? 0) };
+  }
+
   private read(statements: D1PreparedStatement[]): Promise<D1Result<unknown>[]> {
     return retrying(() => this.meter.d1(() => this.db.batch<unknown>(statements)));
   }
 
   /**
-   * Removes changes older than FEED_RETENTION_MS, oldest first, tenant by tenant (each tenant's
-   * numbers lie in its block), at most 1,000 a statement and `rounds` statements a run (the next
-   * run goes on), never past the first one younger (so nothing younger goes, even if clocks put an
-   * older time after it). Each round moves the tenant's horizon with what it removes, in one
-   * transaction. Returns how many went.
+   * Removes changes older than `retentionMs` (at least FEED_RETENTION_MS), oldest first, tenant
+   * by tenant (each tenant's numbers lie in its block), at most 1,000 a statement and `rounds`
+   * statements a run (the next run goes on), never past the first one younger (so nothing younger
+   * goes, even if clocks put an older time after it). Each round moves the tenant's horizon with
+   * what it removes, in one transaction. Returns how many went.
    */
-  async pruneChanges(now: number, rounds = 50): Promise<number> {
+  async pruneChanges(now: number, retentionMs = FEED_RETENTION_MS, rounds = 50): Promise<number> {
     const tenants = await retrying(() =>
       this.meter.d1(() =>
         this.db
@@ -166,7 +205,7 @@ export class Lists {
     let removed = 0;
     for (const { tenant } of tenants.results) {
       if (removed >= rounds * 1000) break;
-      removed += await this.pruneTenant(tenant, now - FEED_RETENTION_MS, rounds);
+      removed += await this.pruneTenant(tenant, now - Math.max(retentionMs, FEED_RETENTION_MS), rounds);
     }
     return removed;
   }

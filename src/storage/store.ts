@@ -66,6 +66,28 @@ const HERE = (userId: string): string =>
 const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
   LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ? AND ${HERE('k.user_id')}`;
 
+const PROFILE = `SELECT u.id AS user_id, u.name, u.admin, m.workspace_id, w.name AS workspace_name, m.role
+  FROM api_keys k JOIN users u ON u.id = k.user_id
+  LEFT JOIN memberships m ON m.user_id = u.id LEFT JOIN workspaces w ON w.id = m.workspace_id
+  WHERE k.key_hash = ? AND ${HERE('k.user_id')} ORDER BY m.workspace_id`;
+
+interface ProfileRow {
+  user_id: number;
+  name: string;
+  admin: number;
+  workspace_id: number | null;
+  workspace_name: string | null;
+  role: Role | null;
+}
+
+/** A user as `GET /me` shows them. */
+export interface Profile {
+  userId: number;
+  name: string;
+  admin: boolean;
+  workspaces: { workspaceId: number; name: string; role: Role }[];
+}
+
 /** The caller behind a key hash: a statement to batch with others, and how to read its result. */
 export const callerStatement = (db: D1, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
 export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
@@ -164,6 +186,19 @@ export class Store {
       records: recordMap(rowsOf(records)),
       objects: objectMap(rowsOf(objects)),
     };
+  }
+
+  /** The user behind a key hash, whether they administer their tenant, and their workspaces by id with names. */
+  async profile(keyHash: string): Promise<Profile | undefined> {
+    const rows = await this.all<ProfileRow>(this.db.prepare(PROFILE).bind(keyHash));
+    const first = rows[0];
+    if (first === undefined) return undefined;
+    const workspaces = rows.flatMap(({ workspace_id, workspace_name, role }) =>
+      workspace_id === null || workspace_name === null || role === null
+        ? []
+        : [{ workspaceId: workspace_id, name: workspace_name, role }],
+    );
+    return { userId: first.user_id, name: first.name, admin: first.admin === 1, workspaces };
   }
 
   /** The stored state of records, e.g. after a write lost to a concurrent one. */

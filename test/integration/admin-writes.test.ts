@@ -65,7 +65,9 @@ describe('admin writes: one ledger row each, Idempotency-Key replays byte for by
     expect(issued.key.startsWith(issued.prefix)).toBe(true);
     expect((await call('GET', '/me', { key: issued.key })).body).toEqual({
       userId: user.id,
-      workspaces: [{ workspaceId: ws, role: 'viewer' }],
+      name: 'user',
+      admin: false,
+      workspaces: [{ workspaceId: ws, name: 'ws', role: 'viewer' }],
     });
     const listed = (await admin('GET', `/admin/users/${user.id}/keys`)).body;
     expect(listed.map((k: { id: number }) => k.id)).toContain(issued.id);

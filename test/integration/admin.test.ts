@@ -332,7 +332,7 @@ describe('admin API', () => {
         )?.n,
       ).toBe(0);
       expect((await call('GET', '/me', { key: user.key })).body.workspaces).toEqual([
-        { workspaceId: ws, role: 'editor' },
+        { workspaceId: ws, name: 'ws', role: 'editor' },
       ]);
       expectProblem(await admin('DELETE', `/admin/workspaces/${free}`), 404, 'not_found');
     },

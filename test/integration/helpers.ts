@@ -230,10 +230,13 @@ export async function walkReferencedBy(
   return { items, rowsRead: read };
 }
 
-/** The Cron Trigger's run, as the test build runs it (on the D1 with production's limits), to its end. */
-export async function runScheduled(): Promise<void> {
+/**
+ * The Cron Trigger's run, as the test build runs it (on the D1 with production's limits), to its
+ * end; `vars` replace the build's vars for this run.
+ */
+export async function runScheduled(vars: Record<string, string> = {}): Promise<void> {
   const pending: Promise<unknown>[] = [];
-  testBuild.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, {
+  testBuild.scheduled(createScheduledController({ scheduledTime: Date.now() }), { ...env, ...vars }, {
     waitUntil: (p: Promise<unknown>) => pending.push(p),
     passThroughOnException() {},
     props: {},

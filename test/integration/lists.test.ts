@@ -343,13 +343,83 @@ describe('GET /me', () => {
     const me = await call('GET', '/me', { key: editor.key });
     expect(me.body).toEqual({
       userId: editor.id,
+      name: 'editor',
+      admin: false,
       workspaces: [
-        { workspaceId, role: 'editor' },
-        { workspaceId: second, role: 'viewer' },
+        { workspaceId, name: 'ws', role: 'editor' },
+        { workspaceId: second, name: 'ws', role: 'viewer' },
       ],
     });
     await admin('DELETE', `/admin/workspaces/${second}/members/${editor.id}`);
-    expect((await call('GET', '/me', { key: editor.key })).body.workspaces).toEqual([{ workspaceId, role: 'editor' }]);
+    expect((await call('GET', '/me', { key: editor.key })).body.workspaces).toEqual([
+      { workspaceId, name: 'ws', role: 'editor' },
+    ]);
     expectProblem(await call('GET', '/me', { key: 'nope' }), 401, 'unauthorized');
+  });
+});
+
+describe('GET /workspaces/{id}/changes?start=latest', () => {
+  it('answers no items and a cursor after the newest change: only what comes next follows it', async () => {
+    const { editor, stranger, workspaceId, object } = await world();
+    await createOne(editor.key, object.id, [fv('firstName', 'Before')]);
+    const latest = await call('GET', `/workspaces/${workspaceId}/changes?start=latest`, { key: editor.key });
+    expect(latest.status).toBe(200);
+    expect(latest.body.items).toEqual([]);
+    const after = await createOne(editor.key, object.id, [fv('firstName', 'After')]);
+    const next = await call(
+      'GET',
+      `/workspaces/${workspaceId}/changes?after=${encodeURIComponent(latest.body.nextCursor)}`,
+      {
+        key: editor.key,
+      },
+    );
+    expect(next.body.items.map((item: any) => [item.type, item.recordId])).toEqual([['created', after.id]]);
+    const both = await call('GET', `/workspaces/${workspaceId}/changes?start=latest&after=${latest.body.nextCursor}`, {
+      key: editor.key,
+    });
+    expectProblem(both, 400, 'invalid_request');
+    expect(both.body.errors).toEqual([expect.objectContaining({ query: 'start' })]);
+    expectProblem(
+      await call('GET', `/workspaces/${workspaceId}/changes?start=newest`, { key: editor.key }),
+      400,
+      'invalid_request',
+    );
+    expectProblem(
+      await call('GET', `/workspaces/${workspaceId}/changes?start=latest`, { key: stranger.key }),
+      404,
+      'not_found',
+    );
+  });
+});
+
+describe('GET /workspaces/{id}/objects', () => {
+  it("answers the current definitions of the workspace's objects to its members, viewers too, by id", async () => {
+    const { editor, viewer, stranger, workspaceId, object } = await world();
+    const second = await newObject([workspaceId], { name: 'Deal', nameTemplate: '{firstName}' });
+    await newObject([await newWorkspace()], { name: 'Elsewhere' });
+    const changed = await admin('PUT', `/admin/objects/${object.id}`, {
+      name: 'Contact',
+      workspaceIds: [workspaceId],
+      fields: [...object.fields, { name: 'city', type: 'text' }],
+    });
+    expect(changed.status).toBe(200);
+    const listed = await call('GET', `/workspaces/${workspaceId}/objects`, { key: viewer.key });
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({
+      items: [(await admin('GET', `/admin/objects/${object.id}`)).body, second],
+      nextCursor: null,
+    });
+    expect(listed.body.items[0].version).toBe(2);
+    const first = await call('GET', `/workspaces/${workspaceId}/objects?limit=1`, { key: editor.key });
+    expect(first.body.items.map((o: { id: number }) => o.id)).toEqual([object.id]);
+    const rest = await call(
+      'GET',
+      `/workspaces/${workspaceId}/objects?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      { key: editor.key },
+    );
+    expect(rest.body).toEqual({ items: [second], nextCursor: null });
+    const hidden = await call('GET', `/workspaces/${workspaceId}/objects`, { key: stranger.key });
+    expectProblem(hidden, 404, 'not_found');
+    expect(hidden.body).toEqual((await call('GET', '/workspaces/999999999/objects', { key: stranger.key })).body);
   });
 });

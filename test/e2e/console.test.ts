@@ -1,0 +1,318 @@
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTab, type Tab } from './chromium.ts';
+import { startLocalWorker, type LocalWorker } from './server.ts';
+
+/**
+ * /console in headless Chromium, as a person with only an API key uses it: every step by the
+ * page's own controls (found by their labels), every outcome checked on the page and in the API.
+ */
+
+const ADMIN = 'e2e-console-admin';
+const here = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url));
+let worker: LocalWorker;
+let tab: Tab | undefined;
+let files: string;
+
+async function call(method: string, path: string, key: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${worker.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text === '' ? undefined : JSON.parse(text);
+}
+
+async function user(name: string, admin = false): Promise<{ id: number; key: string }> {
+  const { id } = await call('POST', '/admin/users', ADMIN, { name, ...(admin ? { admin } : {}) });
+  const { key } = await call('POST', `/admin/users/${id}/keys`, ADMIN);
+  return { id, key };
+}
+
+const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
+const create = async (key: string, objectId: number, fieldValues: unknown[]) =>
+  (await call('POST', '/records/batch', key, [{ objectId, fieldValues }]))[0].record;
+
+/** The names of the records the page lists, in order. */
+const listed = `[...document.querySelectorAll('#records a')].map((a) => a.textContent).join('|')`;
+const shows = (selector: string, text: string) =>
+  `document.querySelector(${JSON.stringify(selector)})?.textContent.includes(${JSON.stringify(text)})`;
+/** Clicks an element as a keyboard user would: focus it, press Enter. */
+const activate = async (selector: string) => {
+  await tab?.evaluate(`document.querySelector(${JSON.stringify(selector)}).focus()`);
+  await tab?.press('Enter');
+};
+const linkNamed = (name: string, within = 'main') =>
+  `[...document.querySelectorAll('${within} a')].find((a) => a.textContent === ${JSON.stringify(name)})`;
+const setSelect = (selector: string, value: string) =>
+  tab?.evaluate(`(() => { const s = document.querySelector(${JSON.stringify(selector)});
+    s.value = ${JSON.stringify(value)};
+    s.dispatchEvent(new Event('change', { bubbles: true })); })()`);
+
+/** A downloaded file's text, once the browser finished writing it. */
+async function waitForFile(path: string): Promise<string> {
+  for (let tries = 0; tries < 100; tries++) {
+    if (existsSync(path)) return readFileSync(path, 'utf8');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no download at ${path}`);
+}
+
+beforeAll(async () => {
+  worker = await startLocalWorker({ vars: { ADMIN_TOKEN: ADMIN } });
+  files = mkdtempSync(join(tmpdir(), 'console-files-'));
+});
+
+afterAll(async () => {
+  await tab?.close();
+  await worker?.stop();
+  if (files) rmSync(files, { recursive: true, force: true });
+});
+
+describe('/console in headless Chromium', () => {
+  it(
+    'a person with a key finds, opens, saves, meets a conflict, imports, sees live changes and history; ' +
+      'an administrator adds a field',
+    async () => {
+      const ada = await user('Ada');
+      const bob = await user('Bob');
+      const boss = await user('Boss', true);
+      const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Sales' });
+      for (const member of [ada, bob]) {
+        await call('PUT', `/admin/workspaces/${ws}/members/${member.id}`, ADMIN, { role: 'editor' });
+      }
+      const contact = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Contact',
+        workspaceIds: [ws],
+        nameTemplate: '{firstName} {lastName}',
+        fields: [
+          { name: 'firstName', type: 'text', required: true },
+          { name: 'lastName', type: 'text' },
+          { name: 'stage', type: 'select', options: ['lead', 'customer'] },
+          { name: 'email', type: 'email' },
+        ],
+      });
+      const company = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Company',
+        workspaceIds: [ws],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text', required: true },
+          { name: 'ceo', type: 'reference', target: contact.id },
+        ],
+      });
+      const lovelace = await create(ada.key, contact.id, [fv('firstName', 'Ada'), fv('lastName', 'Lovelace')]);
+      await create(ada.key, contact.id, [fv('firstName', 'Alan'), fv('lastName', 'Turing'), fv('stage', 'lead')]);
+      const hopper = await create(ada.key, contact.id, [
+        fv('firstName', 'Grace'),
+        fv('lastName', 'Hopper'),
+        fv('stage', 'lead'),
+      ]);
+      const acme = await create(ada.key, company.id, [fv('title', 'Acme'), fv('ceo', lovelace.id)]);
+
+      // The key, pasted into the field a screen reader announces as "API key"; kept for the tab only.
+      tab = await openTab(`${worker.url}/console`);
+      const page = tab;
+      await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
+      expect(await page.accessible('textbox', 'API key')).toHaveLength(1);
+      await page.type('#api-key', ada.key);
+      await page.press('Enter');
+      await page.waitFor(linkNamed('Sales', 'nav'), 'the workspace in the navigation');
+      expect(await page.evaluate(`sessionStorage.getItem('record-console-key')`)).toBe(ada.key);
+      expect(await page.evaluate('localStorage.length')).toBe(0);
+      expect(await page.evaluate(`document.querySelector('#api-key').value`)).toBe('');
+      expect(await page.evaluate(`document.querySelector('#key-form').getClientRects().length`)).toBe(0);
+
+      // The workspace's records, as links named by the records' names; a search box narrows them.
+      await activate(`nav a[href="#/workspaces/${ws}"]`);
+      await page.waitFor(`${listed} === 'Ada Lovelace|Alan Turing|Grace Hopper'`, 'the records, by name');
+      expect(await page.accessible('link', 'Grace Hopper')).toHaveLength(1);
+      expect(await page.accessible('searchbox', 'Search records')).toHaveLength(1);
+      await page.type('#search', 'gra');
+      await page.waitFor(`${listed} === 'Grace Hopper'`, 'the search to narrow the list');
+      await page.evaluate(`(() => { const s = document.querySelector('#search'); s.value = '';
+        s.dispatchEvent(new Event('input')); })()`);
+      // A filter by a field, and a sort.
+      await setSelect('#filter-field', 'stage');
+      await setSelect('#filter-op', 'eq');
+      await page.type('#filter-value', 'lead');
+      await page.press('Enter');
+      await page.waitFor(`${listed} === 'Alan Turing|Grace Hopper'`, 'the filter stage is lead');
+      await setSelect('#sort', 'name:desc');
+      await page.waitFor(`${listed} === 'Grace Hopper|Alan Turing'`, 'the sort by name, descending');
+      await activate('#filters button');
+      await setSelect('#sort', 'createdAt:desc');
+      await page.waitFor(`${listed} === 'Grace Hopper|Alan Turing|Ada Lovelace'`, 'newest first, unfiltered');
+
+      // Someone else creates a record: it appears within 2 s, without a reload.
+      const before = await page.evaluate<number>('performance.timeOrigin');
+      await create(bob.key, contact.id, [fv('firstName', 'Zed'), fv('lastName', 'Live')]);
+      const started = Date.now();
+      await page.waitFor(`${listed}.startsWith('Zed Live|')`, 'the record created elsewhere', 2000);
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(await page.evaluate('performance.timeOrigin')).toBe(before);
+      await page.waitFor(shows('#live', 'Zed Live'), 'the live change');
+
+      // A record created on the page, from the object's fields.
+      await page.type('#new-firstName', 'Marie');
+      await page.type('#new-lastName', 'Curie');
+      await page.press('Enter');
+      await page.waitFor(linkNamed('Marie Curie', '#created'), 'the created record');
+
+      // A record: its fields labelled by their names; a field saved with Enter.
+      await activate(`#records a[href="#/records/${hopper.id}"]`);
+      await page.waitFor(`document.querySelector('main h2')?.textContent === 'Grace Hopper'`, 'the record');
+      await page.waitFor(`document.querySelector('#field-lastName')`, 'its fields');
+      expect(await page.accessible('textbox', 'lastName')).toHaveLength(1);
+      expect((await page.accessible('button', 'Save')).length).toBe(4);
+      await page.type('#field-lastName', 'Hopper-Murray');
+      await page.press('Enter');
+      await page.waitFor(shows('#record-meta', 'version 2'), 'the saved field');
+      expect((await call('GET', `/records/${hopper.id}`, ada.key)).fieldValues).toContainEqual(
+        fv('lastName', 'Hopper-Murray'),
+      );
+
+      // Someone else saves first: the page's save is refused and shows their newer value.
+      await call('PATCH', `/workspaces/${ws}/records/${hopper.id}`, bob.key, {
+        fieldValues: [fv('lastName', 'Hopper (Bob)')],
+      });
+      await page.type('#field-lastName', 'Mine');
+      await activate('form[data-field="lastName"] button');
+      await page.waitFor(shows('#conflict', 'Hopper (Bob)'), 'the conflict');
+      expect(await page.evaluate(`document.querySelector('#conflict').textContent`)).toMatch(
+        new RegExp(
+          '^Not saved: someone else changed this record first \\(now version 3\\)\\. ' +
+            'lastName is now “Hopper \\(Bob\\)”; your “Mine” was not saved\\.',
+        ),
+      );
+      expect(await page.evaluate(`document.querySelector('#field-lastName').value`)).toBe('Hopper (Bob)');
+      expect(await page.evaluate(`document.querySelector('#conflict').getAttribute('role')`)).toBe('alert');
+      const stored = await call('GET', `/records/${hopper.id}`, ada.key);
+      expect([stored.version, stored.fieldValues[1]]).toEqual([3, fv('lastName', 'Hopper (Bob)')]);
+
+      // Its history, newest first, each change with who, and every field from and to.
+      await page.waitFor(`document.querySelectorAll('#history > li').length === 3`, 'three changes');
+      const history = await page.evaluate<string[]>(
+        `[...document.querySelectorAll('#history > li')].map((li) =>
+          li.innerText.replace(/\\n+/g, '\\n').replace(/, [^\\n]*\\d[^\\n]*/, '').trim())`,
+      );
+      expect(history).toEqual([
+        `Version 3 updated by user ${bob.id}\nlastName: Hopper-Murray → Hopper (Bob)`,
+        'Version 2 updated by you\nlastName: Hopper → Hopper-Murray',
+        'Version 1 created by you\nfirstName: (none) → Grace\nlastName: (none) → Hopper\nstage: (none) → lead',
+      ]);
+      await page.evaluate(`document.querySelector('#status').textContent = ''`);
+      mkdirSync(here('generated'), { recursive: true });
+      const shot = await page.send('Page.captureScreenshot', { format: 'png' });
+      writeFileSync(here('generated/console.png'), Buffer.from(shot.data, 'base64'));
+      if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(here('generated/console.png'), here('console.png'));
+
+      // References are links; what references a record is listed.
+      await page.evaluate(`location.hash = '#/records/${acme.id}'`);
+      await page.waitFor(linkNamed('Ada Lovelace', '#record-fields'), 'the reference as a link');
+      await activate(`#record-fields a[href="#/records/${lovelace.id}"]`);
+      await page.waitFor(linkNamed('Acme', '#referenced-by'), 'what references Ada');
+
+      // A 3,000-row CSV with a bad row, imported with a live progress bar; the bad row listed.
+      const rows = Array.from({ length: 3000 }, (_, i) => `Person,N${i + 1},${i === 1499 ? 'won' : 'lead'}`);
+      writeFileSync(join(files, 'people.csv'), `firstName,lastName,stage\n${rows.join('\n')}\n`);
+      await page.evaluate(`location.hash = '#/workspaces/${ws}'`);
+      await page.waitFor(`document.querySelector('#import-file')`, 'the import form');
+      expect(await page.accessible('progressbar', 'Import progress')).toHaveLength(1);
+      await page.evaluate(`(() => { window.seen = [];
+        new MutationObserver(() => {
+          const p = document.querySelector('#import-progress');
+          seen.push([p.value, p.max]);
+        })
+          .observe(document.querySelector('#import-progress'), { attributes: true }); })()`);
+      const { result } = await page.send('Runtime.evaluate', { expression: `document.querySelector('#import-file')` });
+      await page.send('DOM.setFileInputFiles', { files: [join(files, 'people.csv')], objectId: result.objectId });
+      await activate('#import button');
+      await page.waitFor(shows('#import-text', 'succeeded'), 'the import to finish', 120_000);
+      const seen = await page.evaluate<[number, number][]>('window.seen');
+      expect(seen.some(([value, max]) => max === 3000 && value > 0 && value < 3000)).toBe(true);
+      expect(seen.at(-1)).toEqual([3000, 3000]);
+      expect(await page.evaluate(`document.querySelector('#import-text').textContent`)).toBe(
+        'succeeded: 3000 of 3000 rows, 2999 created, 0 updated, 0 unchanged, 1 failed',
+      );
+      await page.waitFor(shows('#import-errors', 'Row 1500: stage: expected one of the options'), 'the bad row');
+      const count = await call('POST', `/workspaces/${ws}/records/query`, ada.key, {
+        filter: { field: 'objectId', op: 'eq', value: contact.id },
+        count: true,
+        limit: 1,
+      });
+      expect(count.count).toEqual({ value: 5 + 2999, exact: true });
+
+      // An export, downloaded as a file.
+      await page.send('Page.setDownloadBehavior', { behavior: 'allow', downloadPath: files });
+      await activate('#export button');
+      await page.waitFor(shows('#exported', 'Downloaded Contact.csv'), 'the export');
+      const exported = await waitForFile(join(files, 'Contact.csv'));
+      expect(exported.split('\r\n').filter(Boolean)).toHaveLength(1 + 5 + 2999);
+      expect(exported).toMatch(/^id,name,version,updatedAt,firstName,lastName,stage,email\r\n/);
+
+      // Readable at a phone's width: nothing wider than the screen.
+      await page.send('Emulation.setDeviceMetricsOverride', {
+        width: 360,
+        height: 740,
+        deviceScaleFactor: 1,
+        mobile: true,
+      });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+      await page.evaluate(`location.hash = '#/records/${hopper.id}'`);
+      await page.waitFor(`document.querySelector('#field-lastName')`, 'the record at phone width');
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+      await page.send('Emulation.setDeviceMetricsOverride', {
+        width: 1280,
+        height: 900,
+        deviceScaleFactor: 1,
+        mobile: false,
+      });
+
+      // An administrator of the tenant: users, keys, workspaces, objects; a field added to an object.
+      await activate('#forget');
+      await page.waitFor(`!document.querySelector('#key-form').hidden`, 'the key form again');
+      expect(await page.evaluate(`sessionStorage.length`)).toBe(0);
+      await page.type('#api-key', boss.key);
+      await page.press('Enter');
+      await page.waitFor(linkNamed('Administration', 'nav'), 'the administration link');
+      await activate(`nav a[href="#/admin"]`);
+      await page.waitFor(shows('#main table', 'Bob'), 'the users');
+      expect(await page.evaluate(`document.querySelector('main').innerText`)).toContain('Sales (id');
+      await activate(`button[aria-label="Show keys of Ada"]`);
+      await page.waitFor(`document.querySelector('main table code')?.textContent.endsWith('…')`, "Ada's key prefix");
+      await setSelect('#add-field select[name="object"]', String(contact.id));
+      await page.type('#add-field input[name="name"]', 'city');
+      await page.press('Enter');
+      await page.waitFor(shows('#field-added', 'Added city to Contact (now version 2)'), 'the added field');
+      const definition = await call('GET', `/admin/objects/${contact.id}`, ADMIN);
+      expect(definition.fields.map((f: { name: string }) => f.name)).toEqual([
+        'firstName',
+        'lastName',
+        'stage',
+        'email',
+        'city',
+      ]);
+    },
+    300_000,
+  );
+
+  it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
+    const res = await fetch(`${worker.url}/console`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('Content-Type')).toBe('text/html; charset=utf-8');
+    expect(res.headers.get('X-Frame-Options')).toBe('DENY');
+    const html = await res.text();
+    expect([...html.matchAll(/(?:src|href)="([^"#][^"]*)"/g)].map((m) => m[1])).toEqual([]);
+    expect(html).toContain("connect-src 'self'");
+    const again = await fetch(`${worker.url}/console`, { headers: { 'If-None-Match': res.headers.get('ETag') ?? '' } });
+    expect(again.status).toBe(304);
+    const slash = await fetch(`${worker.url}/console/`, { redirect: 'manual' });
+    expect([slash.status, slash.headers.get('Location')]).toEqual([308, '/console']);
+  });
+});
