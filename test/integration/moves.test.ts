@@ -58,66 +58,75 @@ describe('POST /tenants/{id}/move', () => {
     expect(stored).toEqual({ version: 2 });
   });
 
-  it('refuses bad input as problem+json: 400 for each problem of the body, the path or the key; 422 for no such database', async () => {
-    const tenant = await movingTenant('DB_2');
-    const bad: [unknown, string][] = [
-      [{}, '/database'],
-      [{ database: 7 }, '/database'],
-      [{ database: '' }, '/database'],
-      [{ database: 'DB 3' }, '/database'],
-      [{ database: 'x'.repeat(101) }, '/database'],
-      [{ database: 'DB_3', region: 'weur' }, '/region'],
-      [{ databse: 'DB_3' }, '/databse'],
-      [[], ''],
-      ['DB_3', ''],
-    ];
-    for (const [body, pointer] of bad) {
-      const answer = await start(tenant.id, body);
-      expectProblem(answer, 400, 'invalid_request');
-      expect(answer.body.errors.map((e: any) => e.pointer)).toContain(pointer);
-    }
-    const malformed = await call('POST', `/tenants/${tenant.id}/move`, { key: ADMIN_TOKEN, raw: '{"database":' });
-    expectProblem(malformed, 400, 'invalid_request');
-    const unsent = await call('POST', `/tenants/${tenant.id}/move`, {
-      key: ADMIN_TOKEN,
-      raw: '{"database":"DB_3"}',
-      headers: { 'Content-Type': 'text/plain' },
-    });
-    expectProblem(unsent, 415, 'unsupported_media_type');
-    const badKey = await start(tenant.id, { database: 'DB_3' }, { 'Idempotency-Key': 'two words' });
-    expectProblem(badKey, 400, 'invalid_request');
-    expect(badKey.body.errors).toEqual([expect.objectContaining({ header: 'Idempotency-Key' })]);
-    const badId = await start(Number.NaN, { database: 'DB_3' });
-    expectProblem(badId, 400, 'invalid_request');
-    expectProblem(
-      await call('POST', '/tenants/x1/move', { key: ADMIN_TOKEN, body: { database: 'DB_3' } }),
-      400,
-      'invalid_request',
-    );
-    const nowhere = await start(tenant.id, { database: 'DB_9' });
-    expectProblem(nowhere, 422, 'unprocessable');
-    expect(nowhere.body.errors).toEqual([expect.objectContaining({ pointer: '/database', code: 'unknown_database' })]);
-    expectProblem(await start(999_999, { database: 'DB_3' }), 404, 'not_found');
-    // Nothing of that started a move.
-    expect((await admin('GET', `/tenants/${tenant.id}`)).body.status).toBe('active');
-  });
+  it(
+    'refuses bad input as problem+json: 400 for each problem of the body, the path or the key; ' +
+      '422 for no such database',
+    async () => {
+      const tenant = await movingTenant('DB_2');
+      const bad: [unknown, string][] = [
+        [{}, '/database'],
+        [{ database: 7 }, '/database'],
+        [{ database: '' }, '/database'],
+        [{ database: 'DB 3' }, '/database'],
+        [{ database: 'x'.repeat(101) }, '/database'],
+        [{ database: 'DB_3', region: 'weur' }, '/region'],
+        [{ databse: 'DB_3' }, '/databse'],
+        [[], ''],
+        ['DB_3', ''],
+      ];
+      for (const [body, pointer] of bad) {
+        const answer = await start(tenant.id, body);
+        expectProblem(answer, 400, 'invalid_request');
+        expect(answer.body.errors.map((e: any) => e.pointer)).toContain(pointer);
+      }
+      const malformed = await call('POST', `/tenants/${tenant.id}/move`, { key: ADMIN_TOKEN, raw: '{"database":' });
+      expectProblem(malformed, 400, 'invalid_request');
+      const unsent = await call('POST', `/tenants/${tenant.id}/move`, {
+        key: ADMIN_TOKEN,
+        raw: '{"database":"DB_3"}',
+        headers: { 'Content-Type': 'text/plain' },
+      });
+      expectProblem(unsent, 415, 'unsupported_media_type');
+      const badKey = await start(tenant.id, { database: 'DB_3' }, { 'Idempotency-Key': 'two words' });
+      expectProblem(badKey, 400, 'invalid_request');
+      expect(badKey.body.errors).toEqual([expect.objectContaining({ header: 'Idempotency-Key' })]);
+      const badId = await start(Number.NaN, { database: 'DB_3' });
+      expectProblem(badId, 400, 'invalid_request');
+      expectProblem(
+        await call('POST', '/tenants/x1/move', { key: ADMIN_TOKEN, body: { database: 'DB_3' } }),
+        400,
+        'invalid_request',
+      );
+      const nowhere = await start(tenant.id, { database: 'DB_9' });
+      expectProblem(nowhere, 422, 'unprocessable');
+      expect(nowhere.body.errors).toEqual([
+        expect.objectContaining({ pointer: '/database', code: 'unknown_database' }),
+      ]);
+      expectProblem(await start(999_999, { database: 'DB_3' }), 404, 'not_found');
+      // Nothing of that started a move.
+      expect((await admin('GET', `/tenants/${tenant.id}`)).body.status).toBe('active');
+    },
+  );
 
-  it('is 409 for the default tenant, the database the tenant is on, a second move at a time, and a deleting tenant', async () => {
-    const tenant = await movingTenant('DB_2');
-    await mover(tenant.id).hold();
-    expectProblem(await start(1, { database: 'DB_2' }), 409, 'conflict');
-    expectProblem(await start(tenant.id, { database: 'DB_2' }), 409, 'conflict');
-    const first = await start(tenant.id, { database: 'DB_3' });
-    expect(first.status).toBe(202);
-    const second = await start(tenant.id, { database: 'DB' });
-    expectProblem(second, 409, 'conflict');
-    expect(second.headers.get('Location')).toBe(first.headers.get('Location'));
-    // A moving tenant is not deleted under its move.
-    expectProblem(await admin('DELETE', `/tenants/${tenant.id}`), 409, 'conflict');
-    const gone = await movingTenant('DB_2', 'Gone');
-    expect((await admin('DELETE', `/tenants/${gone.id}`)).status).toBe(202);
-    expectProblem(await start(gone.id, { database: 'DB_3' }), 409, 'conflict');
-  });
+  it(
+    'is 409 for the default tenant, the database the tenant is on, a second move at a time, ' + 'and a deleting tenant',
+    async () => {
+      const tenant = await movingTenant('DB_2');
+      await mover(tenant.id).hold();
+      expectProblem(await start(1, { database: 'DB_2' }), 409, 'conflict');
+      expectProblem(await start(tenant.id, { database: 'DB_2' }), 409, 'conflict');
+      const first = await start(tenant.id, { database: 'DB_3' });
+      expect(first.status).toBe(202);
+      const second = await start(tenant.id, { database: 'DB' });
+      expectProblem(second, 409, 'conflict');
+      expect(second.headers.get('Location')).toBe(first.headers.get('Location'));
+      // A moving tenant is not deleted under its move.
+      expectProblem(await admin('DELETE', `/tenants/${tenant.id}`), 409, 'conflict');
+      const gone = await movingTenant('DB_2', 'Gone');
+      expect((await admin('DELETE', `/tenants/${gone.id}`)).status).toBe(202);
+      expectProblem(await start(gone.id, { database: 'DB_3' }), 409, 'conflict');
+    },
+  );
 
   it('takes the admin token alone: an API key is 403, no token 401, on every move operation', async () => {
     const tenant = await movingTenant('DB_2');
@@ -173,84 +182,92 @@ describe('GET and DELETE /tenants/{id}/moves/{moveId}', () => {
     );
   });
 
-  it('cancels a move that is copying: nothing changes, the partial copy leaves the target, cancelling again answers the same', async () => {
-    const tenant = await movingTenant('DB_2');
-    await mover(tenant.id).hold();
-    const ada = await createOne(tenant.key, tenant.objectId, [fv('firstName', 'Ada')]);
-    const before = await rowsOf(tenant.id, 'DB_2');
-    const started = await start(tenant.id, { database: 'DB_3' });
-    const path = `/tenants/${tenant.id}/moves/${started.body.id}`;
-    await stepMove(tenant.id, started.body.id, (move) => move.rowsCopied > 0);
-    expect(await countOf(tenant.id, 'DB_3')).toBeGreaterThan(0);
-    const cancelled = await admin('DELETE', path);
-    expect(cancelled.status).toBe(200);
-    expect(cancelled.body).toEqual({
-      ...started.body,
-      status: 'cancelled',
-      rowsCopied: expect.any(Number),
-      finishedAt: expect.any(Number),
-    });
-    expect((await admin('DELETE', path)).body).toEqual(cancelled.body);
-    expect((await admin('GET', path)).body).toEqual(cancelled.body);
-    // Its object removes the partial copy, a chunk a step.
-    for (let i = 0; i < 50 && (await countOf(tenant.id, 'DB_3')) > 0; i++) await mover(tenant.id).stepOnce();
-    expect(await countOf(tenant.id, 'DB_3')).toBe(0);
-    expect(await rowsOf(tenant.id, 'DB_2')).toEqual(before);
-    expect((await admin('GET', `/tenants/${tenant.id}`)).body).toMatchObject({ database: 'DB_2', status: 'active' });
-    const patched = await call('PATCH', `/workspaces/${tenant.workspaceId}/records/${ada.id}`, {
-      key: tenant.key,
-      body: { fieldValues: [fv('firstName', 'Augusta')] },
-    });
-    expect(patched.status).toBe(200);
-    // Nothing logs its changes any more, and a move can start again.
-    const log = await database('DB_2').prepare('SELECT count(*) AS n FROM copy_log').first<{ n: number }>();
-    expect(log?.n).toBe(0);
-    const again = await start(tenant.id, { database: 'DB_3' });
-    expect(again.status).toBe(202);
-    expect((await stepMove(tenant.id, again.body.id)).status).toBe('succeeded');
-    expect((await call('GET', `/records/${ada.id}`, { key: tenant.key })).body.version).toBe(2);
-    expectProblem(await admin('DELETE', `/tenants/${tenant.id}/moves/${again.body.id}`), 409, 'conflict');
-  });
+  it(
+    'cancels a move that is copying: nothing changes, the partial copy leaves the target, ' +
+      'cancelling again answers the same',
+    async () => {
+      const tenant = await movingTenant('DB_2');
+      await mover(tenant.id).hold();
+      const ada = await createOne(tenant.key, tenant.objectId, [fv('firstName', 'Ada')]);
+      const before = await rowsOf(tenant.id, 'DB_2');
+      const started = await start(tenant.id, { database: 'DB_3' });
+      const path = `/tenants/${tenant.id}/moves/${started.body.id}`;
+      await stepMove(tenant.id, started.body.id, (move) => move.rowsCopied > 0);
+      expect(await countOf(tenant.id, 'DB_3')).toBeGreaterThan(0);
+      const cancelled = await admin('DELETE', path);
+      expect(cancelled.status).toBe(200);
+      expect(cancelled.body).toEqual({
+        ...started.body,
+        status: 'cancelled',
+        rowsCopied: expect.any(Number),
+        finishedAt: expect.any(Number),
+      });
+      expect((await admin('DELETE', path)).body).toEqual(cancelled.body);
+      expect((await admin('GET', path)).body).toEqual(cancelled.body);
+      // Its object removes the partial copy, a chunk a step.
+      for (let i = 0; i < 50 && (await countOf(tenant.id, 'DB_3')) > 0; i++) await mover(tenant.id).stepOnce();
+      expect(await countOf(tenant.id, 'DB_3')).toBe(0);
+      expect(await rowsOf(tenant.id, 'DB_2')).toEqual(before);
+      expect((await admin('GET', `/tenants/${tenant.id}`)).body).toMatchObject({ database: 'DB_2', status: 'active' });
+      const patched = await call('PATCH', `/workspaces/${tenant.workspaceId}/records/${ada.id}`, {
+        key: tenant.key,
+        body: { fieldValues: [fv('firstName', 'Augusta')] },
+      });
+      expect(patched.status).toBe(200);
+      // Nothing logs its changes any more, and a move can start again.
+      const log = await database('DB_2').prepare('SELECT count(*) AS n FROM copy_log').first<{ n: number }>();
+      expect(log?.n).toBe(0);
+      const again = await start(tenant.id, { database: 'DB_3' });
+      expect(again.status).toBe(202);
+      expect((await stepMove(tenant.id, again.body.id)).status).toBe('succeeded');
+      expect((await call('GET', `/records/${ada.id}`, { key: tenant.key })).body.version).toBe(2);
+      expectProblem(await admin('DELETE', `/tenants/${tenant.id}/moves/${again.body.id}`), 409, 'conflict');
+    },
+  );
 
-  it('ends a move whose steps keep failing as failed, the tenant whole where it was; one that fails a while resumes', async () => {
-    const tenant = await movingTenant('DB_2');
-    await mover(tenant.id).hold();
-    await createOne(tenant.key, tenant.objectId, [fv('firstName', 'Ada')]);
-    const before = await rowsOf(tenant.id, 'DB_2');
-    // A few failures: the move goes on from where it stood.
-    const resumed = await start(tenant.id, { database: 'DB_3' });
-    await mover(tenant.id).stepOnce();
-    sabotage.target = 'DB_3';
-    try {
-      for (let i = 0; i < 3; i++) await mover(tenant.id).stepOnce();
-    } finally {
-      sabotage.target = '';
-    }
-    expect((await stepMove(tenant.id, resumed.body.id)).status).toBe('succeeded');
-    expect(await rowsOf(tenant.id, 'DB_3')).toEqual(before);
-    // Failing again and again: given up, the partial copy removed.
-    const failing = await start(tenant.id, { database: 'DB_2' });
-    await mover(tenant.id).stepOnce();
-    sabotage.target = 'DB_2';
-    try {
-      for (let i = 0; i < 8; i++) await mover(tenant.id).stepOnce();
-    } finally {
-      sabotage.target = '';
-    }
-    const failed = await stepMove(tenant.id, failing.body.id, (move) => move.status !== 'copying');
-    expect(failed).toEqual({
-      ...failing.body,
-      status: 'failed',
-      rowsCopied: expect.any(Number),
-      finishedAt: expect.any(Number),
-      failure: expect.stringContaining('down'),
-    });
-    // Its object removes the partial copy and gives the tenant back its state.
-    const moving = async () => (await admin('GET', `/tenants/${tenant.id}`)).body.status === 'moving';
-    for (let i = 0; i < 50 && ((await countOf(tenant.id, 'DB_2')) > 0 || (await moving())); i++)
+  it(
+    'ends a move whose steps keep failing as failed, the tenant whole where it was; ' +
+      'one that fails a while resumes',
+    async () => {
+      const tenant = await movingTenant('DB_2');
+      await mover(tenant.id).hold();
+      await createOne(tenant.key, tenant.objectId, [fv('firstName', 'Ada')]);
+      const before = await rowsOf(tenant.id, 'DB_2');
+      // A few failures: the move goes on from where it stood.
+      const resumed = await start(tenant.id, { database: 'DB_3' });
       await mover(tenant.id).stepOnce();
-    expect(await countOf(tenant.id, 'DB_2')).toBe(0);
-    expect(await rowsOf(tenant.id, 'DB_3')).toEqual(before);
-    expect((await admin('GET', `/tenants/${tenant.id}`)).body).toMatchObject({ database: 'DB_3', status: 'active' });
-  });
+      sabotage.target = 'DB_3';
+      try {
+        for (let i = 0; i < 3; i++) await mover(tenant.id).stepOnce();
+      } finally {
+        sabotage.target = '';
+      }
+      expect((await stepMove(tenant.id, resumed.body.id)).status).toBe('succeeded');
+      expect(await rowsOf(tenant.id, 'DB_3')).toEqual(before);
+      // Failing again and again: given up, the partial copy removed.
+      const failing = await start(tenant.id, { database: 'DB_2' });
+      await mover(tenant.id).stepOnce();
+      sabotage.target = 'DB_2';
+      try {
+        for (let i = 0; i < 8; i++) await mover(tenant.id).stepOnce();
+      } finally {
+        sabotage.target = '';
+      }
+      const failed = await stepMove(tenant.id, failing.body.id, (move) => move.status !== 'copying');
+      expect(failed).toEqual({
+        ...failing.body,
+        status: 'failed',
+        rowsCopied: expect.any(Number),
+        finishedAt: expect.any(Number),
+        failure: expect.stringContaining('down'),
+      });
+      // Its object removes the partial copy and gives the tenant back its state.
+      const moving = async () => (await admin('GET', `/tenants/${tenant.id}`)).body.status === 'moving';
+      for (let i = 0; i < 50 && ((await countOf(tenant.id, 'DB_2')) > 0 || (await moving())); i++)
+        await mover(tenant.id).stepOnce();
+      expect(await countOf(tenant.id, 'DB_2')).toBe(0);
+      expect(await rowsOf(tenant.id, 'DB_3')).toEqual(before);
+      expect((await admin('GET', `/tenants/${tenant.id}`)).body).toMatchObject({ database: 'DB_3', status: 'active' });
+    },
+  );
 });
