@@ -183,17 +183,20 @@ export class TenantCopy {
   /**
    * One round of the catch-up: the next entries of the log, each row read again from the source
    * and written to the target as it is now (or removed there, gone from the source), in one batch
-   * (parents first, removals children first); then those entries leave the log.
+   * (parents first, removals children first); then those entries leave the log. `copied`: the
+   * table the bulk copy is at (the tables before it are copied whole).
    */
-  async catchUp(): Promise<CaughtUp> {
+  async catchUp(copied = TENANT_TABLES.length): Promise<CaughtUp> {
     const entries = this.source
       .prepare('SELECT n, tbl, key FROM copy_log WHERE tenant_id = ? ORDER BY n LIMIT ?')
       .bind(this.tenant, LOG_ROWS);
     const { results: log } = await this.run(() => entries.all<{ n: number; tbl: string; key: string }>());
     const last = log.at(-1);
     if (last === undefined) return { rows: 0, more: false };
+    // A change of a table the bulk copy has not reached yet is left to it: it reads the row as it is then.
+    const reached = new Set(TENANT_TABLES.slice(0, copied + 1).map((t) => t.table));
     const keys = new Map<string, Set<string>>();
-    for (const { tbl, key } of log) keys.set(tbl, (keys.get(tbl) ?? new Set()).add(key));
+    for (const { tbl, key } of log) if (reached.has(tbl)) keys.set(tbl, (keys.get(tbl) ?? new Set()).add(key));
     const tables = TENANT_TABLES.filter((t) => keys.has(t.table));
     const named = (t: TenantTable): string => `[${[...(keys.get(t.table) ?? [])].join(',')}]`;
     const inKeys = (t: TenantTable): string =>

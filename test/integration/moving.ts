@@ -11,7 +11,8 @@ export const database = (name: string): D1Database =>
 export interface Mover {
   hold(): Promise<void>;
   release(): Promise<void>;
-  stepOnce(): Promise<void>;
+  /** One step; when the next is due. */
+  stepOnce(): Promise<number | null>;
 }
 export const mover = (tenantId: number): Mover => env.TENANTS.getByName(String(tenantId)) as unknown as Mover;
 

@@ -189,9 +189,10 @@ export class TenantObject extends ProductionTenant {
     await this.ctx.storage.setAlarm(Date.now());
   }
 
-  /** One step, as an alarm would run it. */
-  stepOnce(): Promise<void> {
-    return super.alarm();
+  /** One step, as an alarm would run it: when the next is due (ms since the epoch), if one is. */
+  async stepOnce(): Promise<number | null> {
+    await super.alarm();
+    return this.ctx.storage.getAlarm();
   }
 }
 
