@@ -39,9 +39,12 @@ CREATE INDEX copy_log_by_tenant ON copy_log (tenant_id, n);
 
 -- 3. On the database a tenant arrives at: its rows are copied as they are, derived rows included,
 -- so no trigger derives anything from them or checks them again until it has arrived (the version
--- guard stays). A copy given up is removed, records included.
+-- guard stays). A copy given up is removed, records included. `runner` is the step of the mover
+-- that writes here now: each of its batches starts by checking it, so a second instance of the
+-- mover (a twin, a step run again) never writes what it read before the other.
 CREATE TABLE arrivals (
-  tenant_id INTEGER PRIMARY KEY CHECK (tenant_id >= 1)
+  tenant_id INTEGER PRIMARY KEY CHECK (tenant_id >= 1),
+  runner    TEXT    NOT NULL
 ) STRICT;
 
 DROP TRIGGER records_are_never_deleted;

@@ -49,7 +49,10 @@ export async function moveStep(env: Env, id: number, now = Date.now): Promise<Ne
   const source = databaseNamed(env, move.from);
   const target = databaseNamed(env, move.to);
   if (source === undefined || target === undefined) return undefined;
-  const copy = new TenantCopy(onPrimary(source, meter), onPrimary(target, meter), meter, move.tenantId);
+  // Each step writes to the target under a name of its own: a twin of this object, or this step
+  // run again, is refused there once another step has claimed it.
+  const runner = crypto.randomUUID();
+  const copy = new TenantCopy(onPrimary(source, meter), onPrimary(target, meter), meter, move.tenantId, runner);
   const started = now();
   const busy = (): boolean => now() - started < STEP_MS;
   if ((move.status === 'cancelled' || move.status === 'failed') && step.phase !== 'done')
@@ -62,6 +65,7 @@ export async function moveStep(env: Env, id: number, now = Date.now): Promise<Ne
       return advance(moves, move, { phase: 'copy', table: 0, after: null }, 0);
     }
     case 'copy': {
+      await copy.claim();
       let { table, after } = step;
       let rows = 0;
       while (busy() && table < TENANT_TABLES.length) {
@@ -76,6 +80,7 @@ export async function moveStep(env: Env, id: number, now = Date.now): Promise<Ne
       return advance(moves, move, next, rows, now() - started);
     }
     case 'catch-up': {
+      await copy.claim();
       const rows = await drain(copy, busy);
       const left = await copy.pending();
       return advance(moves, move, left <= SWITCH_AT ? { phase: 'switch' } : step, rows, now() - started);
@@ -126,6 +131,7 @@ async function switchOver(moves: Moves, move: MoveRow, copy: TenantCopy, now: ()
   if (!(await moves.mark(move.id, ['copying', 'switching'], 'switching', JSON.stringify({ phase: 'switch' }))))
     return { ms: 0 };
   const held = now();
+  await copy.claim();
   await copy.freeze();
   let rows = 0;
   for (;;) {

@@ -65,7 +65,40 @@ export class TenantCopy {
     private readonly target: D1,
     private readonly meter: Meter,
     private readonly tenant: number,
+    /** This step of the mover: the target takes writes from the step that claimed it last. */
+    private readonly runner: string,
   ) {}
+
+  /**
+   * Fails the batch it starts unless this step is the one the target takes writes from (it
+   * inserts a row that cannot be, else nothing).
+   */
+  private fence(): D1PreparedStatement {
+    return this.target
+      .prepare(
+        `INSERT INTO arrivals (tenant_id, runner) SELECT ?1, NULL
+         WHERE NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = ?1 AND runner = ?2)`,
+      )
+      .bind(this.tenant, this.runner);
+  }
+
+  /** The statement that makes the target take the tenant's rows as they are, from this step. */
+  private expecting(): D1PreparedStatement {
+    return this.target
+      .prepare(
+        `INSERT INTO arrivals (tenant_id, runner) VALUES (?, ?)
+         ON CONFLICT (tenant_id) DO UPDATE SET runner = excluded.runner`,
+      )
+      .bind(this.tenant, this.runner);
+  }
+
+  /** The target takes writes from this step from now on (while the tenant is arriving there). */
+  async claim(): Promise<void> {
+    const claim = this.target
+      .prepare('UPDATE arrivals SET runner = ? WHERE tenant_id = ?')
+      .bind(this.runner, this.tenant);
+    await this.run(() => claim.run());
+  }
 
   private run<T>(call: () => Promise<T>): Promise<T> {
     return retrying(() => this.meter.d1(call));
@@ -84,7 +117,7 @@ export class TenantCopy {
     await this.batch(target, [
       target.prepare('DELETE FROM departures WHERE tenant_id = ?').bind(tenant),
       target.prepare('DELETE FROM copying WHERE tenant_id = ?').bind(tenant),
-      target.prepare('INSERT INTO arrivals (tenant_id) VALUES (?) ON CONFLICT DO NOTHING').bind(tenant),
+      this.expecting(),
     ]);
     await this.batch(source, [
       source.prepare('DELETE FROM arrivals WHERE tenant_id = ?').bind(tenant),
@@ -127,13 +160,11 @@ export class TenantCopy {
       )
       .bind(...values, ...(after === null ? [] : [JSON.stringify(after)]));
     const { results } = await this.run(() => read.all<{ row: string; k: string }>());
-    await this.batch(
-      this.target,
-      this.writes(
-        t,
-        results.map((r) => r.row),
-      ),
+    const writes = this.writes(
+      t,
+      results.map((r) => r.row),
     );
+    if (writes.length > 0) await this.batch(this.target, [this.fence(), ...writes]);
     const last = results.at(-1);
     // A chunk cut short by its size ends before the table does; one with fewer rows than asked ends it.
     const done = last === undefined || (results.length < CHUNK_ROWS && !(await this.more(t, last.k)));
@@ -229,7 +260,7 @@ export class TenantCopy {
       );
       rows += found.length + (t.leaf ? 0 : gone.length);
     });
-    await this.batch(this.target, [...removals, ...upserts]);
+    if (removals.length + upserts.length > 0) await this.batch(this.target, [this.fence(), ...removals, ...upserts]);
     const done = this.source.prepare('DELETE FROM copy_log WHERE tenant_id = ? AND n <= ?').bind(this.tenant, last.n);
     await this.run(() => done.run());
     return { rows, more: log.length === LOG_ROWS };
@@ -250,7 +281,17 @@ export class TenantCopy {
 
   /** The tenant has arrived: the target's triggers derive and check its rows again. */
   async arrive(): Promise<void> {
-    await this.run(() => this.target.prepare('DELETE FROM arrivals WHERE tenant_id = ?').bind(this.tenant).run());
+    // Done already (a switch run again) is fine; another step holding the target is not.
+    const { target, tenant, runner } = this;
+    await this.batch(target, [
+      target
+        .prepare(
+          `INSERT INTO arrivals (tenant_id, runner) SELECT ?1, NULL
+           WHERE EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = ?1 AND runner <> ?2)`,
+        )
+        .bind(tenant, runner),
+      target.prepare('DELETE FROM arrivals WHERE tenant_id = ?').bind(tenant),
+    ]);
   }
 
   /** The tenant has left the source for good: its writes there stay refused, its log is dropped. */
@@ -280,8 +321,7 @@ export class TenantCopy {
 
   /** The target takes the tenant's rows as they are again (a copy given up is removed with no trigger's say). */
   async expectArrival(): Promise<void> {
-    await this.run(() =>
-      this.target.prepare('INSERT INTO arrivals (tenant_id) VALUES (?) ON CONFLICT DO NOTHING').bind(this.tenant).run(),
-    );
+    const expecting = this.expecting();
+    await this.run(() => expecting.run());
   }
 }

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { Meter } from '../../src/storage/meter.ts';
+import { TenantCopy } from '../../src/storage/tenant-copy.ts';
+import { TenantData } from '../../src/storage/tenant-data.ts';
 import { sabotage } from './worker.ts';
 import { ADMIN_TOKEN, admin, call, createOne, expectProblem, fv } from './helpers.ts';
 import { countOf, database, mover, movingTenant, rowsOf, stepMove } from './moving.ts';
@@ -270,4 +273,25 @@ describe('GET and DELETE /tenants/{id}/moves/{moveId}', () => {
       expect((await admin('GET', `/tenants/${tenant.id}`)).body).toMatchObject({ database: 'DB_3', status: 'active' });
     },
   );
+
+  it('lets a step of the mover that another step displaced (a twin, a step run again) write nothing', async () => {
+    const tenant = await movingTenant('DB_2');
+    await createOne(tenant.key, tenant.objectId, [fv('firstName', 'Ada')]);
+    const meter = new Meter();
+    const [a, b] = ['a', 'b'].map(
+      (runner) => new TenantCopy(database('DB_2'), database('DB_3'), meter, tenant.id, runner),
+    ) as [TenantCopy, TenantCopy];
+    await a.begin();
+    await b.claim();
+    await expect(a.copyChunk(0, null)).rejects.toThrow(/constraint/i);
+    expect(await countOf(tenant.id, 'DB_3')).toBe(0);
+    expect((await b.copyChunk(0, null)).rows).toBeGreaterThan(0);
+    await expect(a.arrive()).rejects.toThrow(/constraint/i);
+    // Left as it was: the source logs nothing, the target holds nothing of the tenant.
+    await b.stay();
+    const data = new TenantData(database('DB_3'), meter, tenant.id);
+    while (await data.removeSome());
+    await b.arrive();
+    expect(await countOf(tenant.id, 'DB_3')).toBe(0);
+  });
 });
