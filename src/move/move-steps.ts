@@ -60,7 +60,7 @@ export async function moveStep(env: Env, id: number, now = Date.now): Promise<Ne
   switch (step.phase) {
     case 'begin': {
       // A copy given up earlier may have left rows on the target: they go first.
-      if (await removeSome(target, meter, move.tenantId)) return { ms: 0 };
+      if ((await copy.holdsAny('target')) && (await removeSome(target, meter, move.tenantId))) return { ms: 0 };
       await copy.begin();
       return advance(moves, move, { phase: 'copy', table: 0, after: null }, 0);
     }

@@ -83,8 +83,17 @@ export async function startMove(request: IRequest, context: Context): Promise<Re
     });
   const move = id === undefined ? undefined : await moves.get(id);
   if (move === undefined) throw conflict('The tenant changed as the move started; read it and try again.');
-  await context.env.TENANTS.getByName(String(tenantId)).move(move.id);
+  await wake(context, move);
   return json(moveOut(move), 202, { Location: pathOf(move) });
+}
+
+/** Tells the tenant's object to run the move; a wake-up lost is made good by the Cron Trigger. */
+async function wake(context: Context, move: MoveRow): Promise<void> {
+  try {
+    await context.env.TENANTS.getByName(String(move.tenantId)).move(move.id);
+  } catch (error) {
+    console.error(JSON.stringify({ message: 'a move was not woken', moveId: move.id, error: String(error) }));
+  }
 }
 
 /** The move, if it is this tenant's: another tenant's move id answers as a missing one. */
@@ -121,7 +130,7 @@ export async function cancelMove(request: IRequest, context: Context): Promise<R
       const now = await moves.get(move.id);
       if (now?.status !== 'cancelled') throw conflict(`The move is ${now?.status ?? move.status}: too late to cancel.`);
     }
-    await context.env.TENANTS.getByName(String(move.tenantId)).move(move.id);
+    await wake(context, move);
   }
   const after = (await moves.get(move.id)) ?? move;
   return json(moveOut(after));
