@@ -26,6 +26,7 @@ function workersProject(name: string, config: string, include: string) {
             FUZZ_RUNS: process.env.FUZZ_RUNS ?? '',
             // The benchmarks' size: BENCH_RECORDS=<n> npm run bench:scale (or bench:query).
             BENCH_RECORDS: process.env.BENCH_RECORDS ?? '',
+            BENCH_RATE_RECORDS: process.env.BENCH_RATE_RECORDS ?? '',
             // Webhooks: the receiver may be called over http:, and failures are timed in ms, not hours.
             WEBHOOK_RECEIVER: receiver.url,
             WEBHOOK_ALLOW_HTTP: receiver.url,
@@ -87,6 +88,16 @@ export default defineConfig({
       // `npm run bench:import` only: an import of 200,000 rows beside the batch API.
       ...(process.env.BENCH_IMPORT === '1'
         ? [workersProject('bench-import', 'test/integration/wrangler.toml', 'test/bench/workers/import.bench.test.ts')]
+        : []),
+      // `npm run bench:tenants` only: one tenant's patches beside another's import; import rates per database.
+      ...(process.env.BENCH_TENANTS === '1'
+        ? [
+            workersProject(
+              'bench-tenants',
+              'test/integration/wrangler.toml',
+              'test/bench/workers/tenants.bench.test.ts',
+            ),
+          ]
         : []),
       {
         // Over real HTTP against a locally started Worker.

@@ -335,8 +335,9 @@ export async function importErrors(request: IRequest, context: Context): Promise
 }
 
 /**
- * GET /workspaces/{workspaceId}/imports: the caller's imports into the workspace, newest first,
- * a keyset page at a time (signed cursors). Members only, else 404.
+ * GET /workspaces/{workspaceId}/imports: the caller's imports into the workspace (an
+ * administrator's: everyone's), newest first, a keyset page at a time (signed cursors). Members
+ * only, else 404.
  */
 export async function listImports(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);

@@ -388,7 +388,9 @@ export const operations: Operation[] = [
     operationId: 'listImports',
     tag: 'Records',
     summary: "List the caller's imports into a workspace",
-    description: 'Newest first, a keyset page at a time. Members only, else 404.',
+    description:
+      "Newest first, a keyset page at a time. An administrator of the tenant sees everyone's imports into the " +
+      'workspace. Members only, else 404.',
     auth: 'key',
     ok: { status: 200, schema: ImportPage },
     query: PAGE_QUERY,

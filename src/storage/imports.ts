@@ -207,11 +207,18 @@ export class Imports {
     return row?.results[0];
   }
 
-  /** The user's imports into the workspace with ids below `before`, newest first, at most `limit`. */
+  /**
+   * The user's imports into the workspace with ids below `before`, newest first, at most `limit`;
+   * everyone's when the user administers their tenant.
+   */
   async list(userId: number, workspaceId: number, before: number, limit: number): Promise<ImportState[]> {
     const rows = await this.meter.d1(() =>
       this.db
-        .prepare('SELECT * FROM imports WHERE user_id = ? AND workspace_id = ? AND id < ? ORDER BY id DESC LIMIT ?')
+        .prepare(
+          `SELECT * FROM imports WHERE workspace_id = ?2 AND id < ?3
+             AND (user_id = ?1 OR EXISTS (SELECT 1 FROM users WHERE id = ?1 AND admin = 1))
+           ORDER BY id DESC LIMIT ?4`,
+        )
         .bind(userId, workspaceId, before, limit)
         .all<ImportState>(),
     );

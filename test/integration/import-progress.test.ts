@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  admin,
   call,
   download,
   errorLines,
@@ -134,6 +135,26 @@ describe("a person's imports can be found again", () => {
     expectProblem(await call('GET', `${path}?limit=0`, { key: editor.key }), 400, 'invalid_request');
     expectProblem(await call('GET', path), 401, 'unauthorized');
     for (const id of mine) await finished(editor.key, id);
+  });
+
+  it("an administrator of the tenant, a member of the workspace, lists everyone's imports into it", async () => {
+    const { editor, workspaceId, object } = await setup();
+    const editors = (await upload(editor.key, workspaceId, `objectId=${object.id}`, `{"fieldValues":[]}\n`)).body.id;
+    const user = await admin('POST', '/admin/users', { name: 'Boss', admin: true });
+    const key = (await admin('POST', `/admin/users/${user.body.id}/keys`)).body.key as string;
+    const path = `/workspaces/${workspaceId}/imports`;
+    // Not a member: the workspace is not theirs to read.
+    expectProblem(await call('GET', path, { key }), 404, 'not_found');
+    await admin('PUT', `/admin/workspaces/${workspaceId}/members/${user.body.id}`, { role: 'viewer' });
+    const own = (await upload(key, workspaceId, `objectId=${object.id}`, `{"fieldValues":[]}\n`)).status;
+    expect(own).toBe(403); // a viewer imports nothing
+    const listed = await call('GET', path, { key });
+    expect(listed.body.items.map((i: { id: number }) => i.id)).toEqual([editors]);
+    // The editor, no administrator, still sees only their own.
+    expect((await call('GET', path, { key: editor.key })).body.items.map((i: { id: number }) => i.id)).toEqual([
+      editors,
+    ]);
+    await finished(editor.key, editors);
   });
 });
 
