@@ -50,8 +50,12 @@ export class TenantObject extends DurableObject<Env> {
     try {
       const next = await moveStep(this.env, moveId);
       await this.ctx.storage.delete('failures');
-      if (next === undefined) await this.ctx.storage.delete('move');
-      else await this.ctx.storage.setAlarm(Date.now() + next.ms);
+      if (next !== undefined) await this.ctx.storage.setAlarm(Date.now() + next.ms);
+      else {
+        await this.ctx.storage.delete('move');
+        // The tenant was deleted as its move ended: its removal goes on now.
+        if ((await this.ctx.storage.get('removal')) !== undefined) await this.ctx.storage.setAlarm(Date.now());
+      }
     } catch (error) {
       const failures = ((await this.ctx.storage.get<number>('failures')) ?? 0) + 1;
       console.error(JSON.stringify({ message: 'tenant move step failed', moveId, failures, error: String(error) }));

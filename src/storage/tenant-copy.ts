@@ -224,10 +224,12 @@ export class TenantCopy {
     const { results: log } = await this.run(() => entries.all<{ n: number; tbl: string; key: string }>());
     const last = log.at(-1);
     if (last === undefined) return { rows: 0, more: false };
-    // A change of a table the bulk copy has not reached yet is left to it: it reads the row as it is then.
+    // A row of a table the bulk copy has not reached yet is left to it (it reads the row as it is
+    // then, and its parents are not all there yet); only a row gone from the source goes from the
+    // target (an earlier pass, whose step was lost, may have copied it).
     const reached = new Set(TENANT_TABLES.slice(0, copied + 1).map((t) => t.table));
     const keys = new Map<string, Set<string>>();
-    for (const { tbl, key } of log) if (reached.has(tbl)) keys.set(tbl, (keys.get(tbl) ?? new Set()).add(key));
+    for (const { tbl, key } of log) keys.set(tbl, (keys.get(tbl) ?? new Set()).add(key));
     const tables = TENANT_TABLES.filter((t) => keys.has(t.table));
     const named = (t: TenantTable): string => `[${[...(keys.get(t.table) ?? [])].join(',')}]`;
     const inKeys = (t: TenantTable): string =>
@@ -249,16 +251,19 @@ export class TenantCopy {
       const asked = [...(keys.get(t.table) ?? [])];
       // A leaf's rows are removed and written again (a unique value may have passed between two of
       // them); a parent's are updated in place and removed only when the source has none.
-      const gone = t.leaf ? asked : asked.filter((k) => !present.has(JSON.stringify(JSON.parse(k))));
+      const copying = reached.has(t.table);
+      const absent = asked.filter((k) => !present.has(JSON.stringify(JSON.parse(k))));
+      const gone = t.leaf && copying ? asked : absent;
       if (gone.length > 0)
         removals.unshift(this.target.prepare(`DELETE FROM ${t.table} WHERE ${inKeys(t)}`).bind(`[${gone.join(',')}]`));
-      upserts.push(
-        ...this.writes(
-          t,
-          found.map((r) => r.row),
-        ),
-      );
-      rows += found.length + (t.leaf ? 0 : gone.length);
+      if (copying)
+        upserts.push(
+          ...this.writes(
+            t,
+            found.map((r) => r.row),
+          ),
+        );
+      rows += (copying ? found.length : 0) + absent.length;
     });
     if (removals.length + upserts.length > 0) await this.batch(this.target, [this.fence(), ...removals, ...upserts]);
     const done = this.source.prepare('DELETE FROM copy_log WHERE tenant_id = ? AND n <= ?').bind(this.tenant, last.n);
