@@ -876,6 +876,9 @@ function checkHistory(
     }
   // An operation: every attempt under one key, or one unkeyed attempt (its values are its own).
   const operations = operationsOf(attempts);
+  // No key is revoked in a run: a 401 is a request that lost its tenant (a move's stale route).
+  for (const attempt of attempts)
+    if (attempt.status === 401) violations.push(`${attempt.op} answered 401: ${attempt.text.slice(0, 200)}`);
   for (const attempt of attempts)
     if (attempt.status >= 500 && attempt.status !== 503)
       violations.push(`${attempt.op} answered ${attempt.status}: ${attempt.text.slice(0, 200)}`);
