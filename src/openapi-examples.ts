@@ -70,6 +70,7 @@ const definition = { id: 1, version: 1, ...definitionInput };
 const stagePatch = { fieldValues: [{ fieldName: 'stage', value: 'customer' }] };
 const cursor = 'Mg.xO5v0mXHj8Qm3n1wXb2pXg';
 const tenant = { id: 2, name: 'Acme', database: 'DB_2', status: 'active', createdAt: AT };
+const move = { id: 1, from: 'DB_2', to: 'DB_3', status: 'copying', rowsCopied: 0, startedAt: AT };
 const webhook = {
   id: 1,
   url: 'https://hooks.example.com/records',
@@ -276,6 +277,9 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   getTenant: { response: tenant },
   deleteTenant: { response: { ...tenant, status: 'deleting' } },
+  moveTenant: { request: { database: 'DB_3' }, response: move },
+  getMove: { response: { ...move, status: 'succeeded', rowsCopied: 61_482, finishedAt: AT + 94_000 } },
+  cancelMove: { response: { ...move, status: 'cancelled', rowsCopied: 12_000, finishedAt: AT + 20_000 } },
   listDatabases: {
     response: {
       items: [

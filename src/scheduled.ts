@@ -10,6 +10,7 @@ import { startIndexBuild } from './push/index-builds.ts';
 import { databaseNamed, databaseNames } from './storage/routes.ts';
 import { Catalog } from './storage/catalog.ts';
 import { changeRetention } from './domain/retention.ts';
+import { Moves } from './storage/moves.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
@@ -30,6 +31,20 @@ export async function runScheduled(env: Env, now: number): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     console.error(JSON.stringify({ scheduled: 'tenant removals resumed', error: message }));
   }
+  try {
+    console.log(JSON.stringify({ scheduled: 'tenant moves resumed', moves: await resumeMoves(env) }));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(JSON.stringify({ scheduled: 'tenant moves resumed', error: message }));
+  }
+}
+
+/** A move whose object lost its alarm (or never heard of it) goes on; a wake never moves an alarm set. */
+async function resumeMoves(env: Env): Promise<number> {
+  const meter = new Meter();
+  const moves = await new Moves(env.DB, meter).underWay();
+  for (const move of moves) await env.TENANTS.getByName(String(move.tenantId)).move(move.id);
+  return moves.length;
 }
 
 /** A deleted tenant whose removal never started (its start was lost) is removed all the same. */

@@ -1,5 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
+import { failMove, moveStep } from './move/move-steps.ts';
 import { Catalog } from './storage/catalog.ts';
 import { Meter } from './storage/meter.ts';
 import { databaseNamed, forgetRoute } from './storage/routes.ts';
@@ -8,12 +9,14 @@ import { TenantData } from './storage/tenant-data.ts';
 
 /** After a failed step (D1 unreachable, say), the next try waits this long. */
 const RETRY_MS = 2_000;
+/** A move whose step failed this many times in a row is given up (before its switch). */
+const MOVE_ATTEMPTS = 8;
 
 /**
  * One object per tenant (named by its id) does what takes longer than a request: a deleted
- * tenant's rows, import files and objects are removed a chunk per alarm. What it has done lives in
- * D1 (what rows remain), so a restart only repeats a step, which removes nothing twice. The
- * object keeps only which tenant it serves and what it is doing.
+ * tenant's rows, import files and objects are removed a chunk per alarm, and a move runs its steps
+ * (src/move/). What it has done lives in D1 (what rows remain, where the move stands), so a
+ * restart only repeats a step, which changes nothing twice. The object keeps only what it is doing.
  */
 export class TenantObject extends DurableObject<Env> {
   /** Removes a deleted tenant's data, in the background; the tenant is on `database`. */
@@ -22,7 +25,15 @@ export class TenantObject extends DurableObject<Env> {
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
   }
 
+  /** Runs (or wakes) the move `moveId` of this tenant, on alarms. A wake never moves an alarm set already. */
+  async move(moveId: number): Promise<void> {
+    await this.ctx.storage.put('move', moveId);
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
+  }
+
   override async alarm(): Promise<void> {
+    const moveId = await this.ctx.storage.get<number>('move');
+    if (moveId !== undefined) return this.moveSome(moveId);
     const removal = await this.ctx.storage.get<{ tenantId: number; database: string }>('removal');
     if (removal === undefined) return;
     try {
@@ -31,6 +42,27 @@ export class TenantObject extends DurableObject<Env> {
     } catch (error) {
       console.error(JSON.stringify({ message: 'tenant removal step failed', ...removal, error: String(error) }));
       await this.ctx.storage.setAlarm(Date.now() + RETRY_MS);
+    }
+  }
+
+  /** One step of a move; one that keeps failing ends the move as failed (unless it has switched). */
+  private async moveSome(moveId: number): Promise<void> {
+    try {
+      const next = await moveStep(this.env, moveId);
+      await this.ctx.storage.delete('failures');
+      if (next !== undefined) await this.ctx.storage.setAlarm(Date.now() + next.ms);
+      else {
+        await this.ctx.storage.delete('move');
+        // The tenant was deleted as its move ended: its removal goes on now.
+        if ((await this.ctx.storage.get('removal')) !== undefined) await this.ctx.storage.setAlarm(Date.now());
+      }
+    } catch (error) {
+      const failures = ((await this.ctx.storage.get<number>('failures')) ?? 0) + 1;
+      console.error(JSON.stringify({ message: 'tenant move step failed', moveId, failures, error: String(error) }));
+      const failure = error instanceof Error ? error.message.slice(0, 500) : 'unknown';
+      const failed = failures >= MOVE_ATTEMPTS && (await failMove(this.env, moveId, failure, Date.now()));
+      await this.ctx.storage.put('failures', failed ? 0 : failures);
+      await this.ctx.storage.setAlarm(Date.now() + RETRY_MS * Math.min(failures, 5));
     }
   }
 

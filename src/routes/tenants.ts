@@ -36,7 +36,7 @@ import { TURN_TIMEOUT_MS } from '../write/deadlines.ts';
  */
 
 /** The operator's API takes the admin token alone: an API key is 403, any other token 401. */
-async function requireOperator(request: IRequest, context: Context): Promise<void> {
+export async function requireOperator(request: IRequest, context: Context): Promise<void> {
   if (await isAdminToken(request, context.env.ADMIN_TOKEN)) return;
   if ((await context.keys.holder(await keyHashOf(request))) === undefined) throw adminUnauthorized();
   throw forbidden('The operator API takes the ADMIN_TOKEN secret, not an API key.');
@@ -176,6 +176,8 @@ export async function deleteTenant(request: IRequest, context: Context): Promise
   const tenant = await catalog.get(tenantId);
   const db = tenant === undefined ? undefined : databaseNamed(context.env, tenant.database);
   if (tenant === undefined || db === undefined) throw notFound('Tenant');
+  if (tenant.status === 'moving')
+    throw new HttpError(409, { code: 'conflict', detail: 'The tenant is moving: cancel its move first.' });
   await new TenantData(onPrimary(db, context.meter), context.meter, tenantId).depart('deleted');
   await context.meter.d1(() => catalog.markDeleting(tenantId).run());
   forgetRoute(tenantId);

@@ -152,3 +152,32 @@ export const DatabaseInfo = v.strictObject({
   bytes: v.pipe(Id, v.description('Its size, as D1 reports it.')),
 });
 export const DatabaseList = v.strictObject({ items: v.array(DatabaseInfo) });
+
+/** A tenant's move to another database. */
+export const MoveInput = v.strictObject({
+  database: v.pipe(
+    v.string(),
+    v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/),
+    v.description('The database (a D1 binding of the deployment) to move the tenant to.'),
+  ),
+});
+export const Move = v.strictObject({
+  id: Id,
+  from: v.pipe(v.string(), v.description('The database the tenant leaves.')),
+  to: v.pipe(v.string(), v.description('The database it moves to.')),
+  status: v.pipe(
+    v.picklist(['copying', 'switching', 'succeeded', 'failed', 'cancelled']),
+    v.description(
+      '`copying` while its rows are copied (it reads and writes as usual); `switching` from the moment its writes ' +
+        'are held until its rows have left the old database; then `succeeded`. `failed` and `cancelled` leave it ' +
+        'whole where it was.',
+    ),
+  ),
+  rowsCopied: v.pipe(
+    Id,
+    v.description('Rows written to the new database so far (a row changed meanwhile counts again).'),
+  ),
+  startedAt: Id,
+  finishedAt: v.exactOptional(Id),
+  failure: v.exactOptional(v.pipe(v.string(), v.description('Why it failed.'))),
+});

@@ -27,7 +27,7 @@ export class KeyStore {
 
   /**
    * The user behind a key hash and whether they administer their tenant; undefined for a key that
-   * is not one (or whose tenant left this database).
+   * is not one (or whose tenant was deleted from this database).
    */
   async holder(keyHash: string): Promise<{ userId: number; admin: boolean } | undefined> {
     const { results } = await retrying(() =>
@@ -35,7 +35,8 @@ export class KeyStore {
         this.db
           .prepare(
             `SELECT u.id, u.admin FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?
-               AND NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = u.id / ${TENANT_BLOCK} + 1)`,
+               AND NOT EXISTS (SELECT 1 FROM departures d
+                 WHERE d.tenant_id = u.id / ${TENANT_BLOCK} + 1 AND d.state = 'deleted')`,
           )
           .bind(keyHash)
           .all<{ id: number; admin: number }>(),

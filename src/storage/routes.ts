@@ -3,10 +3,11 @@ import type { Env } from '../env.ts';
 import { isolateCache } from './isolate-cache.ts';
 
 /**
- * Where each tenant lives, as this isolate remembers it: read once from the catalog (DB's
- * `tenants`), then kept until a request finds it stale. A stale route costs no harm: a database a
- * tenant left refuses its writes (the ledger's trigger) and finds none of its callers, and the
- * request then asks the catalog again. The default tenant is on DB until the catalog says
+ * Where each tenant lives, as this isolate remembers it: read from the catalog (DB's `tenants`),
+ * then kept for 30 s or until a request finds it stale. A stale route costs no harm: a database a
+ * tenant left refuses its writes (its triggers) and the request then asks the catalog again; its
+ * reads are served there as before until the memory ends (a moved tenant's rows leave the old
+ * database only after that). The default tenant is on DB until the catalog says
  * otherwise, so its requests never read the catalog.
  */
 
@@ -28,11 +29,13 @@ export function databaseNamed(env: Env, name: string): D1Database | undefined {
 
 export const DEFAULT_ROUTE: TenantRoute = { id: DEFAULT_TENANT, database: 'DB', status: 'active' };
 
-const known = new Map<number, TenantRoute>();
+const known = new Map<number, { route: TenantRoute; until: number }>();
 /** Tenants the catalog did not know, and until when that is believed (a tenant may be created meanwhile). */
 const unknown = new Map<number, number>();
 const KEPT = 10_000;
 const UNKNOWN_MS = 1_000;
+/** How long an isolate believes a tenant's route without reading the catalog again. */
+export const ROUTE_TTL_MS = 30_000;
 
 const CATALOG = "SELECT id, database, status FROM tenants WHERE id = ? AND status <> 'deleted'";
 
@@ -43,7 +46,7 @@ const CATALOG = "SELECT id, database, status FROM tenants WHERE id = ? AND statu
 export async function routeOf(env: Env, tenantId: number, fresh = false): Promise<TenantRoute | undefined> {
   if (!fresh) {
     const remembered = known.get(tenantId);
-    if (remembered !== undefined) return remembered;
+    if (remembered !== undefined && remembered.until > Date.now()) return remembered.route;
     if ((unknown.get(tenantId) ?? 0) > Date.now()) return undefined;
   }
   const row = await env.DB.prepare(CATALOG).bind(tenantId).first<TenantRoute>();
@@ -61,12 +64,12 @@ export async function routeOf(env: Env, tenantId: number, fresh = false): Promis
 
 /** The default tenant's route needs no read while nothing says it moved. */
 export function defaultRoute(): TenantRoute {
-  return known.get(DEFAULT_TENANT) ?? DEFAULT_ROUTE;
+  return known.get(DEFAULT_TENANT)?.route ?? DEFAULT_ROUTE;
 }
 
 function remember(route: TenantRoute): TenantRoute {
   if (known.size >= KEPT) known.clear();
-  known.set(route.id, route);
+  known.set(route.id, { route, until: Date.now() + ROUTE_TTL_MS });
   unknown.delete(route.id);
   return route;
 }

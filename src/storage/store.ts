@@ -60,9 +60,10 @@ interface CallerRow {
   role: Role | null;
 }
 
-// A key of a tenant that left this database (deleted, or moved away) finds no caller here.
+// A key of a tenant deleted from this database finds no caller here. One that moved away still
+// reads here (its rows stay until every isolate has read its new route), and never writes here.
 const HERE = (userId: string): string =>
-  `NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = ${userId} / ${TENANT_BLOCK} + 1)`;
+  `NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = ${userId} / ${TENANT_BLOCK} + 1 AND d.state = 'deleted')`;
 const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
   LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ? AND ${HERE('k.user_id')}`;
 

@@ -1,6 +1,6 @@
 import type { Context } from '../context.ts';
 import { newWriteId } from '../core/ledger.ts';
-import type { HttpError } from '../http/errors.ts';
+import { isTenantNotHere, type HttpError } from '../http/errors.ts';
 import { ADMIN_KEY_SCOPE, AdminWrites, type AdminBatch, type AdminOutcome } from '../storage/admin-writes.ts';
 import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimKey, releaseKey } from './claim.ts';
@@ -47,13 +47,15 @@ export async function adminWrite(
   if (claim instanceof Response) return claim;
   try {
     const now = Date.now();
-    const { outcome, effects } = await writes.commit(
-      writeId,
-      await write.batch(writes, writeId, now),
-      claim,
-      now,
-      now + TURN_TIMEOUT_MS,
-    );
+    const { outcome, effects } = await writes
+      .commit(writeId, await write.batch(writes, writeId, now), claim, now, now + TURN_TIMEOUT_MS)
+      .catch(async (error: unknown) => {
+        // The tenant left this database as the write ran: a try sent again after a lost reply may
+        // have committed before it did, and the ledger here, which nothing changes any more, says.
+        const committed = isTenantNotHere(error) ? await writes.outcome(writeId, now + TURN_TIMEOUT_MS) : undefined;
+        if (committed === undefined) throw error;
+        return { outcome: committed, effects: undefined };
+      });
     if ('failed' in outcome) throw await write.failure(outcome.failed, writes);
     await write.done?.(effects, outcome);
     return await answer(outcome, writeId, write, {});

@@ -50,7 +50,7 @@ export function canonicalPath(pathname: string): string {
   );
 }
 
-const reused = (): HttpError =>
+export const reused = (): HttpError =>
   new HttpError(422, {
     code: 'unprocessable',
     title: 'Idempotency-Key reused',

@@ -24,7 +24,7 @@ export async function runWrite(context: Context, call: WriteCall): Promise<Write
     return await steps(context, call);
   } catch (error) {
     // This database refuses every write of a tenant that left it: no run of this write commits here.
-    if (isTenantNotHere(error)) return { ...problemAnswer(error, call.requestId, work(context)), routeStale: true };
+    if (isTenantNotHere(error)) return { ...(await tenantLeft(context, call, error)), routeStale: true };
     return call.again === true
       ? refusalSentAgain(context, call, error)
       : problemAnswer(error, call.requestId, work(context));
@@ -47,6 +47,21 @@ function steps(context: Context, call: WriteCall): Promise<WriteAnswer> {
     default:
       return unhandled(write, 'write');
   }
+}
+
+/**
+ * The tenant left this database as the write ran: refused unwritten, unless an earlier try of the
+ * same id committed here before the departure (its reply was lost, and the try sent again met
+ * the departure first). The ledger here, which nothing changes any more, tells which.
+ */
+async function tenantLeft(context: Context, call: WriteCall, error: unknown): Promise<WriteAnswer> {
+  const outcome = await context.writes
+    .outcomes([call.id], Date.now() + TURN_TIMEOUT_MS)
+    .then((outcomes) => outcomes.get(call.id))
+    .catch(() => 'unreachable' as const);
+  if (outcome === 'unreachable') return problemAnswer(outcomeUnknown(), call.requestId, work(context));
+  if (outcome === undefined) return problemAnswer(error, call.requestId, work(context));
+  return answerOfOutcome(context, call.write, outcome, call.requestId);
 }
 
 /**

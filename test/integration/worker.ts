@@ -131,9 +131,68 @@ export class ImportObject extends ProductionImport {
 }
 
 /** The production tenant object, on the limited D1. */
+/** What a test breaks on purpose: a move's writes to the database it moves to fail while set. */
+export const sabotage = { target: '' };
+
+/** `env` whose database named by `sabotage.target` fails every batch and statement run, as an outage would. */
+const breakable = (env: Env): Env => {
+  const wrapped: Record<string, unknown> = { ...env };
+  for (const name of databaseNames(env)) {
+    const db = (env as unknown as Record<string, D1Database>)[name] as D1Database;
+    const down = (): Error => new Error('D1_ERROR: test: the database is down: SQLITE_ERROR');
+    wrapped[name] = new Proxy(db, {
+      get(target, property) {
+        if (property === 'batch')
+          return (statements: D1PreparedStatement[]) =>
+            sabotage.target === name ? Promise.reject(down()) : target.batch(statements);
+        if (property === 'withSession')
+          return (start?: string) => {
+            const session = target.withSession(start);
+            return new Proxy(session, {
+              get(inner, name2) {
+                if (name2 === 'batch')
+                  return (statements: D1PreparedStatement[]) =>
+                    sabotage.target === name ? Promise.reject(down()) : inner.batch(statements);
+                const value = Reflect.get(inner, name2) as unknown;
+                return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(inner) : value;
+              },
+            });
+          };
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+  return wrapped as unknown as Env;
+};
+
+/**
+ * The production tenant object, on the limited D1. A test may hold it (its alarms then do
+ * nothing) and run a move's steps one at a time, and make a database fail under it.
+ */
 export class TenantObject extends ProductionTenant {
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, limited(env));
+    super(ctx, limited(breakable(env)));
+  }
+
+  override async alarm(): Promise<void> {
+    if ((await this.ctx.storage.get('held')) === true) return;
+    return super.alarm();
+  }
+
+  async hold(): Promise<void> {
+    await this.ctx.storage.put('held', true);
+  }
+
+  async release(): Promise<void> {
+    await this.ctx.storage.delete('held');
+    await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /** One step, as an alarm would run it: when the next is due (ms since the epoch), if one is. */
+  async stepOnce(): Promise<number | null> {
+    await super.alarm();
+    return this.ctx.storage.getAlarm();
   }
 }
 

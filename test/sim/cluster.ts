@@ -1,10 +1,11 @@
 import type { Env } from '../../src/env.ts';
 import worker from '../../src/index.ts';
 import { RecordObject } from '../../src/record-object.ts';
+import { TenantObject } from '../../src/tenant-object.ts';
 import { runScheduled } from '../../src/scheduled.ts';
 import { withProductionLimits } from '../limits.ts';
 import type { SqliteD1, SqliteStatement } from './sqlite-d1.ts';
-import type { Actor, World } from './world.ts';
+import { EPOCH, type Actor, type World } from './world.ts';
 
 /**
  * The deployment, simulated: the service's own Worker and record objects over SQLite databases
@@ -45,10 +46,13 @@ export interface Injected {
   twins: number;
 }
 
+/** The object classes the simulation runs, by binding. */
+type Kind = 'RECORDS' | 'TENANTS';
+
 interface Host {
   name: string;
   actor: Actor;
-  object: RecordObject;
+  object: RecordObject | TenantObject;
   /** Callers waiting on this life of the object: told of its reset. */
   waiting: Set<(error: Error) => void>;
 }
@@ -70,6 +74,12 @@ export class Cluster {
   private requests = 0;
   /** The databases by binding name: DB first. */
   readonly databases: Readonly<Record<string, SqliteD1>>;
+  /** Each object's durable storage (what outlives its lives), and its alarm (virtual ms), by name. */
+  private readonly storages = new Map<string, Map<string, unknown>>();
+  private readonly alarms = new Map<string, number>();
+  private readonly ringing = new Map<string, Promise<void>>();
+  /** What the objects' alarms did, for the report. */
+  readonly alarmRuns = { ran: 0, interrupted: 0 };
 
   constructor(
     private readonly world: World,
@@ -117,15 +127,14 @@ export class Cluster {
       ...databases,
       DATABASES: Object.keys(this.databases).join(','),
       DB: databases.DB as D1Database,
-      RECORDS: this.namespace() as unknown as Env['RECORDS'],
+      RECORDS: this.namespace('RECORDS') as unknown as Env['RECORDS'],
       // Runs have no webhook subscriptions: a wake-up, were one sent, is answered and does nothing.
       WEBHOOKS: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['WEBHOOKS'],
       INDEX_BUILDS: { getByName: () => ({ start: () => Promise.resolve() }) } as unknown as Env['INDEX_BUILDS'],
       // Runs send no imports through the Worker (they run chunks themselves): never called.
       IMPORTS: {} as Env['IMPORTS'],
       IMPORT_FILES: {} as Env['IMPORT_FILES'],
-      // Runs delete no tenant: never called.
-      TENANTS: {} as Env['TENANTS'],
+      TENANTS: this.namespace('TENANTS') as unknown as Env['TENANTS'],
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',
@@ -163,12 +172,15 @@ export class Cluster {
     const result = await run();
     const caller = this.world.actor();
     const host = caller === undefined ? undefined : this.hostOf(caller);
-    if (host !== undefined && wrote && this.world.chance(this.faults.restart)) {
+    // A tenant's mover writes tens of times a step: it resets a tenth as often, or it would rarely
+    // finish a step under the harshest runs.
+    const rare = host?.name.startsWith('TENANTS:') === true ? 0.1 : 1;
+    if (host !== undefined && wrote && this.world.chance(this.faults.restart * rare)) {
       this.injected.restarts++;
       this.reset(host);
     }
     await this.hop();
-    if (host !== undefined && this.world.chance(this.faults.crash)) {
+    if (host !== undefined && this.world.chance(this.faults.crash * rare)) {
       this.injected.crashes++;
       this.reset(host);
       await new Promise(() => undefined);
@@ -209,26 +221,28 @@ export class Cluster {
     return { ...database, withSession };
   }
 
-  private namespace(): object {
+  private namespace(kind: Kind): object {
+    const stub = (name: string) =>
+      new Proxy(
+        {},
+        {
+          get: (_target, method) =>
+            method === 'then' || typeof method !== 'string'
+              ? undefined
+              : (...args: unknown[]) => this.callObject(kind, name, method, args),
+        },
+      );
     return {
       idFromName: (name: string) => ({ name, toString: () => name }),
-      get: (id: { name: string }) =>
-        new Proxy(
-          {},
-          {
-            get: (_target, method) =>
-              method === 'then' || typeof method !== 'string'
-                ? undefined
-                : (...args: unknown[]) => this.callObject(id.name, method, args),
-          },
-        ),
+      get: (id: { name: string }) => stub(id.name),
+      getByName: (name: string) => stub(name),
     };
   }
 
-  private async callObject(name: string, method: string, args: unknown[]): Promise<unknown> {
+  private async callObject(kind: Kind, name: string, method: string, args: unknown[]): Promise<unknown> {
     return this.send(
       async () => {
-        const host = this.host(name);
+        const host = this.host(kind, name);
         if (process.env.SIM_TRACE) console.log(`  -> ${host.actor.name}.${method}`);
         const sent = structuredClone(args);
         const answer = await new Promise((resolve, reject) => {
@@ -250,7 +264,8 @@ export class Cluster {
   }
 
   /** The instance a call reaches: a live one, or a new twin beside them (or the first life). */
-  private host(name: string): Host {
+  private host(kind: Kind, bare: string): Host {
+    const name = `${kind}:${bare}`;
     const live = this.hosts.get(name) ?? [];
     if (live.length > 0 && !this.world.chance(this.faults.twin)) return this.world.pick(live);
     if (live.length > 0) this.injected.twins++;
@@ -259,12 +274,89 @@ export class Cluster {
     const ctx = {
       waitUntil: (promise: Promise<unknown>) => void promise.catch(() => undefined),
       abort: () => this.reset(created),
-      id: { name, toString: () => name },
+      id: { name: bare, toString: () => bare },
+      storage: this.storage(kind, name),
     } as unknown as DurableObjectState;
-    created.object = this.world.actors.run(actor, () => new RecordObject(ctx, this.env(actor)));
+    created.object = this.world.actors.run(actor, () =>
+      kind === 'RECORDS' ? new RecordObject(ctx, this.env(actor)) : new TenantObject(ctx, this.env(actor)),
+    );
     if (process.env.SIM_TRACE && live.length > 0) console.log(`${Math.round(this.world.now)} TWIN ${actor.name}`);
     this.hosts.set(name, [...live, created]);
     return created;
+  }
+
+  /**
+   * An object's durable storage: kept across its lives (a reset loses only memory), written at
+   * once. Its alarm runs in one of its live instances (or a new life) when due; an alarm whose run
+   * throws or is cut short by a reset runs again a second later, as the runtime retries it.
+   */
+  private storage(kind: Kind, name: string): object {
+    const stored = this.storages.get(name) ?? new Map<string, unknown>();
+    this.storages.set(name, stored);
+    const at = (): number | null => this.alarms.get(name) ?? null;
+    const setAlarm = (when: number | Date): void => {
+      const due = Math.max(this.world.now, Number(when) - EPOCH);
+      this.alarms.set(name, due);
+      // The runtime's timer: no actor of the object's, so no reset cancels it.
+      this.world.actors.exit(() => this.world.schedule(due - this.world.now, () => void this.ring(kind, name, due)));
+    };
+    return {
+      get: (key: string) => Promise.resolve(structuredClone(stored.get(key))),
+      put: (key: string, value: unknown) => Promise.resolve(void stored.set(key, structuredClone(value))),
+      delete: (key: string) => Promise.resolve(stored.delete(key)),
+      deleteAll: () => Promise.resolve(stored.clear()),
+      getAlarm: () => Promise.resolve(at() === null ? null : EPOCH + Math.floor(at() as number)),
+      setAlarm: (when: number | Date) => Promise.resolve(setAlarm(when)),
+      deleteAlarm: () => Promise.resolve(void this.alarms.delete(name)),
+    };
+  }
+
+  private async ring(kind: Kind, name: string, due: number): Promise<void> {
+    if (this.alarms.get(name) !== due) return;
+    // The runtime runs one alarm of an object at a time: one set meanwhile waits for it.
+    const running = this.ringing.get(name);
+    if (running !== undefined) {
+      await running;
+      return this.ring(kind, name, due);
+    }
+    let rung = (): void => undefined;
+    this.ringing.set(name, new Promise<void>((resolve) => (rung = resolve)));
+    try {
+      await this.runAlarm(kind, name);
+    } finally {
+      this.ringing.delete(name);
+      rung();
+    }
+  }
+
+  private async runAlarm(kind: Kind, name: string): Promise<void> {
+    this.alarms.delete(name);
+    const host = this.host(kind, name.slice(kind.length + 1));
+    this.alarmRuns.ran++;
+    const retry = (): void => {
+      this.alarmRuns.interrupted++;
+      if (!this.alarms.has(name)) {
+        const again = this.world.now + 1_000;
+        this.alarms.set(name, again);
+        this.world.actors.exit(() => this.world.schedule(1_000, () => void this.ring(kind, name, again)));
+      }
+    };
+    await new Promise<void>((resolve) => {
+      const hear = (): void => {
+        retry();
+        resolve();
+      };
+      host.waiting.add(hear);
+      this.world.actors.run(host.actor, () => {
+        Promise.resolve()
+          .then(() => (host.object as TenantObject).alarm())
+          .catch(retry)
+          .finally(() => {
+            host.waiting.delete(hear);
+            resolve();
+          });
+      });
+    });
   }
 
   private hostOf(actor: Actor): Host | undefined {

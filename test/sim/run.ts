@@ -9,6 +9,8 @@ import { foldCase } from '../../src/core/fold.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 import { EPOCH, World } from './world.ts';
 import { DEFAULT_TENANT, idRange } from '../../src/domain/tenant.ts';
+import { forgetRoute } from '../../src/storage/routes.ts';
+import { ofTenant, TENANT_TABLES } from '../../src/storage/tenant-tables.ts';
 import { client, migrations, resetIsolate, sameState, type Answer } from './harness.ts';
 
 /**
@@ -47,6 +49,10 @@ export interface RunReport {
   answers: Record<string, number>;
   /** Keys still claimed after the run (their write lost with its coordinator): free once the lease ended. */
   leasedKeys: number;
+  /** A tenant's move in the run: how it ended. */
+  move?: string;
+  /** The objects' alarms run, and those cut short (a reset, a throw) and run again. */
+  alarms: { ran: number; interrupted: number };
   violations: string[];
 }
 
@@ -256,7 +262,10 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
   const violations: string[] = [];
   world.install();
   try {
-    for (const tenant of base.tenants) resetIsolate(tenant.workspace);
+    for (const tenant of base.tenants) {
+      resetIsolate(tenant.workspace);
+      forgetRoute(tenant.id);
+    }
     const http = client(world, cluster);
     const attempts: Attempt[] = [];
     let requests = 0;
@@ -299,10 +308,14 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     // The tenants this run's clients write to: one to all of them, so some runs race on one tenant.
     const used = base.tenants.filter(() => world.chance(0.6));
     const tenants = used.length === 0 ? [world.pick(base.tenants)] : used;
+    // In one run in two the operator moves a tenant to another database, and the clients start
+    // together at a moment of the move (its copy, catch-up or switch).
+    const moving = world.chance(0.5);
+    const offset = moving ? world.between(0, 800) : 0;
     const work = Array.from({ length: clients }, async (_, c) => {
       const tenant = world.pick(tenants);
       const { workspace, objectId, records, companies } = tenant;
-      await world.sleep(world.between(0, 20));
+      await world.sleep(offset + world.between(0, 20));
       const ops = world.between(1, 4);
       for (let o = 0; o < ops; o++) {
         const keyed = world.chance(0.5);
@@ -488,10 +501,15 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
           });
       }
     });
+    const move = moving ? operate(world, http, base, tenants) : undefined;
     let finished = 0;
     for (const client of work) void client.then(() => finished++);
     await world.run();
     if (finished < clients) violations.push(`${clients - finished} of ${clients} clients never got their answers`);
+    if (move !== undefined) {
+      cluster.faults = NO_FAULTS;
+      violations.push(...(await checkMove(world, cluster, base, await move)));
+    }
 
     // The history, checked with the faults off: every key sent once more, then each tenant's feed read whole.
     cluster.faults = NO_FAULTS;
@@ -536,7 +554,8 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       const feed = await feedOf(tenant, (path) => check(tenant.key, 'GET', path));
       feeds.set(tenant, feed);
       const theirs = attempts.filter((attempt) => attempt.tenant === tenant);
-      violations.push(...checkTenant(tenant, feed, theirs, base.setupEnd).map((v) => `tenant ${tenant.id}: ${v}`));
+      const here = { ...tenant, d1: whereIs(base, tenant) };
+      violations.push(...checkTenant(here, feed, theirs, base.setupEnd).map((v) => `tenant ${tenant.id}: ${v}`));
     }
     // One run in four (it costs a quarter of a run): the scheduled prune, with the clock moved on.
     if (world.chance(0.25))
@@ -554,11 +573,125 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       injected: cluster.injected,
       answers,
       leasedKeys,
+      ...(move === undefined ? {} : { move: (await move).outcome }),
+      alarms: cluster.alarmRuns,
       violations,
     };
   } finally {
     world.uninstall();
   }
+}
+
+interface MoveRun {
+  tenant: Tenant;
+  from: string;
+  to: string;
+  id: number | undefined;
+  /** How it ended (or how the operator's requests were answered, when it never started). */
+  outcome: string;
+}
+
+/**
+ * The operator: after a while, moves one of the tenants (not the default one) to another
+ * database, sending the request until it is answered (keyed, so a lost answer is replayed), and
+ * sometimes cancels it a moment later.
+ */
+async function operate(
+  world: World,
+  http: ReturnType<typeof client>,
+  base: Setup,
+  written: readonly Tenant[],
+): Promise<MoveRun> {
+  // One the clients write to, when they write to any but the default tenant.
+  const others = (list: readonly Tenant[]) => list.filter((t) => t.id !== DEFAULT_TENANT);
+  const tenant = world.pick(others(written).length > 0 ? others(written) : others(base.tenants));
+  const to = world.pick(DATABASES.filter((name) => name !== tenant.database));
+  const cancel = world.chance(0.25);
+  const run: MoveRun = { tenant, from: tenant.database, to, id: undefined, outcome: 'never started' };
+  await world.sleep(world.between(0, 10));
+  const statuses: number[] = [];
+  for (let a = 0; a < 8 && run.id === undefined; a++) {
+    const answer = await http.send(
+      'POST',
+      `/tenants/${tenant.id}/move`,
+      ADMIN_TOKEN,
+      { database: to },
+      {
+        'Idempotency-Key': `move-${world.seed}`,
+      },
+    );
+    statuses.push(answer.status);
+    if (answer.status === 202) run.id = (answer.body as { id: number }).id;
+    else await world.sleep(world.between(20, 100) * (a + 1));
+  }
+  if (run.id === undefined) run.outcome = `never started: ${statuses.join(' ')}`;
+  if (run.id === undefined || !cancel) return run;
+  await world.sleep(world.between(0, 400));
+  for (let a = 0; a < 8; a++) {
+    const answer = await http.send('DELETE', `/tenants/${tenant.id}/moves/${run.id}`, ADMIN_TOKEN);
+    if (answer.status === 200 || answer.status === 409) break;
+    await world.sleep(world.between(20, 100) * (a + 1));
+  }
+  return run;
+}
+
+/** The database a tenant is on now, as the catalog says. */
+function whereIs(base: Setup, tenant: Tenant): SqliteD1 {
+  const row = base.databases.DB?.db.prepare('SELECT database FROM tenants WHERE id = ?').get(tenant.id) as
+    { database: string } | undefined;
+  return base.databases[row?.database ?? tenant.database] ?? tenant.d1;
+}
+
+/** Whether a database holds any row of the tenant. */
+function holds(d1: SqliteD1, tenantId: number): boolean {
+  return TENANT_TABLES.some((t) => {
+    const { where, values } = ofTenant(t, tenantId);
+    return (
+      d1.db.prepare(`SELECT 1 FROM ${t.table} WHERE ${where} LIMIT 1`).get(...(values as [number, number])) !==
+      undefined
+    );
+  });
+}
+
+/**
+ * With the faults off, the move ends (the Cron Trigger wakes a mover whose start was lost): it
+ * succeeded, with the tenant on the new database and nothing of it left on the old one, or it
+ * failed or was cancelled, with the tenant on the old one and nothing of it on the new one; no
+ * database logs its changes any more or takes its rows as arriving.
+ */
+async function checkMove(world: World, cluster: Cluster, base: Setup, run: MoveRun): Promise<string[]> {
+  if (run.id === undefined) return [];
+  const db = base.databases.DB as SqliteD1;
+  const state = () =>
+    db.db.prepare(`SELECT status, step ->> '$.phase' AS phase FROM moves WHERE id = ?`).get(run.id as number) as
+      { status: string; phase: string } | undefined;
+  for (let i = 0; i < 3 && state()?.phase !== 'done'; i++) {
+    const woken = cluster.scheduled();
+    await world.run();
+    await woken;
+  }
+  const ended = state();
+  run.outcome = ended?.status ?? 'missing';
+  if (ended?.phase !== 'done') return [`move ${run.id}: still ${ended?.status} at ${ended?.phase}`];
+  const at = `move ${run.id} of tenant ${run.tenant.id} (${ended.status})`;
+  const violations: string[] = [];
+  const [from, to] = [base.databases[run.from] as SqliteD1, base.databases[run.to] as SqliteD1];
+  const [here, left] = ended.status === 'succeeded' ? [to, from] : [from, to];
+  if (whereIs(base, run.tenant) !== here) violations.push(`${at}: the catalog has the tenant elsewhere`);
+  if (!holds(here, run.tenant.id)) violations.push(`${at}: the tenant's database holds none of its rows`);
+  if (holds(left, run.tenant.id)) violations.push(`${at}: the other database still holds rows of the tenant`);
+  const status = db.db.prepare('SELECT status FROM tenants WHERE id = ?').get(run.tenant.id) as { status: string };
+  if (status.status !== 'active') violations.push(`${at}: the tenant is ${status.status}`);
+  for (const d1 of [from, to]) {
+    const marks = d1.db
+      .prepare(
+        `SELECT (SELECT count(*) FROM copy_log WHERE tenant_id = ?1) + (SELECT count(*) FROM arrivals
+           WHERE tenant_id = ?1) + (SELECT count(*) FROM copying WHERE tenant_id = ?1 AND state = 'copying') AS n`,
+      )
+      .get(run.tenant.id) as { n: number };
+    if (marks.n > 0) violations.push(`${at}: a database still logs or awaits the tenant`);
+  }
+  return violations;
 }
 
 /** A tenant's feed of its workspace, read whole. */
@@ -743,6 +876,9 @@ function checkHistory(
     }
   // An operation: every attempt under one key, or one unkeyed attempt (its values are its own).
   const operations = operationsOf(attempts);
+  // No key is revoked in a run: a 401 is a request that lost its tenant (a move's stale route).
+  for (const attempt of attempts)
+    if (attempt.status === 401) violations.push(`${attempt.op} answered 401: ${attempt.text.slice(0, 200)}`);
   for (const attempt of attempts)
     if (attempt.status >= 500 && attempt.status !== 503)
       violations.push(`${attempt.op} answered ${attempt.status}: ${attempt.text.slice(0, 200)}`);

@@ -121,10 +121,13 @@ export class World {
       clearTimeout: globalThis.clearTimeout,
       crypto: Object.getOwnPropertyDescriptor(globalThis, 'crypto'),
       error: console.error,
+      log: console.log,
     };
     // The service logs what it absorbs (a lost webhook wake-up, a refused write); a run judges by
     // its answers and its history, so those lines are shown only with SIM_TRACE.
     if (!process.env.SIM_TRACE) console.error = () => undefined;
+    // Likewise what it logs of its work (a tenant switched, say).
+    if (!process.env.SIM_TRACE) console.log = () => undefined;
     Date.now = () => EPOCH + Math.floor(this.now);
     Math.random = this.random;
     globalThis.setTimeout = ((run: () => void, ms?: number) => this.schedule(ms ?? 0, run)) as typeof setTimeout;
@@ -137,6 +140,7 @@ export class World {
       globalThis.clearTimeout = saved.clearTimeout;
       if (saved.crypto !== undefined) Object.defineProperty(globalThis, 'crypto', saved.crypto);
       console.error = saved.error;
+      console.log = saved.log;
     };
   }
 
