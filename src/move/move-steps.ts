@@ -22,7 +22,7 @@ export type MoveStep =
   | { phase: 'copy'; table: number; after: unknown[] | null }
   | { phase: 'catch-up' }
   | { phase: 'switch' }
-  | { phase: 'settle'; until: number; heldMs: number }
+  | { phase: 'wait'; until: number; heldMs: number }
   | { phase: 'remove'; heldMs: number }
   | { phase: 'undo' }
   | { phase: 'done'; heldMs?: number };
@@ -35,7 +35,7 @@ const STEP_MS = 500;
 /** The log left when the switch may begin: one round of the catch-up. */
 const SWITCH_AT = 100;
 /** After the switch, the old database keeps the tenant's rows until every isolate read the new route. */
-export const SETTLE_MS = ROUTE_TTL_MS + 5_000;
+export const ROUTES_WAIT_MS = ROUTE_TTL_MS + 5_000;
 
 /** What the object does next: run again after `ms`, or nothing (the move is over). */
 export type Next = { ms: number } | undefined;
@@ -87,7 +87,7 @@ export async function moveStep(env: Env, id: number, now = Date.now): Promise<Ne
     }
     case 'switch':
       return switchOver(moves, move, copy, now);
-    case 'settle':
+    case 'wait':
       // Its alarm was set for when the isolates' memory of the old route has ended.
       return advance(moves, move, { phase: 'remove', heldMs: step.heldMs }, 0);
     case 'remove':
@@ -145,9 +145,9 @@ async function switchOver(moves: Moves, move: MoveRow, copy: TenantCopy, now: ()
   await copy.depart();
   const heldMs = now() - held;
   console.log(JSON.stringify({ message: 'tenant switched', tenant: move.tenantId, to: move.to, heldMs, rows }));
-  const next: MoveStep = { phase: 'settle', until: now() + SETTLE_MS, heldMs };
+  const next: MoveStep = { phase: 'wait', until: now() + ROUTES_WAIT_MS, heldMs };
   await moves.advance(move.id, 'switching', JSON.stringify(next), rows);
-  return { ms: SETTLE_MS };
+  return { ms: ROUTES_WAIT_MS };
 }
 
 /** A move given up: the source as before, then the target's partial copy removed a chunk at a time. */
