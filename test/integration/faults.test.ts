@@ -125,22 +125,25 @@ describe('faults', () => {
     const record = list[0];
     const keyHash = await sha256Hex(editor.key);
     const stub = objectOf(record.id);
-    const patches = [1, 2, 3].map((age) =>
+    const patch = (age: number) =>
       stub.run({
         id: crypto.randomUUID(),
         requestId: `turn-${age}`,
         tenant: DEFAULT_ROUTE,
         keyHash,
         write: { kind: 'patch', recordId: record.id, workspaceId, patch: { fieldValues: [fv('age', age)] } },
-      }),
-    );
-    const turn = stub.turn(record.version);
+      });
+    // A first patch, so the object remembers the caller and the record: the next ones are queued
+    // without reading D1 first, in the order they were sent, before the batch's turn.
+    expect((await patch(0)).body.version).toBe(2);
+    const patches = [1, 2, 3].map(patch);
+    const turn = stub.turn(2);
     const answers = await Promise.all(patches);
-    expect(answers.map((a) => a.body.version)).toEqual([2, 3, 4]);
+    expect(answers.map((a) => a.body.version)).toEqual([3, 4, 5]);
     const seen = await turn;
     expect(seen.newer).toEqual(answers[2]?.body);
     // A batch that already read that state gets no state back.
-    expect((await stub.turn(4)).newer).toBeUndefined();
+    expect((await stub.turn(5)).newer).toBeUndefined();
   });
 
   it("an object that remembers a state older than a batch's write never answers from it without checking", async () => {
