@@ -15,4 +15,9 @@ export type Env = Pick<GeneratedEnv, Bound> &
     /** Test builds only: the first webhook retry's wait and the failing time before disabling, in ms. */
     WEBHOOK_RETRY_BASE_MS?: string;
     WEBHOOK_DISABLE_AFTER_MS?: string;
+    /**
+     * Test builds only: how long an isolate believes a tenant's route, in ms (30 s), and so how long a
+     * move waits after its switch.
+     */
+    ROUTE_TTL_MS?: string;
   };

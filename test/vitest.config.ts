@@ -8,6 +8,13 @@ const root = (path: string): string => fileURLToPath(new URL(`../${path}`, impor
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
 
+/**
+ * Timeouts sized for a machine of two cores running the whole suite at once, with a wide margin:
+ * no test passes or fails by the speed of the day. A test that needs more sets its own, and the
+ * run's notes (tools/run-notes.ts) list every test that took more than half of its timeout.
+ */
+const ROOMY = { testTimeout: 60_000, hookTimeout: 60_000 };
+
 // The webhook tests' receiver: a real HTTP server in this process, reached over the network.
 const receiver = await startReceiver();
 
@@ -40,7 +47,7 @@ function workersProject(name: string, config: string, include: string) {
         },
       })),
     ],
-    test: { name, root: root(''), include: [include], setupFiles: ['test/integration/setup.ts'] },
+    test: { name, root: root(''), include: [include], setupFiles: ['test/integration/setup.ts'], ...ROOMY },
   };
 }
 
@@ -55,6 +62,10 @@ const textModules = {
 
 export default defineConfig({
   test: {
+    reporters: ['default', root('test/tools/run-notes.ts')],
+    // Vitest's default is one file at a time on two cores (the cores less one); the end-to-end
+    // files mostly wait on their Worker, so two at a time keeps both cores busy.
+    maxWorkers: 2,
     projects: [
       {
         // The pure core: plain Node, milliseconds.
@@ -64,6 +75,7 @@ export default defineConfig({
           root: root(''),
           include: ['test/unit/**/*.test.ts'],
           benchmark: { include: ['test/unit/**/*.bench.ts'] },
+          ...ROOMY,
         },
       },
       {
@@ -71,7 +83,7 @@ export default defineConfig({
         // node:sqlite, with a virtual clock and a network that fails, loses and resets.
         resolve: { alias: { 'cloudflare:workers': root('test/sim/cloudflare-workers.ts') } },
         plugins: [textModules],
-        test: { name: 'sim', root: root(''), include: ['test/sim/**/*.test.ts'] },
+        test: { name: 'sim', root: root(''), include: ['test/sim/**/*.test.ts'], ...ROOMY },
       },
       // Storage, routes and the Durable Object inside the Workers runtime against real D1.
       workersProject('workers', 'test/integration/wrangler.toml', 'test/integration/**/*.test.ts'),

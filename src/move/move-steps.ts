@@ -1,7 +1,7 @@
 import type { Env } from '../env.ts';
 import { Meter } from '../storage/meter.ts';
 import { Moves, type MoveRow } from '../storage/moves.ts';
-import { databaseNamed, forgetRoute, ROUTE_TTL_MS } from '../storage/routes.ts';
+import { databaseNamed, forgetRoute, routeTtlMs } from '../storage/routes.ts';
 import { onPrimary } from '../storage/sessions.ts';
 import { TenantCopy } from '../storage/tenant-copy.ts';
 import { TenantData } from '../storage/tenant-data.ts';
@@ -35,7 +35,7 @@ const STEP_MS = 500;
 /** The log left when the switch may begin: one round of the catch-up. */
 const SWITCH_AT = 100;
 /** After the switch, the old database keeps the tenant's rows until every isolate read the new route. */
-export const ROUTES_WAIT_MS = ROUTE_TTL_MS + 5_000;
+const routesWaitMs = (env: Env): number => routeTtlMs(env) + 5_000;
 
 /** What the object does next: run again after `ms`, or nothing (the move is over). */
 export type Next = { ms: number } | undefined;
@@ -86,7 +86,7 @@ export async function moveStep(env: Env, id: number, now = Date.now): Promise<Ne
       return advance(moves, move, left <= SWITCH_AT ? { phase: 'switch' } : step, rows, now() - started);
     }
     case 'switch':
-      return switchOver(moves, move, copy, now);
+      return switchOver(moves, move, copy, now, routesWaitMs(env));
     case 'wait':
       // Its alarm was set for when the isolates' memory of the old route has ended.
       return advance(moves, move, { phase: 'remove', heldMs: step.heldMs }, 0);
@@ -127,7 +127,13 @@ async function advance(moves: Moves, move: MoveRow, next: MoveStep, rows: number
  * tenant's writes, the log is drained, the target's triggers take its rows as their own, the
  * catalog routes it to the target, and the source marks it moved.
  */
-async function switchOver(moves: Moves, move: MoveRow, copy: TenantCopy, now: () => number): Promise<Next> {
+async function switchOver(
+  moves: Moves,
+  move: MoveRow,
+  copy: TenantCopy,
+  now: () => number,
+  waitMs: number,
+): Promise<Next> {
   if (!(await moves.mark(move.id, ['copying', 'switching'], 'switching', JSON.stringify({ phase: 'switch' }))))
     return { ms: 0 };
   const held = now();
@@ -145,9 +151,9 @@ async function switchOver(moves: Moves, move: MoveRow, copy: TenantCopy, now: ()
   await copy.depart();
   const heldMs = now() - held;
   console.log(JSON.stringify({ message: 'tenant switched', tenant: move.tenantId, to: move.to, heldMs, rows }));
-  const next: MoveStep = { phase: 'wait', until: now() + ROUTES_WAIT_MS, heldMs };
+  const next: MoveStep = { phase: 'wait', until: now() + waitMs, heldMs };
   await moves.advance(move.id, 'switching', JSON.stringify(next), rows);
-  return { ms: ROUTES_WAIT_MS };
+  return { ms: waitMs };
 }
 
 /** A move given up: the source as before, then the target's partial copy removed a chunk at a time. */

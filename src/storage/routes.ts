@@ -34,8 +34,11 @@ const known = new Map<number, { route: TenantRoute; until: number }>();
 const unknown = new Map<number, number>();
 const KEPT = 10_000;
 const UNKNOWN_MS = 1_000;
-/** How long an isolate believes a tenant's route without reading the catalog again. */
-export const ROUTE_TTL_MS = 30_000;
+/** How long an isolate believes a tenant's route without reading the catalog again: 30 s unless a test build says. */
+export function routeTtlMs(env: Pick<Env, 'ROUTE_TTL_MS'>): number {
+  const ms = Number(env.ROUTE_TTL_MS);
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : 30_000;
+}
 
 const CATALOG = "SELECT id, database, status FROM tenants WHERE id = ? AND status <> 'deleted'";
 
@@ -53,13 +56,13 @@ export async function routeOf(env: Env, tenantId: number, fresh = false): Promis
   // A tenant gone or going: no caller of it this isolate remembers is believed.
   if (row === null || row.status === 'deleting') isolateCache.revokeTenant(tenantId);
   if (row === null) {
-    if (tenantId === DEFAULT_TENANT) return remember(DEFAULT_ROUTE);
+    if (tenantId === DEFAULT_TENANT) return remember(DEFAULT_ROUTE, routeTtlMs(env));
     if (unknown.size >= KEPT) unknown.clear();
     unknown.set(tenantId, Date.now() + UNKNOWN_MS);
     known.delete(tenantId);
     return undefined;
   }
-  return remember(row);
+  return remember(row, routeTtlMs(env));
 }
 
 /** The default tenant's route needs no read while nothing says it moved. */
@@ -67,9 +70,9 @@ export function defaultRoute(): TenantRoute {
   return known.get(DEFAULT_TENANT)?.route ?? DEFAULT_ROUTE;
 }
 
-function remember(route: TenantRoute): TenantRoute {
+function remember(route: TenantRoute, ttlMs: number): TenantRoute {
   if (known.size >= KEPT) known.clear();
-  known.set(route.id, { route, until: Date.now() + ROUTE_TTL_MS });
+  known.set(route.id, { route, until: Date.now() + ttlMs });
   unknown.delete(route.id);
   return route;
 }

@@ -205,7 +205,7 @@ describe('one write ledger: a write is settled by its ledger row, never applied 
   it(
     'a resent call that committed, whose ledger cannot be read in time, answers 503 outcome_unknown, ' +
       'never a plain "nothing written"',
-    { timeout: 40_000 },
+    { timeout: 90_000 },
     async () => {
       const { editor, workspaceId, ids } = await setup(1);
       const [a] = ids as [number];

@@ -15,6 +15,13 @@ export const chromiumCommand = ['chromium', 'chromium-browser', 'google-chrome']
   (name) => spawnSync(name, ['--version']).status === 0,
 );
 
+/**
+ * Whether the browser tests run: wherever Chromium is installed, and always on CI (`CI=true`), where
+ * a missing browser fails them instead of skipping them. Elsewhere `npm test` skips them and says so
+ * at its end (test/tools/run-notes.ts).
+ */
+export const browserTestsRun = chromiumCommand !== undefined || process.env.CI === 'true';
+
 export interface Tab {
   /** Sends one DevTools command to the tab. */
   send<T = any>(method: string, params?: Record<string, unknown>): Promise<T>;

@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserTestsRun, chromiumCommand } from './chromium.ts';
 import { servePage } from './page-server.ts';
 import { freePort, startLocalWorker, type LocalWorker } from './server.ts';
 
@@ -125,10 +126,6 @@ describe('clients of /openapi.json', () => {
   );
 });
 
-const chromium = ['chromium', 'chromium-browser', 'google-chrome'].find(
-  (name) => spawnSync(name, ['--version']).status === 0,
-);
-
 /** The DOM of `url` once headless Chromium ran its scripts (asynchronously: this process may serve the page). */
 function dumpDom(url: string): Promise<string> {
   const args = [
@@ -142,7 +139,7 @@ function dumpDom(url: string): Promise<string> {
   ];
   return new Promise<string>((resolve, reject) =>
     execFile(
-      chromium ?? 'chromium',
+      chromiumCommand ?? 'chromium',
       args,
       { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 },
       (error, out, err) => (error ? reject(new Error(`${error.message} ${err}`)) : resolve(out)),
@@ -159,7 +156,7 @@ async function runPage(url: string): Promise<string> {
 }
 
 describe('the browser page (test/e2e/browser.html) in headless Chromium', () => {
-  it.skipIf(chromium === undefined)(
+  it.skipIf(!browserTestsRun)(
     'reads and patches a record from a listed origin; an unlisted origin is blocked',
     async () => {
       const call = async (method: string, route: string, body?: unknown, key = ADMIN) =>
@@ -227,7 +224,7 @@ describe('/docs, the API reference', () => {
     expect((await script.text()).length).toBeGreaterThan(100_000);
   });
 
-  it.skipIf(chromium === undefined)('renders every operation of /openapi.json in headless Chromium', async () => {
+  it.skipIf(!browserTestsRun)('renders every operation of /openapi.json in headless Chromium', async () => {
     const dom = await dumpDom(`${worker.url}/docs`);
     const summaries: string[] = Object.values<any>(doc.paths).flatMap((methods) =>
       Object.values<any>(methods).map((op) => op.summary),

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTab, type Tab } from './chromium.ts';
+import { browserTestsRun, openTab, type Tab } from './chromium.ts';
 import { startLocalWorker, type LocalWorker } from './server.ts';
 
 /**
@@ -75,7 +75,7 @@ afterAll(async () => {
 });
 
 describe('/console in headless Chromium', () => {
-  it(
+  it.skipIf(!browserTestsRun)(
     'a person with a key finds, opens, saves, meets a conflict, imports, sees live changes and history; ' +
       'an administrator adds a field',
     async () => {
@@ -301,7 +301,9 @@ describe('/console in headless Chromium', () => {
     },
     300_000,
   );
+});
 
+describe('/console over HTTP', () => {
   it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
     const res = await fetch(`${worker.url}/console`);
     expect(res.status).toBe(200);

@@ -1,5 +1,16 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,16 +79,10 @@ export async function startLocalWorker(
   const keep = shared || options.persistTo !== undefined;
   const state = options.state ?? options.persistTo ?? mkdtempSync(join(tmpdir(), 'record-service-'));
   const env = { ...process.env, ...QUIET };
-  const bindings = d1Bindings(readFileSync(config, 'utf8')).filter((b) => b !== 'REPLICA' || options.replica === true);
-  const databases = options.migrate === false || shared ? [] : bindings;
-  for (const database of databases) {
-    const migrated = spawnSync(
-      process.execPath,
-      [WRANGLER, 'd1', 'migrations', 'apply', database, '--local', '--persist-to', state, '--config', config],
-      { env, encoding: 'utf8' },
-    );
-    if (migrated.status !== 0) throw new Error(`migrations failed: ${migrated.stderr}${migrated.stdout}`);
-  }
+  // A state another start made (a restart of the same service, a second Worker on it) is migrated already.
+  const fresh = !shared && readdirSync(state).length === 0;
+  if (options.migrate !== false && fresh)
+    cpSync(await migratedState(config, options.replica === true), state, { recursive: true });
   const [port, inspector] = [await freePort(), await freePort()];
   const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ['--var', `${k}:${v}`]);
   const child = spawn(
@@ -120,6 +125,52 @@ export async function startLocalWorker(
     cpuMs: () => treeCpuMs(child.pid),
     output: () => output,
   };
+}
+
+/**
+ * A local state with every database of `config` migrated (REPLICA too with `replica`), made once per
+ * configuration and migrations and then copied for each Worker started: `wrangler d1 migrations
+ * apply` costs a process and seconds per database, and every end-to-end file starts a Worker or
+ * more. The copy is named by a hash of what it was made from, so a changed migration makes a new one;
+ * concurrent test files wait for the one that makes it.
+ */
+async function migratedState(config: string, replica: boolean): Promise<string> {
+  const migrations = join(ROOT, 'migrations');
+  const hash = createHash('sha256').update(readFileSync(config)).update(String(replica));
+  hash.update(readFileSync(join(ROOT, 'node_modules', 'wrangler', 'package.json')));
+  for (const name of readdirSync(migrations).sort()) hash.update(name).update(readFileSync(join(migrations, name)));
+  const made = join(tmpdir(), `record-service-migrated-${hash.digest('hex').slice(0, 16)}`);
+  const lock = `${made}.lock`;
+  for (const deadline = Date.now() + 180_000; !existsSync(made);) {
+    try {
+      mkdirSync(lock);
+    } catch {
+      // Another test file makes it: wait for it. A lock left by a run that was killed meanwhile goes.
+      const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 120_000) rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`no migrated state at ${made} within 180 s`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      continue;
+    }
+    try {
+      if (existsSync(made)) break;
+      const making = mkdtempSync(`${made}.making-`);
+      const env = { ...process.env, ...QUIET };
+      const bindings = d1Bindings(readFileSync(config, 'utf8')).filter((b) => b !== 'REPLICA' || replica);
+      for (const database of bindings) {
+        const migrated = spawnSync(
+          process.execPath,
+          [WRANGLER, 'd1', 'migrations', 'apply', database, '--local', '--persist-to', making, '--config', config],
+          { env, encoding: 'utf8' },
+        );
+        if (migrated.status !== 0) throw new Error(`migrations failed: ${migrated.stderr}${migrated.stdout}`);
+      }
+      renameSync(making, made);
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+  return made;
 }
 
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);

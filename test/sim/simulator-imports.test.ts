@@ -2,14 +2,16 @@ import { expect, it } from 'vitest';
 import { simulateImport } from './imports-run.ts';
 
 /**
- * Imports under faults, one seed a run (imports-run.ts): 500 seeds by default; SIM_SEEDS=<count>
- * and SIM_FROM=<first seed> choose others, SIM_SEED=<n> replays one (SIM_TRACE=1 prints its
- * schedule, SIM_DEBUG_RECORD=<id> a record's feed), SIM_VERBOSE=1 prints each run's report.
+ * Imports under faults, one seed a run (imports-run.ts): seeds 1–100 in `npm test`, 101–500 in
+ * `npm run test:deep` (SIM_DEEP=1); SIM_SEEDS=<count> and SIM_FROM=<first seed> choose others,
+ * SIM_SEED=<n> replays one (SIM_TRACE=1 prints its schedule, SIM_DEBUG_RECORD=<id> a record's
+ * feed), SIM_VERBOSE=1 prints each run's report.
  */
 it('imports apply every row exactly once under lost replies, resets and twins', { timeout: 600_000 }, async () => {
   const only = process.env.SIM_SEED;
-  const count = Number(process.env.SIM_SEEDS ?? 500);
-  const from = Number(process.env.SIM_FROM ?? 1);
+  const deep = process.env.SIM_DEEP === '1';
+  const count = Number(process.env.SIM_SEEDS ?? (deep ? 400 : 100));
+  const from = Number(process.env.SIM_FROM ?? (deep ? 101 : 1));
   const seeds = only !== undefined ? [Number(only)] : Array.from({ length: count }, (_, i) => from + i);
   const failures: string[] = [];
   for (const seed of seeds) {
