@@ -59,7 +59,7 @@ export function createContext(
   const db = databaseNamed(env, tenant.database) ?? env.DB;
   const primary = onPrimary(db, meter);
   const session = reads === undefined ? primary : meter.track(db.withSession(reads));
-  const store = new Store(session, meter);
+  const store = new Store(session, meter, tenant.id);
   return {
     env,
     tenant,
@@ -70,9 +70,9 @@ export function createContext(
     store,
     writes: new RecordWrites(primary, meter),
     idempotency: new IdempotencyStore(primary, meter),
-    lists: new Lists(session, meter),
-    keys: new KeyStore(primary, meter),
-    cached: new CachedReads(store, isolateCache),
+    lists: new Lists(session, meter, tenant.id),
+    keys: new KeyStore(primary, meter, tenant.id),
+    cached: new CachedReads(store, isolateCache, tenant.id),
     recordTurns: recordTurns(meter, own),
     requestId,
     waitUntil: (p) => ctx.waitUntil(p),

@@ -1,3 +1,4 @@
+import { ownId } from '../domain/tenant.ts';
 import { invalidPath, notFound, type InputProblem } from './errors.ts';
 
 const DIGITS = /^[0-9]+$/;
@@ -17,5 +18,19 @@ export function pathIds<K extends string>(params: Readonly<Record<string, string
   }
   if (problems.length > 0) throw invalidPath(problems);
   if (names.some((name) => !Number.isSafeInteger(ids[name]))) throw notFound();
+  return ids;
+}
+
+/**
+ * Path ids as the request's tenant may name them: an id of another tenant's block becomes -1, which
+ * names nothing, so the request reads and answers exactly what it does for an id that does not exist.
+ */
+export function tenantPathIds<K extends string>(
+  params: Readonly<Record<string, string>>,
+  tenant: number,
+  ...names: K[]
+): Record<K, number> {
+  const ids = pathIds(params, ...names);
+  for (const name of names) ids[name] = ownId(tenant, ids[name]);
   return ids;
 }

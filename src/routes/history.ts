@@ -6,7 +6,7 @@ import { parsePageQuery } from '../domain/list-query.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
@@ -20,7 +20,7 @@ import { pageOf } from './lists.ts';
  */
 export async function recordHistory(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { recordId } = pathIds(request.params, 'recordId');
+  const { recordId } = tenantPathIds(request.params, context.tenant.id, 'recordId');
   const sent = queryOf(request.url);
   const query = parsePageQuery(sent.params);
   const { caller, records } = await context.cached.recordContext(keyHash, [recordId]);

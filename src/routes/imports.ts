@@ -16,7 +16,7 @@ import {
   type InputProblem,
 } from '../http/errors.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { queryOf } from '../http/query.ts';
@@ -46,7 +46,7 @@ const badFile = (detail: string, errors?: InputProblem[]): HttpError =>
 
 export async function createImport(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parseImportQuery(sent.params);
   const key = keyHeader(request);
@@ -284,7 +284,7 @@ function csvHeader(
 /** The import `importId` if it is the caller's (anyone else's, or none: 404). */
 async function ownImport(request: IRequest, context: Context): Promise<{ state: ImportState; userId: number }> {
   const keyHash = await keyHashOf(request);
-  const { importId } = pathIds(request.params, 'importId');
+  const { importId } = tenantPathIds(request.params, context.tenant.id, 'importId');
   const [{ caller }, state] = await Promise.all([
     context.cached.createContext(keyHash, []),
     new Imports(context.db, context.meter).get(importId),
@@ -341,7 +341,7 @@ export async function importErrors(request: IRequest, context: Context): Promise
  */
 export async function listImports(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parsePageQuery(sent.params);
   const { caller } = await context.store.createContext(keyHash, []);

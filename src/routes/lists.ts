@@ -8,7 +8,7 @@ import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { MAX_PAGE_BYTES } from '../storage/store.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
@@ -52,7 +52,7 @@ function secretOf({ env, meter }: Context): Promise<string> {
 /** GET /workspaces/{workspaceId}/records: keyset pages by id, so a walk sees each record once. */
 export async function listRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parseListQuery(sent.params);
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
@@ -81,7 +81,7 @@ export async function listRecords(request: IRequest, context: Context): Promise<
 /** GET /workspaces/{workspaceId}/changes: every committed change of its records, in commit order. */
 export async function listChanges(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const given = queryOf(request.url);
   const query = parseFeedQuery(given.params);
   const problems = [...given.problems, ...(query.ok ? [] : query.problems)];
@@ -121,7 +121,7 @@ export async function listChanges(request: IRequest, context: Context): Promise<
 /** GET /workspaces/{workspaceId}/objects: the definitions of its records' objects, for its members, by id. */
 export async function listWorkspaceObjects(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const sent = queryOf(request.url);
   const query = parsePageQuery(sent.params);
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];

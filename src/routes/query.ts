@@ -7,7 +7,7 @@ import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
 import { invalidBody, notFound, unauthorized } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Queries, type Position } from '../storage/query.ts';
@@ -21,9 +21,9 @@ import { pageOf } from './lists.ts';
  */
 export async function queryRecords(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId } = pathIds(request.params, 'workspaceId');
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const body = await caught(() => readJson(request));
-  const queries = new Queries(context.reads, context.meter);
+  const queries = new Queries(context.reads, context.meter, context.tenant.id);
   const { caller, objects, building } = await queries.view(keyHash, workspaceId);
   if (caller === undefined) throw unauthorized();
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');

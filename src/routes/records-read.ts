@@ -4,7 +4,7 @@ import { recordAccess } from '../domain/access.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { expandProblems } from '../domain/references.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { recordResponse } from '../http/respond.ts';
 import { expandParam, withExpanded } from './expand.ts';
 
@@ -14,8 +14,8 @@ export async function readRecord(request: IRequest, context: Context): Promise<R
   const keyHash = await keyHashOf(request);
   const inWorkspace = request.params.workspaceId !== undefined;
   const { recordId, workspaceId } = inWorkspace
-    ? pathIds(request.params, 'workspaceId', 'recordId')
-    : { ...pathIds(request.params, 'recordId'), workspaceId: undefined };
+    ? tenantPathIds(request.params, context.tenant.id, 'workspaceId', 'recordId')
+    : { ...tenantPathIds(request.params, context.tenant.id, 'recordId'), workspaceId: undefined };
   const expand = expandParam(new URL(request.url).searchParams);
   const { caller, records, objects } = await cached.recordContext(keyHash, [recordId]);
   if (caller === undefined) throw unauthorized();

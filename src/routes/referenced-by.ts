@@ -5,7 +5,7 @@ import { parsePageQuery } from '../domain/list-query.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
@@ -18,7 +18,7 @@ import { referencingPage, type ReferencingAfter } from '../storage/references.ts
  */
 export async function referencedBy(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
-  const { recordId } = pathIds(request.params, 'recordId');
+  const { recordId } = tenantPathIds(request.params, context.tenant.id, 'recordId');
   const sent = queryOf(request.url);
   const query = parsePageQuery(sent.params);
   const { caller, records } = await context.cached.recordContext(keyHash, [recordId]);

@@ -8,7 +8,7 @@ import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readCursor } from '../http/cursor.ts';
 import { cursorGone, forbidden, invalidBody, notFound, unauthorized, unprocessable } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { parseObject } from '../schemas/parse.ts';
 import { ReplayInput, WebhookInput, WebhookStatusInput, type WebhookSchema } from '../schemas/webhooks.ts';
@@ -55,7 +55,7 @@ async function editor<T>(
 ): Promise<{ caller: Caller; workspaceId: number; webhookId: number; body: T }> {
   const keyHash = await keyHashOf(request);
   const names = request.params.webhookId === undefined ? ['workspaceId'] : ['workspaceId', 'webhookId'];
-  const ids = pathIds(request.params, ...names) as Record<string, number>;
+  const ids = tenantPathIds(request.params, context.tenant.id, ...names) as Record<string, number>;
   const parsed = await caught(async () => (body === undefined ? (undefined as T) : body()));
   const { caller } = await context.store.createContext(keyHash, []);
   if (caller === undefined) throw unauthorized();

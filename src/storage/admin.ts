@@ -113,12 +113,15 @@ export class AdminStore {
   /** The current definitions of the objects of `ids` that exist, by id. One round trip. */
   async objects(ids: readonly number[]): Promise<Map<number, ObjectDef>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS).bind(JSON.stringify([...new Set(ids)])), true);
+    const rows = await this.all<ObjectRow>(
+      this.db.prepare(OBJECTS(this.tenant)).bind(JSON.stringify([...new Set(ids)])),
+      true,
+    );
     return new Map(rows.map((row) => [row.id, toObjectDef(row)]));
   }
 
   async getObject(id: number): Promise<ObjectDef | undefined> {
-    const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS).bind(JSON.stringify([id])), true);
+    const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS(this.tenant)).bind(JSON.stringify([id])), true);
     return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
   }
 

@@ -4,6 +4,8 @@ import type { RecordFacts } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { IsolateCache, Issued } from './isolate-cache.ts';
 import type { RecordContext, Store } from './store.ts';
+import { ownIds } from './tenant-scope.ts';
+import { tenantOfId } from '../domain/tenant.ts';
 
 /** Whether an answer came from the isolate's memory rather than from D1 just now. */
 interface Remembered {
@@ -30,17 +32,31 @@ export interface PatchContext extends Remembered {
  * Memory may only say yes: a caller refuses a request decided on remembered data only after
  * asking again with `fresh`, so a new membership or field works at once, and only a removal
  * (a key, a membership, a field) can take up to CACHE_TTL_MS to be seen. Unknown keys, records
- * and objects are never remembered.
+ * and objects are never remembered. The memory is the isolate's, shared by every tenant: it
+ * answers only with callers, records and objects of the tenant the request was routed to, so
+ * another tenant's id is never told apart from a missing one by what memory held.
  */
 export class CachedReads {
   constructor(
     private readonly store: Store,
     private readonly cache: IsolateCache,
+    private readonly tenant: number,
   ) {}
 
   /** Whether memory holds the caller behind `keyHash` (someone this isolate saw authenticate lately). */
   knowsCaller(keyHash: string): boolean {
-    return this.cache.callers.get(keyHash) !== undefined;
+    return this.caller(keyHash) !== undefined;
+  }
+
+  /** The caller memory holds behind `keyHash`, if it is one of the tenant's users. */
+  private caller(keyHash: string): Caller | undefined {
+    const caller = this.cache.callers.get(keyHash);
+    return caller !== undefined && tenantOfId(caller.userId) === this.tenant ? caller : undefined;
+  }
+
+  /** What memory holds of a record, if it is the tenant's. */
+  private facts(recordId: number): RecordFacts | undefined {
+    return tenantOfId(recordId) === this.tenant ? this.cache.records.get(recordId) : undefined;
   }
 
   /**
@@ -49,15 +65,15 @@ export class CachedReads {
    * record nobody used lately and an id never issued all say no alike.
    */
   seesRecord(keyHash: string, recordId: number, workspaceId: number): boolean {
-    const caller = this.cache.callers.get(keyHash);
-    const facts = this.cache.records.get(recordId);
+    const caller = this.caller(keyHash);
+    const facts = this.facts(recordId);
     if (caller === undefined || facts === undefined || this.cache.objects.get(facts.objectId) === undefined)
       return false;
     return recordAccess(caller, facts.sharedWorkspaceIds, workspaceId) !== 'none';
   }
 
   async createContext(keyHash: string, objectIds: readonly number[], fresh = false): Promise<CreateContext> {
-    const caller = fresh ? undefined : this.cache.callers.get(keyHash);
+    const caller = fresh ? undefined : this.caller(keyHash);
     const objects = caller === undefined ? undefined : this.remembered(objectIds);
     if (caller !== undefined && objects?.size === objectIds.length) return { caller, objects, remembered: true };
     const issued = this.cache.issue();
@@ -67,8 +83,8 @@ export class CachedReads {
   }
 
   async patchContext(keyHash: string, recordId: number, fresh = false): Promise<PatchContext> {
-    const caller = fresh ? undefined : this.cache.callers.get(keyHash);
-    const facts = this.cache.records.get(recordId);
+    const caller = fresh ? undefined : this.caller(keyHash);
+    const facts = this.facts(recordId);
     const def = facts && this.cache.objects.get(facts.objectId);
     if (caller !== undefined && def !== undefined) return { caller, facts, def, snapshot: undefined, remembered: true };
     const read = await this.recordContext(keyHash, [recordId]);
@@ -95,7 +111,7 @@ export class CachedReads {
 
   private remembered(objectIds: readonly number[]): Map<number, ObjectDef> {
     return new Map(
-      objectIds.flatMap((id) => {
+      ownIds(this.tenant, objectIds).flatMap((id) => {
         const def = this.cache.objects.get(id);
         return def === undefined ? [] : [[id, def] as const];
       }),

@@ -127,7 +127,7 @@ export class Imports {
     const [user, objects] = await this.meter.d1(() =>
       this.db.batch([
         userStatement(this.db, state.user_id),
-        this.db.prepare(OBJECTS).bind(JSON.stringify([state.object_id])),
+        this.db.prepare(OBJECTS(tenantOfId(id))).bind(JSON.stringify([state.object_id])),
       ]),
     );
     const row = objects?.results[0] as ObjectRow | undefined;

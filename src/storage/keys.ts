@@ -1,7 +1,7 @@
-import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import type { D1 } from './sessions.ts';
+import { HOLDER } from './store.ts';
 
 /** The reads of API keys: only a key's hash and prefix are stored (keys are issued and revoked in admin-writes.ts). */
 
@@ -23,24 +23,17 @@ export class KeyStore {
   constructor(
     private readonly db: D1,
     private readonly meter: Meter,
+    /** The tenant the request was routed to: only its users hold keys here. */
+    private readonly tenant: number,
   ) {}
 
   /**
-   * The user behind a key hash and whether they administer their tenant; undefined for a key that
-   * is not one (or whose tenant was deleted from this database).
+   * The user behind a key hash and whether they administer the tenant; undefined for a key that
+   * is not one, or not of this tenant (whatever rows of another this database still holds).
    */
   async holder(keyHash: string): Promise<{ userId: number; admin: boolean } | undefined> {
     const { results } = await retrying(() =>
-      this.meter.d1(() =>
-        this.db
-          .prepare(
-            `SELECT u.id, u.admin FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?
-               AND NOT EXISTS (SELECT 1 FROM departures d
-                 WHERE d.tenant_id = u.id / ${TENANT_BLOCK} + 1 AND d.state = 'deleted')`,
-          )
-          .bind(keyHash)
-          .all<{ id: number; admin: number }>(),
-      ),
+      this.meter.d1(() => this.db.prepare(HOLDER(this.tenant)).bind(keyHash).all<{ id: number; admin: number }>()),
     );
     const [row] = results;
     return row === undefined ? undefined : { userId: row.id, admin: row.admin === 1 };

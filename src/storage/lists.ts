@@ -21,6 +21,7 @@ import {
 } from './store.ts';
 import type { D1 } from './sessions.ts';
 import { idRange, TENANT_BLOCK } from '../domain/tenant.ts';
+import { NO_TENANT } from './tenant-scope.ts';
 
 /** How long the change feed keeps a change unless configured longer: 7 days. */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -88,6 +89,8 @@ export class Lists {
   constructor(
     private readonly db: D1,
     private readonly meter: Meter,
+    /** The tenant a request was routed to: its callers are its users alone (upkeep has none). */
+    private readonly tenant: number = NO_TENANT,
   ) {}
 
   /** Up to `limit` records of the workspace after id `afterId` that pass `filter`, and the caller. */
@@ -111,7 +114,7 @@ export class Lists {
         limit,
       );
     const [caller, rows, objects] = await this.read([
-      callerStatement(this.db, keyHash),
+      callerStatement(this.db, keyHash, this.tenant),
       page,
       ...(withObjects ? [this.db.prepare(OBJECTS_IN_VIEW).bind(workspaceId)] : []),
     ]);
@@ -133,7 +136,7 @@ export class Lists {
     limit: number,
   ): Promise<{ caller: Caller | undefined; changes: Change[]; horizon: number }> {
     const [caller, rows, horizon] = await this.read([
-      callerStatement(this.db, keyHash),
+      callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(FEED).bind(workspaceId, afterSeq, limit),
       this.db.prepare(HORIZON).bind(workspaceId),
     ]);
@@ -163,7 +166,7 @@ export class Lists {
     limit: number,
   ): Promise<{ caller: Caller | undefined; objects: ObjectDef[] }> {
     const [caller, rows] = await this.read([
-      callerStatement(this.db, keyHash),
+      callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(WORKSPACE_OBJECTS).bind(workspaceId, afterId, limit),
     ]);
     return { caller: callerOf(caller), objects: ((rows?.results ?? []) as ObjectRow[]).map(toObjectDef) };
@@ -175,7 +178,7 @@ export class Lists {
    */
   async feedEnd(keyHash: string, workspaceId: number): Promise<{ caller: Caller | undefined; seq: number }> {
     const [caller, newest, horizon] = await this.read([
-      callerStatement(this.db, keyHash),
+      callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(NEWEST).bind(workspaceId),
       this.db.prepare(HORIZON).bind(workspaceId),
     ]);

@@ -234,6 +234,8 @@ export class Queries {
   constructor(
     private readonly db: D1,
     private readonly meter: Meter,
+    /** The tenant the request was routed to: its callers are its users alone. */
+    private readonly tenant: number,
   ) {}
 
   /**
@@ -242,7 +244,7 @@ export class Queries {
    */
   async view(keyHash: string, workspaceId: number): Promise<View> {
     const [caller, objects] = await this.read([
-      callerStatement(this.db, keyHash),
+      callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(OBJECTS_IN_VIEW).bind(workspaceId),
     ]);
     const rows = (objects?.results ?? []) as (ObjectRow & { building: string })[];

@@ -5,6 +5,7 @@ import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import type { D1 } from './sessions.ts';
+import { inTenant, tenantIds } from './tenant-scope.ts';
 
 /**
  * The SQL of records as requests read them (the caller, records, definitions); the admin API's
@@ -64,13 +65,20 @@ interface CallerRow {
 // reads here (its rows stay until every isolate has read its new route), and never writes here.
 const HERE = (userId: string): string =>
   `NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = ${userId} / ${TENANT_BLOCK} + 1 AND d.state = 'deleted')`;
-const CALLER = `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
-  LEFT JOIN memberships m ON m.user_id = k.user_id WHERE k.key_hash = ? AND ${HERE('k.user_id')}`;
+// And a key is the caller of a request only when its user is of the tenant the request was routed to.
+const CALLER = (tenant: number): string => `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
+  LEFT JOIN memberships m ON m.user_id = k.user_id
+  WHERE k.key_hash = ? AND ${inTenant('k.user_id', tenant)} AND ${HERE('k.user_id')}`;
 
-const PROFILE = `SELECT u.id AS user_id, u.name, u.admin, m.workspace_id, w.name AS workspace_name, m.role
+const PROFILE = (tenant: number): string => `SELECT u.id AS user_id, u.name, u.admin, m.workspace_id,
+    w.name AS workspace_name, m.role
   FROM api_keys k JOIN users u ON u.id = k.user_id
   LEFT JOIN memberships m ON m.user_id = u.id LEFT JOIN workspaces w ON w.id = m.workspace_id
-  WHERE k.key_hash = ? AND ${HERE('k.user_id')} ORDER BY m.workspace_id`;
+  WHERE k.key_hash = ? AND ${inTenant('k.user_id', tenant)} AND ${HERE('k.user_id')} ORDER BY m.workspace_id`;
+
+/** The user behind a key hash and whether they administer `tenant`, as one statement; `u` is users. */
+export const HOLDER = (tenant: number): string => `SELECT u.id, u.admin FROM api_keys k JOIN users u ON u.id = k.user_id
+  WHERE k.key_hash = ? AND ${inTenant('u.id', tenant)} AND ${HERE('u.id')}`;
 
 interface ProfileRow {
   user_id: number;
@@ -89,8 +97,9 @@ export interface Profile {
   workspaces: { workspaceId: number; name: string; role: Role }[];
 }
 
-/** The caller behind a key hash: a statement to batch with others, and how to read its result. */
-export const callerStatement = (db: D1, keyHash: string): D1PreparedStatement => db.prepare(CALLER).bind(keyHash);
+/** The caller behind a key hash among `tenant`'s users: a statement to batch with others, and how to read it. */
+export const callerStatement = (db: D1, keyHash: string, tenant: number): D1PreparedStatement =>
+  db.prepare(CALLER(tenant)).bind(keyHash);
 export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefined => toCaller(rowsOf(result));
 
 /** A user as a caller (by id, not by key: work done for them in the background); none once deleted. */
@@ -102,14 +111,16 @@ export const userStatement = (db: D1, userId: number): D1PreparedStatement =>
     )
     .bind(userId);
 
-/** The current definitions of the objects whose ids are in the JSON array bound to `?`. */
-export const OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+/** The current definitions of `tenant`'s objects whose ids are in the JSON array bound to `?`. */
+export const OBJECTS = (tenant: number): string => `SELECT v.object_id AS id, v.version, v.name, v.name_template,
+    v.fields, v.workspace_ids
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
-  WHERE o.id IN (SELECT value FROM json_each(?))`;
+  WHERE o.id IN (${tenantIds('?', tenant)})`;
 
-const OBJECTS_OF_RECORDS = `SELECT v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids
+const OBJECTS_OF_RECORDS = (tenant: number): string => `SELECT v.object_id AS id, v.version, v.name,
+    v.name_template, v.fields, v.workspace_ids
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version
-  WHERE o.id IN (SELECT object_id FROM records WHERE id IN (SELECT value FROM json_each(?)))`;
+  WHERE o.id IN (SELECT object_id FROM records WHERE id IN (${tenantIds('?', tenant)}))`;
 
 /** A record's columns and its sharing, as recordsOf() reads them; `r` is the records table. */
 /** A page's body stops before it passes this many bytes (always at least one item). */
@@ -140,12 +151,15 @@ export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.fi
   r.folds IS NOT NULL AS keyed, (SELECT json_group_array(workspace_id) FROM
     (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids`;
 
-const RECORDS = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?))`;
+const RECORDS = (tenant: number): string =>
+  `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
 
 export class Store {
   constructor(
     private readonly db: D1,
     private readonly meter: Meter,
+    /** The tenant the request was routed to: no row of another is read. */
+    private readonly tenant: number,
   ) {}
 
   /** One round trip. Only idempotent work (reads, version-guarded writes) is retried. */
@@ -165,8 +179,8 @@ export class Store {
     objectIds: readonly number[],
   ): Promise<{ caller: Caller | undefined; objects: Map<number, ObjectDef> }> {
     const [callers, objects] = await this.batch<unknown>([
-      this.db.prepare(CALLER).bind(keyHash),
-      this.db.prepare(OBJECTS).bind(JSON.stringify(objectIds)),
+      callerStatement(this.db, keyHash, this.tenant),
+      this.db.prepare(OBJECTS(this.tenant)).bind(JSON.stringify(objectIds)),
     ]);
     return { caller: toCaller(rowsOf(callers)), objects: objectMap(rowsOf(objects)) };
   }
@@ -178,9 +192,9 @@ export class Store {
   async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
     const ids = JSON.stringify(recordIds);
     const [callers, records, objects] = await this.batch<unknown>([
-      this.db.prepare(CALLER).bind(keyHash),
-      this.db.prepare(RECORDS).bind(ids),
-      this.db.prepare(OBJECTS_OF_RECORDS).bind(ids),
+      callerStatement(this.db, keyHash, this.tenant),
+      this.db.prepare(RECORDS(this.tenant)).bind(ids),
+      this.db.prepare(OBJECTS_OF_RECORDS(this.tenant)).bind(ids),
     ]);
     return {
       caller: toCaller(rowsOf(callers)),
@@ -191,7 +205,7 @@ export class Store {
 
   /** The user behind a key hash, whether they administer their tenant, and their workspaces by id with names. */
   async profile(keyHash: string): Promise<Profile | undefined> {
-    const rows = await this.all<ProfileRow>(this.db.prepare(PROFILE).bind(keyHash));
+    const rows = await this.all<ProfileRow>(this.db.prepare(PROFILE(this.tenant)).bind(keyHash));
     const first = rows[0];
     if (first === undefined) return undefined;
     const workspaces = rows.flatMap(({ workspace_id, workspace_name, role }) =>
@@ -204,7 +218,8 @@ export class Store {
 
   /** The stored state of records, e.g. after a write lost to a concurrent one. */
   async getRecords(recordIds: readonly number[]): Promise<Map<number, RecordOut>> {
-    return recordMap(await this.all<RecordReadRow>(this.db.prepare(RECORDS).bind(JSON.stringify(recordIds))));
+    const ids = JSON.stringify(recordIds);
+    return recordMap(await this.all<RecordReadRow>(this.db.prepare(RECORDS(this.tenant)).bind(ids)));
   }
 
   async ping(): Promise<boolean> {

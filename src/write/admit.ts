@@ -8,7 +8,7 @@ import { patchProblems } from '../domain/patch.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { invalidBody, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
-import { pathIds } from '../http/params.ts';
+import { tenantPathIds } from '../http/params.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import {
   duplicateProblems,
@@ -87,7 +87,7 @@ export async function admitPatch(
   action?: 'delete' | 'restore',
 ): Promise<WriteCall> {
   const keyHash = await keyHashOf(request);
-  const { workspaceId, recordId } = pathIds(request.params, 'workspaceId', 'recordId');
+  const { workspaceId, recordId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId', 'recordId');
   const body = await caught(() => (action === undefined ? readJson(request) : emptyBody(request)));
   const parsed = body.ok ? parseObject(PatchBody, body.value, (input) => fieldValueDuplicates(input, '')) : undefined;
   const ifMatch = request.headers.get('If-Match') ?? undefined;
@@ -122,7 +122,9 @@ async function emptyBody(request: Request): Promise<Record<string, never>> {
 export async function admitBatch(request: IRequest, context: Context): Promise<WriteCall> {
   const keyHash = await keyHashOf(request);
   const workspaceId =
-    request.params.workspaceId === undefined ? undefined : pathIds(request.params, 'workspaceId').workspaceId;
+    request.params.workspaceId === undefined
+      ? undefined
+      : tenantPathIds(request.params, context.tenant.id, 'workspaceId').workspaceId;
   const body = await caught(() => readJson(request));
   const parsed = body.ok
     ? parseBatch(PatchItem, body.value, (items) => [
@@ -151,7 +153,7 @@ function upsertExtra(input: unknown): InputProblem[] {
 /** POST /objects/{objectId}/records/upsert. */
 export async function admitUpsert(request: IRequest, context: Context): Promise<WriteCall> {
   const keyHash = await keyHashOf(request);
-  const { objectId } = pathIds(request.params, 'objectId');
+  const { objectId } = tenantPathIds(request.params, context.tenant.id, 'objectId');
   const body = await caught(() => readJson(request));
   const parsed = body.ok ? parseObject(UpsertBody, body.value, upsertExtra) : undefined;
   await knownCaller(context, keyHash);

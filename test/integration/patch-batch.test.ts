@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_TENANT } from '../../src/domain/tenant.ts';
 import type { RecordOut } from '../../src/schemas/record.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { Store } from '../../src/storage/store.ts';
@@ -232,7 +233,7 @@ describe('a batch writes its rows as a few JSON statements, a record near its si
           ).status,
         ).toBe(200);
       const writes = new RecordWrites(env.DB, new Meter());
-      const stored = await new Store(env.DB, new Meter()).getRecords([big, small]);
+      const stored = await new Store(env.DB, new Meter(), DEFAULT_TENANT).getRecords([big, small]);
       const changesBefore = await countRows('changes');
       const attempt = (stale: number | undefined, staleChanges: boolean) => {
         const states = [big, small].map((id) => {
