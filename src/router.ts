@@ -17,7 +17,7 @@ import { operations, type Handler, type Method } from './routes/table.ts';
  * Refuses a path with dot segments, and a malformed `X-D1-Bookmark`, before routing. Routes every
  * operation of the table; a known path with another method answers 405 with
  * `Allow`, an unknown path 404. Errors of every stage become problem+json in one place, and
- * every answer (errors too) gets its request id, cost and, for an allowed origin, CORS headers.
+ * every answer (errors too) gets its request id, cost, `nosniff` and, for an allowed origin, CORS headers.
  */
 export function buildRouter() {
   const router = Router<IRequest, [Context]>({
@@ -30,7 +30,11 @@ export function buildRouter() {
     finally: [
       (response: Response, request: IRequest, context: Context) => {
         response.headers.set('X-Request-Id', context.requestId);
-        response.headers.set('Server-Timing', context.meter.header(response.status !== 404));
+        // No answer is ever read as another type than the one it says (a JSON body as a page, say).
+        response.headers.set('X-Content-Type-Options', 'nosniff');
+        // A streamed answer states its own (its cost is known only once the stream ends).
+        if (!response.headers.has('Server-Timing'))
+          response.headers.set('Server-Timing', context.meter.header(response.status !== 404));
         // The newest state this answer reflects (a write: its commit), else the one the client sent.
         const bookmark = latestBookmark(context.meter.newestBookmark(), request.headers.get(BOOKMARK_HEADER));
         if (bookmark !== undefined) response.headers.set(BOOKMARK_HEADER, bookmark);

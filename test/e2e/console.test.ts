@@ -311,7 +311,12 @@ describe('/console over HTTP', () => {
     expect(res.headers.get('X-Frame-Options')).toBe('DENY');
     const html = await res.text();
     expect([...html.matchAll(/(?:src|href)="([^"#][^"]*)"/g)].map((m) => m[1])).toEqual([]);
-    expect(html).toContain("connect-src 'self'");
+    // Its policy comes with it: its own script and style alone (by hash), calls to this service alone.
+    const policy = res.headers.get('Content-Security-Policy') ?? '';
+    expect(policy).toMatch(/script-src 'sha256-[A-Za-z0-9+/]{43}=';/);
+    expect(policy).toContain("connect-src 'self'");
+    expect(policy).not.toContain('unsafe-inline');
+    expect(res.headers.get('X-Content-Type-Options')).toBe('nosniff');
     const again = await fetch(`${worker.url}/console`, { headers: { 'If-None-Match': res.headers.get('ETag') ?? '' } });
     expect(again.status).toBe(304);
     const slash = await fetch(`${worker.url}/console/`, { redirect: 'manual' });
