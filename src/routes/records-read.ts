@@ -17,7 +17,7 @@ export async function readRecord(request: IRequest, context: Context): Promise<R
     ? tenantPathIds(request.params, context.tenant.id, 'workspaceId', 'recordId')
     : { ...tenantPathIds(request.params, context.tenant.id, 'recordId'), workspaceId: undefined };
   const expand = expandParam(new URL(request.url).searchParams);
-  const { caller, records, objects } = await cached.recordContext(keyHash, [recordId]);
+  const { caller, records, objects } = await cached.readableRecord(keyHash, recordId, workspaceId);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);
   if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none') {

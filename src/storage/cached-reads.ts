@@ -98,6 +98,15 @@ export class CachedReads {
     };
   }
 
+  /** A record if the caller may read it (under `workspaceId` when given): always read from D1, and remembered. */
+  async readableRecord(keyHash: string, recordId: number, workspaceId: number | undefined): Promise<RecordContext> {
+    const issued = this.cache.issue();
+    const read = await this.store.readableRecord(keyHash, recordId, workspaceId);
+    this.remember(issued, keyHash, read.caller, read.objects);
+    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record), issued);
+    return read;
+  }
+
   /** Always read from D1 (reads and batches need the records' state), and remembered. */
   async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
     const issued = this.cache.issue();

@@ -154,6 +154,36 @@ export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.fi
 const RECORDS = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
 
+/**
+ * Records `?1` names whose caller (key hash `?2`) may read them: a member of a workspace each is
+ * shared with (that workspace `?3` alone, when not null). A record the caller may not read is
+ * decided on before its values are read, so it costs what a missing one costs, whatever its size.
+ */
+const READABLE = (tenant: number): string => `SELECT ${RECORD_COLUMNS} FROM records r
+  WHERE r.id IN (${tenantIds('?1', tenant)}) AND EXISTS (SELECT 1 FROM record_workspaces rw
+    JOIN memberships m ON m.workspace_id = rw.workspace_id JOIN api_keys k ON k.user_id = m.user_id
+    WHERE rw.record_id = r.id AND k.key_hash = ?2 AND (?3 IS NULL OR rw.workspace_id = ?3))`;
+
+/** What access to a record is decided on, without its values or name: its sharing, owner, state and version. */
+export type RecordStanding = Pick<
+  RecordOut,
+  'id' | 'objectId' | 'sharedWorkspaceIds' | 'ownedBy' | 'deleted' | 'version'
+>;
+
+const STANDINGS = (tenant: number): string => `SELECT r.id, r.object_id, r.owned_by, r.deleted, r.version,
+    (SELECT json_group_array(workspace_id) FROM
+      (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
+  FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
+
+interface StandingRow {
+  id: number;
+  object_id: number;
+  owned_by: number | null;
+  deleted: number;
+  version: number;
+  shared_workspace_ids: string;
+}
+
 export class Store {
   constructor(
     private readonly db: D1,
@@ -200,6 +230,54 @@ export class Store {
       caller: toCaller(rowsOf(callers)),
       records: recordMap(rowsOf(records)),
       objects: objectMap(rowsOf(objects)),
+    };
+  }
+
+  /**
+   * The caller behind a key hash, the record `recordId` if the caller may read it (under
+   * `workspaceId` when given) and its object's definition, in one round trip: a record the caller
+   * may not read is not read at all.
+   */
+  async readableRecord(keyHash: string, recordId: number, workspaceId: number | undefined): Promise<RecordContext> {
+    const ids = JSON.stringify([recordId]);
+    const [callers, records, objects] = await this.batch<unknown>([
+      callerStatement(this.db, keyHash, this.tenant),
+      this.db.prepare(READABLE(this.tenant)).bind(ids, keyHash, workspaceId ?? null),
+      this.db.prepare(OBJECTS_OF_RECORDS(this.tenant)).bind(ids),
+    ]);
+    return {
+      caller: toCaller(rowsOf(callers)),
+      records: recordMap(rowsOf(records)),
+      objects: objectMap(rowsOf(objects)),
+    };
+  }
+
+  /**
+   * The caller behind a key hash and where a record stands, in one round trip, never reading its
+   * values: whether a caller may read it is decided at the same cost whatever its size.
+   */
+  async recordStanding(
+    keyHash: string,
+    recordId: number,
+  ): Promise<{ caller: Caller | undefined; standing: RecordStanding | undefined }> {
+    const [callers, standings] = await this.batch<unknown>([
+      callerStatement(this.db, keyHash, this.tenant),
+      this.db.prepare(STANDINGS(this.tenant)).bind(JSON.stringify([recordId])),
+    ]);
+    const row = rowsOf<StandingRow>(standings)[0];
+    return {
+      caller: toCaller(rowsOf(callers)),
+      standing:
+        row === undefined
+          ? undefined
+          : {
+              id: row.id,
+              objectId: row.object_id,
+              ownedBy: row.owned_by,
+              deleted: row.deleted === 1,
+              version: row.version,
+              sharedWorkspaceIds: JSON.parse(row.shared_workspace_ids) as number[],
+            },
     };
   }
 

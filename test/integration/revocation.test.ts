@@ -6,14 +6,15 @@ import { admin, call, createOne, expectProblem, letMemoryExpire, world } from '.
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const version = async (id: number) =>
   (await env.DB.prepare('SELECT version FROM records WHERE id = ?').bind(id).first<{ version: number }>())?.version;
-const original = Store.prototype.recordContext;
+const original = Store.prototype.readableRecord;
 
 afterEach(() => {
-  Store.prototype.recordContext = original;
+  Store.prototype.readableRecord = original;
 });
 
 /**
- * Holds the reply of the next read of a record's context after D1 answered it, until released.
+ * Holds the reply of the next read of a record (as GET /records/{id} reads it, with its caller)
+ * after D1 answered it, until released.
  * Both sides poll a flag: a promise resolved from another request's context would never wake
  * the request that awaits it.
  */
@@ -22,8 +23,8 @@ function holdNextRead(): { answered: Promise<void>; release: () => void } {
   const until = async (done: () => boolean) => {
     while (!done()) await new Promise((resolve) => setTimeout(resolve, 2));
   };
-  Store.prototype.recordContext = async function (this: Store, ...args: Parameters<Store['recordContext']>) {
-    Store.prototype.recordContext = original;
+  Store.prototype.readableRecord = async function (this: Store, ...args: Parameters<Store['readableRecord']>) {
+    Store.prototype.readableRecord = original;
     const read = await original.apply(this, args);
     state.answered = true;
     await until(() => state.released);
