@@ -24,6 +24,7 @@ export default {
     const tenant = await tenantOfRequest(request, env).catch((error: unknown) => problemResponse(error, requestId));
     if (tenant instanceof Response) {
       tenant.headers.set('X-Request-Id', requestId);
+      tenant.headers.set('X-Content-Type-Options', 'nosniff');
       return tenant;
     }
     return router.fetch(request, createContext(env, requestId, ctx, reads, undefined, tenant));

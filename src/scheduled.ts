@@ -2,6 +2,7 @@ import type { Env } from './env.ts';
 import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
 import { Imports } from './storage/imports.ts';
 import { Lists } from './storage/lists.ts';
+import { NO_TENANT } from './storage/tenant-scope.ts';
 import { recordKeys } from './domain/record-keys.ts';
 import { Meter } from './storage/meter.ts';
 import { Webhooks } from './storage/webhooks.ts';
@@ -64,11 +65,11 @@ async function runOn(env: Env, db: D1Database, database: string, now: number): P
   const steps: [string, () => Promise<number>][] = [
     ['idempotency keys older than 24 h', () => new IdempotencyStore(db, meter).prune(now)],
     // A completed key names its write's ledger row for as long as the key is kept.
-    ['ledger rows older than 25 h', () => new Lists(db, meter).pruneWrites(now, LEDGER_TTL_MS)],
-    ['changes kept past their retention', () => pruneChanges(env, new Lists(db, meter), now)],
+    ['ledger rows older than 25 h', () => new Lists(db, meter, NO_TENANT).pruneWrites(now, LEDGER_TTL_MS)],
+    ['changes kept past their retention', () => pruneChanges(env, new Lists(db, meter, NO_TENANT), now)],
     // A subscription whose every wake-up was lost (its first one included) has no alarm yet.
     ['webhook subscriptions woken', () => wakeAllWebhooks(env, db, meter)],
-    ['keys of records written before', () => new Lists(db, meter).fillKeys(recordKeys)],
+    ['keys of records written before', () => new Lists(db, meter, NO_TENANT).fillKeys(recordKeys)],
     // An index build whose start was lost (or whose object lost its alarm) is taken up again.
     ['index builds started', () => startIndexBuilds(env, db)],
     // An import whose start was lost (or whose object lost its alarm) goes on.

@@ -21,7 +21,6 @@ import {
 } from './store.ts';
 import type { D1 } from './sessions.ts';
 import { idRange, TENANT_BLOCK } from '../domain/tenant.ts';
-import { NO_TENANT } from './tenant-scope.ts';
 
 /** How long the change feed keeps a change unless configured longer: 7 days. */
 export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -89,8 +88,8 @@ export class Lists {
   constructor(
     private readonly db: D1,
     private readonly meter: Meter,
-    /** The tenant a request was routed to: its callers are its users alone (upkeep has none). */
-    private readonly tenant: number = NO_TENANT,
+    /** The tenant a request was routed to: its callers are its users alone (upkeep: NO_TENANT). */
+    private readonly tenant: number,
   ) {}
 
   /** Up to `limit` records of the workspace after id `afterId` that pass `filter`, and the caller. */

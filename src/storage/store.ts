@@ -159,10 +159,11 @@ const RECORDS = (tenant: number): string =>
  * shared with (that workspace `?3` alone, when not null). A record the caller may not read is
  * decided on before its values are read, so it costs what a missing one costs, whatever its size.
  */
-const READABLE = (tenant: number): string => `SELECT ${RECORD_COLUMNS} FROM records r
-  WHERE r.id IN (${tenantIds('?1', tenant)}) AND EXISTS (SELECT 1 FROM record_workspaces rw
+const CALLER_READS = `EXISTS (SELECT 1 FROM record_workspaces rw
     JOIN memberships m ON m.workspace_id = rw.workspace_id JOIN api_keys k ON k.user_id = m.user_id
     WHERE rw.record_id = r.id AND k.key_hash = ?2 AND (?3 IS NULL OR rw.workspace_id = ?3))`;
+const READABLE = (tenant: number): string =>
+  `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
 
 /** What access to a record is decided on, without its values or name: its sharing, owner, state and version. */
 export type RecordStanding = Pick<
@@ -170,10 +171,11 @@ export type RecordStanding = Pick<
   'id' | 'objectId' | 'sharedWorkspaceIds' | 'ownedBy' | 'deleted' | 'version'
 >;
 
+/** Where the records `?1` names stand, for a caller (key hash `?2`) who may read them; nothing of others. */
 const STANDINGS = (tenant: number): string => `SELECT r.id, r.object_id, r.owned_by, r.deleted, r.version,
     (SELECT json_group_array(workspace_id) FROM
       (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
-  FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
+  FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
 
 interface StandingRow {
   id: number;
@@ -253,8 +255,9 @@ export class Store {
   }
 
   /**
-   * The caller behind a key hash and where a record stands, in one round trip, never reading its
-   * values: whether a caller may read it is decided at the same cost whatever its size.
+   * The caller behind a key hash and where a record stands if the caller may read it, in one round
+   * trip, never reading its values: a record the caller may not read is decided on by its id and
+   * sharing alone, at the same cost whatever its size.
    */
   async recordStanding(
     keyHash: string,
@@ -262,7 +265,7 @@ export class Store {
   ): Promise<{ caller: Caller | undefined; standing: RecordStanding | undefined }> {
     const [callers, standings] = await this.batch<unknown>([
       callerStatement(this.db, keyHash, this.tenant),
-      this.db.prepare(STANDINGS(this.tenant)).bind(JSON.stringify([recordId])),
+      this.db.prepare(STANDINGS(this.tenant)).bind(JSON.stringify([recordId]), keyHash, null),
     ]);
     const row = rowsOf<StandingRow>(standings)[0];
     return {

@@ -9,7 +9,7 @@ import { idRange } from '../domain/tenant.ts';
  * tenant finds no caller, and another tenant's id reads no row: it costs what a missing id costs.
  */
 
-/** The scope of work done for no request (a database's upkeep): its block holds no id, so it finds no caller. */
+/** The scope of work done for no request (a database's upkeep): it finds no caller (its block holds no user). */
 export const NO_TENANT = 0;
 
 /** SQL: `column` holds an id of `tenant`'s block (integer literals, never bound values). */

@@ -101,8 +101,9 @@ export async function admitPatch(
   });
   if (context.cached.seesRecord(keyHash, recordId, workspaceId))
     return callOf(context, request, keyHash, write(wellShaped(body, parsed, keyHeader(request).problems)));
-  // Memory does not say the caller sees the record: read it, and refuse one the caller cannot see here.
-  const { caller, records, objects } = await context.cached.recordContext(keyHash, [recordId]);
+  // Memory does not say the caller sees the record: read it if the caller may, and refuse it here otherwise
+  // (a record the caller cannot see is not read at all: it costs what a missing one costs).
+  const { caller, records, objects } = await context.cached.readableRecord(keyHash, recordId, workspaceId);
   if (caller === undefined) throw unauthorized();
   const patch = wellShaped(body, parsed, keyHeader(request).problems);
   const record = records.get(recordId);

@@ -1,4 +1,5 @@
 import type { Context } from '../context.ts';
+import { tenantOfId } from '../domain/tenant.ts';
 import { busy, outcomeUnknown } from '../http/errors.ts';
 import { problemAnswer } from './answer.ts';
 import { CALL_DEADLINE_MS } from './deadlines.ts';
@@ -19,10 +20,15 @@ import { firstRecordOf, type WriteAnswer, type WriteCall } from './write.ts';
 /** How many objects share the writes that name no record (keyed creates, upserts). */
 const COORDINATORS = 16;
 
-/** The object a write runs in, or undefined for the Worker. A write sent again goes to the same one. */
+/**
+ * The object a write runs in, or undefined for the Worker. A write sent again goes to the same one.
+ * A record of another tenant is never its place: a write naming one first runs in an object no
+ * record has, as one naming a missing record does, and the other tenant's object never sees it.
+ */
 export function placeOf(call: WriteCall): string | undefined {
   const first = firstRecordOf(call.write);
-  if (first !== undefined) return String(first);
+  if (first !== undefined)
+    return tenantOfId(first) === call.tenant.id ? String(first) : `elsewhere:${call.tenant.id}:${first}`;
   if (call.write.kind === 'create' && call.key === undefined) return undefined;
   return `writes:${parseInt(call.id.slice(-8), 16) % COORDINATORS}`;
 }

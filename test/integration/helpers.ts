@@ -3,6 +3,7 @@ import { env, exports } from 'cloudflare:workers';
 import testBuild from './worker.ts';
 import { CACHE_TTL_MS, isolateCache } from '../../src/storage/isolate-cache.ts';
 import { Lists } from '../../src/storage/lists.ts';
+import { NO_TENANT } from '../../src/storage/tenant-scope.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 
@@ -173,7 +174,7 @@ export async function bulkRecords(
 
 /** Gives every record written by SQL here its keys, as the scheduled run does for records written before them. */
 export async function fillKeys(): Promise<void> {
-  const lists = new Lists(env.DB, new Meter());
+  const lists = new Lists(env.DB, new Meter(), NO_TENANT);
   while ((await lists.fillKeys(recordKeys)) > 0);
 }
 

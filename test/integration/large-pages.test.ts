@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_TENANT } from '../../src/domain/tenant.ts';
 import { Lists } from '../../src/storage/lists.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { MAX_PAGE_BYTES } from '../../src/storage/store.ts';
@@ -28,7 +29,7 @@ describe('pages of records near 1 MiB', () => {
     const perPage = Math.floor(MAX_PAGE_BYTES / 900_000);
 
     // Storage answers no more records than fit, plus the one that crosses the bound.
-    const stored = await new Lists(env.DB, new Meter()).records(
+    const stored = await new Lists(env.DB, new Meter(), DEFAULT_TENANT).records(
       'none',
       workspaceId,
       { deleted: 'exclude', fields: [] },

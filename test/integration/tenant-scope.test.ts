@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { idRange } from '../../src/domain/tenant.ts';
+import { placeOf } from '../../src/write/submit.ts';
+import type { WriteCall } from '../../src/write/write.ts';
 import { ADMIN_TOKEN, admin, call, createOne, fv, newObject, newUser, newWorkspace } from './helpers.ts';
 import { database, mover, movingTenant, type MovingTenant } from './moving.ts';
 
@@ -143,5 +145,60 @@ describe("a tenant's keys reach its own tenant alone", () => {
     expect((await alike((i) => `/records/${ids(i, big.id)}/history`)).status).toBe(404);
     expect((await alike((i) => `/workspaces/${ids(i, a.workspaceId)}/records`)).status).toBe(404);
     expect((await alike((i) => `/workspaces/${ids(i, a.workspaceId)}/changes`)).status).toBe(404);
+  });
+
+  it("a write naming another tenant's record first never runs in that record's object", async () => {
+    const a = await movingTenant('DB', 'Owner');
+    const b = await movingTenant('DB', 'Prober');
+    const theirs = await createOne(a.key, a.objectId, [fv('firstName', 'Theirs')]);
+    const ours = await createOne(b.key, b.objectId, [fv('firstName', 'Ours')]);
+    const callOf = (write: WriteCall['write']) =>
+      ({ id: '0123456789abcdef', tenant: { id: b.id, database: 'DB', status: 'active' }, write }) as WriteCall;
+    const batch = (id: number) => callOf({ kind: 'batch', items: [{ id, fieldValues: [] }] } as WriteCall['write']);
+    expect(placeOf(batch(ours.id))).toBe(String(ours.id));
+    expect(placeOf(batch(theirs.id))).not.toBe(String(theirs.id));
+    // Through the API: as a missing record, and A's record as it was.
+    const none = idRange(b.id).lo + 999_999;
+    const patch = (id: number) =>
+      call('PATCH', '/records/batch', { key: b.key, body: [{ id, fieldValues: [fv('firstName', 'Mine now')] }] });
+    const [foreign, missing] = [await patch(theirs.id), await patch(none)];
+    expect(foreign.status).toBe(missing.status);
+    expect(JSON.stringify(foreign.body).replaceAll(String(theirs.id), 'ID')).toBe(
+      JSON.stringify(missing.body).replaceAll(String(none), 'ID'),
+    );
+    expect((await call('GET', `/records/${theirs.id}`, { key: a.key })).body).toEqual(theirs);
+  });
+
+  it('a record its caller cannot see answers as a missing one on every path, however large', async () => {
+    const tenant = await movingTenant('DB', 'Hiding');
+    // Large: a text field holds at most 100,000 characters, a record's values 1 MiB.
+    const big = await createOne(tenant.key, tenant.objectId, [fv('firstName', 'y'.repeat(100_000))]);
+    const made = await call('POST', '/admin/users', { key: tenant.adminKey, body: { name: 'outsider' } });
+    const outsider = (await call('POST', `/admin/users/${made.body.id}/keys`, { key: tenant.adminKey })).body.key;
+    const none = idRange(tenant.id).lo + 999_999;
+    const cost = (answer: { headers: Headers }) =>
+      (answer.headers.get('Server-Timing') ?? '').replace(/dur=[\d.]+/g, 'dur=_');
+    const paths = [
+      (id: number) => ['GET', `/records/${id}`],
+      (id: number) => ['GET', `/records/${id}/history`],
+      (id: number) => ['GET', `/records/${id}/referenced-by`],
+      (id: number) => ['GET', `/workspaces/${tenant.workspaceId}/records/${id}`],
+      (id: number) => ['DELETE', `/workspaces/${tenant.workspaceId}/records/${id}`],
+    ] as const;
+    for (const path of paths) {
+      const ask = (id: number) => {
+        const [method, url] = path(id);
+        return call(method, url, { key: outsider });
+      };
+      await ask(none);
+      const [hidden, missing] = [await ask(big.id), await ask(none)];
+      expect([hidden.status, hidden.body, cost(hidden)], path(big.id).join(' ')).toEqual([
+        missing.status,
+        missing.body,
+        cost(missing),
+      ]);
+      expect(hidden.status).toBe(404);
+    }
+    expect((await call('GET', `/records/${big.id}`, { key: tenant.key })).body.version).toBe(1);
   });
 });
