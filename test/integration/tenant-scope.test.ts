@@ -178,13 +178,13 @@ describe("a tenant's keys reach its own tenant alone", () => {
     const none = idRange(tenant.id).lo + 999_999;
     const cost = (answer: { headers: Headers }) =>
       (answer.headers.get('Server-Timing') ?? '').replace(/dur=[\d.]+/g, 'dur=_');
-    const paths = [
+    const paths: ((id: number) => [string, string])[] = [
       (id: number) => ['GET', `/records/${id}`],
       (id: number) => ['GET', `/records/${id}/history`],
       (id: number) => ['GET', `/records/${id}/referenced-by`],
       (id: number) => ['GET', `/workspaces/${tenant.workspaceId}/records/${id}`],
       (id: number) => ['DELETE', `/workspaces/${tenant.workspaceId}/records/${id}`],
-    ] as const;
+    ];
     for (const path of paths) {
       const ask = (id: number) => {
         const [method, url] = path(id);
