@@ -149,7 +149,9 @@ describe('/console in headless Chromium', () => {
       await setSelect('#sort', 'createdAt:desc');
       await page.waitFor(`${listed} === 'Grace Hopper|Alan Turing|Ada Lovelace'`, 'newest first, unfiltered');
 
-      // Someone else creates a record: it appears within 2 s, without a reload.
+      // Someone else creates a record: it appears within 2 s, without a reload, and a person on a record's
+      // link with the keyboard stays on it as the list is read again.
+      await page.evaluate(`document.querySelector('#records a[href="#/records/${hopper.id}"]').focus()`);
       const before = await page.evaluate<number>('performance.timeOrigin');
       await create(bob.key, contact.id, [fv('firstName', 'Zed'), fv('lastName', 'Live')]);
       const started = Date.now();
@@ -157,6 +159,7 @@ describe('/console in headless Chromium', () => {
       expect(Date.now() - started).toBeLessThan(2000);
       expect(await page.evaluate('performance.timeOrigin')).toBe(before);
       await page.waitFor(shows('#live', 'Zed Live'), 'the live change');
+      expect(await page.evaluate(`document.activeElement?.getAttribute('href')`)).toBe(`#/records/${hopper.id}`);
 
       // A record created on the page, from the object's fields.
       await page.type('#new-firstName', 'Marie');
