@@ -154,14 +154,15 @@ export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.fi
 const RECORDS = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
 
-/**
- * Records `?1` names whose caller (key hash `?2`) may read them: a member of a workspace each is
- * shared with (that workspace `?3` alone, when not null). A record the caller may not read is
- * decided on before its values are read, so it costs what a missing one costs, whatever its size.
- */
+/** SQL: the caller (key hash `?2`) is a member of a workspace record `r` is shared with (`?3` alone, when not null). */
 const CALLER_READS = `EXISTS (SELECT 1 FROM record_workspaces rw
     JOIN memberships m ON m.workspace_id = rw.workspace_id JOIN api_keys k ON k.user_id = m.user_id
     WHERE rw.record_id = r.id AND k.key_hash = ?2 AND (?3 IS NULL OR rw.workspace_id = ?3))`;
+
+/**
+ * The records `?1` names that the caller may read. One the caller may not read is refused on its id
+ * and sharing before its values are read, so it costs what a missing one costs, whatever its size.
+ */
 const READABLE = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
 
