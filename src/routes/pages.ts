@@ -46,7 +46,7 @@ async function consolePolicy(body: string): Promise<string> {
 }
 
 /** The hash sources (`'sha256-…'`) of the inline `<tag>` blocks of a page, as a policy names them. */
-export async function inlineHashes(html: string, tag: 'script' | 'style'): Promise<string> {
+async function inlineHashes(html: string, tag: 'script' | 'style'): Promise<string> {
   const blocks = [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1] ?? '');
   const hashes = await Promise.all(
     blocks.map(async (block) => {

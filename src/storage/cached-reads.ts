@@ -4,7 +4,6 @@ import type { RecordFacts } from '../domain/patch.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { IsolateCache, Issued } from './isolate-cache.ts';
 import type { RecordContext, Store } from './store.ts';
-import { ownIds } from './tenant-scope.ts';
 import { tenantOfId } from '../domain/tenant.ts';
 
 /** Whether an answer came from the isolate's memory rather than from D1 just now. */
@@ -99,29 +98,31 @@ export class CachedReads {
   }
 
   /** A record if the caller may read it (under `workspaceId` when given): always read from D1, and remembered. */
-  async readableRecord(keyHash: string, recordId: number, workspaceId: number | undefined): Promise<RecordContext> {
-    const issued = this.cache.issue();
-    const read = await this.store.readableRecord(keyHash, recordId, workspaceId);
-    this.remember(issued, keyHash, read.caller, read.objects);
-    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record), issued);
-    return read;
+  readableRecord(keyHash: string, recordId: number, workspaceId: number | undefined): Promise<RecordContext> {
+    return this.rememberedRead(keyHash, () => this.store.readableRecord(keyHash, recordId, workspaceId));
   }
 
   /** Always read from D1 (reads and batches need the records' state), and remembered. */
-  async recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
+  recordContext(keyHash: string, recordIds: readonly number[]): Promise<RecordContext> {
+    return this.rememberedRead(keyHash, () => this.store.recordContext(keyHash, recordIds));
+  }
+
+  /**
+   * A read of records with their caller, remembered. Records in use (read or patched) earn a place;
+   * new ones do not, lest a burst of creates push out the records being worked on.
+   */
+  private async rememberedRead(keyHash: string, read: () => Promise<RecordContext>): Promise<RecordContext> {
     const issued = this.cache.issue();
-    const read = await this.store.recordContext(keyHash, recordIds);
-    this.remember(issued, keyHash, read.caller, read.objects);
-    // Records in use (read or patched) earn a place; new ones do not, lest a burst of creates
-    // push out the records being worked on.
-    for (const record of read.records.values()) this.cache.records.set(record.id, factsOf(record), issued);
-    return read;
+    const context = await read();
+    this.remember(issued, keyHash, context.caller, context.objects);
+    for (const record of context.records.values()) this.cache.records.set(record.id, factsOf(record), issued);
+    return context;
   }
 
   private remembered(objectIds: readonly number[]): Map<number, ObjectDef> {
     return new Map(
-      ownIds(this.tenant, objectIds).flatMap((id) => {
-        const def = this.cache.objects.get(id);
+      objectIds.flatMap((id) => {
+        const def = tenantOfId(id) === this.tenant ? this.cache.objects.get(id) : undefined;
         return def === undefined ? [] : [[id, def] as const];
       }),
     );

@@ -144,12 +144,15 @@ export function sizedPage(from: string, extras: readonly [string, string][] = []
     WHERE m.before <= ${MAX_PAGE_BYTES}`;
 }
 
+/** The workspaces record `r` is shared with, as a JSON array in id order. */
+const SHARED_WORKSPACES = `(SELECT json_group_array(workspace_id) FROM
+    (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids`;
+
 // The columns a record's JSON is made of, and no more: its search keys and folds (as long as its
 // values, for a record of text) are for SQL to compare, never for an answer.
 export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.field_values, r.creation_type, r.version,
   r.deleted, r.owned_by, r.created_at, r.created_by, r.updated_at, r.updated_by, r.is_template,
-  r.folds IS NOT NULL AS keyed, (SELECT json_group_array(workspace_id) FROM
-    (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids`;
+  r.folds IS NOT NULL AS keyed, ${SHARED_WORKSPACES}`;
 
 const RECORDS = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
@@ -166,26 +169,12 @@ const CALLER_READS = `EXISTS (SELECT 1 FROM record_workspaces rw
 const READABLE = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
 
-/** What access to a record is decided on, without its values or name: its sharing, owner, state and version. */
-export type RecordStanding = Pick<
-  RecordOut,
-  'id' | 'objectId' | 'sharedWorkspaceIds' | 'ownedBy' | 'deleted' | 'version'
->;
+/** What a page about a record needs of it, without its values or name: its id, sharing and version. */
+export type RecordStanding = Pick<RecordOut, 'id' | 'sharedWorkspaceIds' | 'version'>;
 
 /** Where the records `?1` names stand, for a caller (key hash `?2`) who may read them; nothing of others. */
-const STANDINGS = (tenant: number): string => `SELECT r.id, r.object_id, r.owned_by, r.deleted, r.version,
-    (SELECT json_group_array(workspace_id) FROM
-      (SELECT workspace_id FROM record_workspaces WHERE record_id = r.id ORDER BY workspace_id)) AS shared_workspace_ids
+const STANDINGS = (tenant: number): string => `SELECT r.id, r.version, ${SHARED_WORKSPACES}
   FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
-
-interface StandingRow {
-  id: number;
-  object_id: number;
-  owned_by: number | null;
-  deleted: number;
-  version: number;
-  shared_workspace_ids: string;
-}
 
 export class Store {
   constructor(
@@ -268,20 +257,13 @@ export class Store {
       callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(STANDINGS(this.tenant)).bind(JSON.stringify([recordId]), keyHash, null),
     ]);
-    const row = rowsOf<StandingRow>(standings)[0];
+    const row = rowsOf<{ id: number; version: number; shared_workspace_ids: string }>(standings)[0];
     return {
       caller: toCaller(rowsOf(callers)),
       standing:
         row === undefined
           ? undefined
-          : {
-              id: row.id,
-              objectId: row.object_id,
-              ownedBy: row.owned_by,
-              deleted: row.deleted === 1,
-              version: row.version,
-              sharedWorkspaceIds: JSON.parse(row.shared_workspace_ids) as number[],
-            },
+          : { id: row.id, version: row.version, sharedWorkspaceIds: JSON.parse(row.shared_workspace_ids) as number[] },
     };
   }
 

@@ -25,9 +25,3 @@ export function inTenant(column: string, tenant: number): string {
 export function tenantIds(param: string, tenant: number): string {
   return `SELECT iif(${inTenant('value', tenant)}, value, -1) FROM json_each(${param})`;
 }
-
-/** The ids of `ids` that are `tenant`'s. */
-export function ownIds(tenant: number, ids: readonly number[]): number[] {
-  const { lo, hi } = idRange(tenant);
-  return ids.filter((id) => id >= lo && id < hi);
-}
