@@ -1,7 +1,8 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { Result } from '../core/result.ts';
 import type { CreateItemIn, FieldValueOut } from '../schemas/record.ts';
-import { canCreate, type Caller } from './access.ts';
+import { canCreate, createLimits, visibleDef, type Caller } from './access.ts';
+import { readOnlyProblems } from './patch.ts';
 import type { ObjectDef } from './definition.ts';
 import { applyFieldValues } from './field-values.ts';
 import { renderTemplate } from './name.ts';
@@ -47,8 +48,10 @@ export function planCreate(
       });
       return;
     }
-    const applied = applyFieldValues(def, [], item.fieldValues, pointer('', index), 'create');
-    problems.push(...applied.problems);
+    // A field hidden from the caller is as one the object does not have; one they may only read, 403.
+    const limits = createLimits(caller, def);
+    const applied = applyFieldValues(visibleDef(def, limits), [], item.fieldValues, pointer('', index), 'create');
+    problems.push(...applied.problems, ...readOnlyProblems(limits.readOnly, item.fieldValues, pointer('', index)));
     records.push({
       objectId: def.id,
       objectVersion: def.version,

@@ -1,6 +1,6 @@
 import type { Diff } from './change.ts';
 import type { ChangeType } from './patch.ts';
-import type { RecordOut } from '../schemas/record.ts';
+import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 
 /** A change as storage keeps it: `data` is the created record's JSON, or a diff (change.ts). */
 export interface ChangeRow {
@@ -11,6 +11,8 @@ export interface ChangeRow {
   at: number;
   by: number;
   data: string;
+  /** The record's object, read for a reader whose role may hide some of its fields. */
+  objectId?: number;
 }
 
 /**
@@ -19,12 +21,20 @@ export interface ChangeRow {
  * changed; a delete or restore as nothing more. Changes written before diffs were kept carry
  * their whole record's values.
  */
-export function feedItem(change: ChangeRow, cursor: string): Record<string, unknown> {
+export function feedItem(
+  change: ChangeRow,
+  cursor: string,
+  hidden: ReadonlySet<string> = new Set(),
+): Record<string, unknown> {
   const { type, at, by, recordId, version } = change;
   const item: Record<string, unknown> = { cursor, type, at, by, recordId, version };
   const data = JSON.parse(change.data) as { record?: RecordOut } & Partial<Diff> & Partial<RecordOut>;
-  if (type === 'created') return { ...item, record: data };
+  const shown = (values: readonly FieldValueOut[]): FieldValueOut[] =>
+    values.filter((value) => !hidden.has(value.fieldName));
+  if (type === 'created')
+    return { ...item, record: hidden.size === 0 ? data : { ...data, fieldValues: shown(data.fieldValues ?? []) } };
   if (type !== 'updated') return item;
-  if (data.record !== undefined) return { ...item, fieldValues: data.record.fieldValues, name: data.record.name };
-  return { ...item, fieldValues: data.set ?? [], ...(data.name === undefined ? {} : { name: data.name }) };
+  if (data.record !== undefined)
+    return { ...item, fieldValues: shown(data.record.fieldValues), name: data.record.name };
+  return { ...item, fieldValues: shown(data.set ?? []), ...(data.name === undefined ? {} : { name: data.name }) };
 }

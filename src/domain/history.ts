@@ -38,10 +38,16 @@ type Stored = Partial<Diff> & { record?: RecordOut };
  * values are that older change's, when it stored a whole record too (a change before diffs is
  * never newer than a diff); without one, they are shown as `null`.
  */
-export function historyItems(rows: readonly HistoryRow[], older?: HistoryRow): HistoryItem[] {
+export function historyItems(
+  rows: readonly HistoryRow[],
+  older?: HistoryRow,
+  hidden: ReadonlySet<string> = new Set(),
+): HistoryItem[] {
   return rows.map((row, i) => {
     const { version, at, by, type } = row;
-    return { version, at, by, type, changes: changesOf(row, rows[i + 1] ?? older) };
+    // A change of hidden fields alone still shows as the version it made, with no field in it.
+    const changes = changesOf(row, rows[i + 1] ?? older).filter((change) => !hidden.has(change.fieldName));
+    return { version, at, by, type, changes };
   });
 }
 

@@ -1,6 +1,6 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { PatchIn, RecordOut } from '../schemas/record.ts';
-import type { Access } from './access.ts';
+import { visibleDef, type Access } from './access.ts';
 import type { ObjectDef } from './definition.ts';
 import { applyFieldValues, sameValues } from './field-values.ts';
 import { recordName } from './name.ts';
@@ -17,8 +17,10 @@ const at = (prefix: string, status: number, code: string, message: string, ...ke
 
 /**
  * Everything that can be known about a patch before it takes its turn:
- * 404 for a record the caller cannot see, 403 for one they cannot change, 409 for a deleted one,
- * 422 for a changed `ownedBy` and values that do not fit the current definition.
+ * 404 for a record the caller cannot see, 403 for one they cannot change (or delete and restore,
+ * for `action`), 409 for a deleted one, 422 for a changed `ownedBy` and values that do not fit the
+ * current definition as the caller sees it (a hidden field is as one it does not have), 403 at a
+ * value of a field they may only read.
  */
 export function patchProblems(
   record: RecordFacts | undefined,
@@ -26,20 +28,39 @@ export function patchProblems(
   def: ObjectDef | undefined,
   patch: PatchIn,
   prefix: string,
+  action?: 'delete' | 'restore',
 ): InputProblem[] {
-  if (record === undefined || access === 'none' || def === undefined) {
+  if (record === undefined || !access.read || def === undefined) {
     return [at(prefix, 404, 'not_found', 'no such record', ...(prefix === '' ? [] : ['id']))];
   }
-  if (access !== 'write')
-    return [at(prefix, 403, 'forbidden', 'you may not change this record', ...(prefix === '' ? [] : ['id']))];
+  if (action === undefined ? !access.update : !access.delete) {
+    const what = action === undefined ? 'change' : action;
+    return [at(prefix, 403, 'forbidden', `you may not ${what} this record`, ...(prefix === '' ? [] : ['id']))];
+  }
   if (record.deleted) return [deletedProblem(prefix)];
   const problems: InputProblem[] = [];
   if (patch.ownedBy !== undefined && patch.ownedBy !== record.ownedBy) {
     problems.push(at(prefix, 422, 'not_editable', 'ownedBy cannot be changed', 'ownedBy'));
   }
   // A patch's problems do not depend on the values the record holds, only on the definition.
-  problems.push(...applyFieldValues(def, [], patch.fieldValues ?? [], prefix, 'patch').problems);
+  const values = patch.fieldValues ?? [];
+  problems.push(...applyFieldValues(visibleDef(def, access.fields), [], values, prefix, 'patch').problems);
+  problems.push(...readOnlyProblems(access.fields.readOnly, values, prefix));
   return problems;
+}
+
+/** 403 at each value of a field the caller may read but not change. */
+export function readOnlyProblems(
+  readOnly: ReadonlySet<string>,
+  values: readonly { fieldName: string }[],
+  prefix: string,
+): InputProblem[] {
+  if (readOnly.size === 0) return [];
+  return values.flatMap((value, i) =>
+    readOnly.has(value.fieldName)
+      ? [at(prefix, 403, 'read_only_field', 'you may read this field but not change it', 'fieldValues', `${i}`)]
+      : [],
+  );
 }
 
 export function deletedProblem(prefix: string): InputProblem {

@@ -395,3 +395,17 @@ export function relevanceOf(name: string, words: readonly string[]): number | un
   if (words.every((word) => own.includes(word))) return 1;
   return 2;
 }
+
+/** The value fields a query names anywhere: its filter, its sort and its `fields`. */
+export function namedFields(query: Query): Set<string> {
+  const names = new Set<string>(query.fields ?? []);
+  const walk = (expr: Expr): void => {
+    if ('and' in expr) expr.and.forEach(walk);
+    else if ('or' in expr) expr.or.forEach(walk);
+    else if ('not' in expr) walk(expr.not);
+    else if (expr.field.kind === 'value') names.add(expr.field.name);
+  };
+  if (query.filter !== undefined) walk(query.filter);
+  for (const key of query.sort) if (key.field.kind === 'value') names.add(key.field.name);
+  return names;
+}

@@ -55,6 +55,7 @@ export interface Expanded {
 
 /** What storage says of a referenced record: its facts and the workspaces it is shared with. */
 export interface ReferencedRow extends Expanded {
+  ownedBy: number | null;
   sharedWorkspaceIds: readonly number[];
 }
 
@@ -82,7 +83,7 @@ export function expandedOf(
 ): Record<string, Expanded | Expanded[] | null> {
   const shown = (id: number): Expanded | undefined => {
     const row = rows.get(id);
-    if (row === undefined || recordAccess(caller, row.sharedWorkspaceIds) === 'none') return undefined;
+    if (row === undefined || !recordAccess(caller, row).read) return undefined;
     return { id: row.id, objectId: row.objectId, name: row.name, deleted: row.deleted };
   };
   const out: Record<string, Expanded | Expanded[] | null> = {};

@@ -25,6 +25,8 @@ import {
   type InputProblem,
 } from '../http/errors.ts';
 import { keyStart, ownId } from '../domain/tenant.ts';
+import type { Role } from '../domain/access.ts';
+import type * as v from 'valibot';
 import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import {
@@ -48,14 +50,15 @@ import { revokedHere } from '../storage/sessions.ts';
  * checks the admin token first, so a caller without it learns nothing else about the request.
  */
 
-const adminStore = ({ primary, meter, tenant }: Context): AdminStore => new AdminStore(primary, meter, tenant.id);
+export const adminStore = ({ primary, meter, tenant }: Context): AdminStore =>
+  new AdminStore(primary, meter, tenant.id);
 
 /**
  * Who may call the admin API: the admin token (the operator, for the default tenant, as before
  * tenants), or the key of an administrator of the key's tenant, for that tenant alone. Another
  * key is 403; no key, or one that is none, 401.
  */
-async function requireAdmin(request: IRequest, context: Context): Promise<void> {
+export async function requireAdmin(request: IRequest, context: Context): Promise<void> {
   if (await isAdminToken(request, context.env.ADMIN_TOKEN)) {
     context.admin = { userId: undefined };
     return;
@@ -67,17 +70,17 @@ async function requireAdmin(request: IRequest, context: Context): Promise<void> 
 }
 
 /** A path's id as the caller's tenant may name it (another tenant's is no id: as one that does not exist). */
-const own = (context: Context, id: number): number => ownId(context.tenant.id, id);
+export const own = (context: Context, id: number): number => ownId(context.tenant.id, id);
 
 /** The parsed body, or one 400 listing every problem of the body and of the Idempotency-Key header. */
-function valid<T>(parsed: Parsed<T>, key: KeyHeader): T {
+export function valid<T>(parsed: Parsed<T>, key: KeyHeader): T {
   if (!parsed.ok || key.problems.length > 0)
     throw invalidBody([...(parsed.ok ? [] : parsed.problems), ...key.problems]);
   return parsed.value;
 }
 
 /** A write without a body: 400 when its Idempotency-Key header is malformed. */
-function noBodyProblems(key: KeyHeader): void {
+export function noBodyProblems(key: KeyHeader): void {
   if (key.problems.length > 0) throw invalidBody(key.problems);
 }
 
@@ -96,7 +99,7 @@ export async function createUser(request: IRequest, context: Context): Promise<R
  * signed for `scope` when more follow. `read` fetches up to `limit` items after a position;
  * undefined means the list's owner (a workspace) does not exist.
  */
-async function page<T>(
+export async function page<T>(
   request: IRequest,
   context: Context,
   scope: string,
@@ -122,7 +125,7 @@ async function page<T>(
  * once by this isolate's memory, and its reads start no earlier than the revocation's bookmark,
  * so neither a read in flight nor a lagging replica puts it back here.
  */
-function revokedNow(context: Context, keyHashes: readonly string[], userId?: number): void {
+export function revokedNow(context: Context, keyHashes: readonly string[], userId?: number): void {
   for (const keyHash of keyHashes) isolateCache.revokeKey(keyHash);
   if (userId !== undefined) isolateCache.revokeUser(userId);
   revokedHere(context.meter.newestBookmark());
@@ -278,18 +281,37 @@ export async function putMember(request: IRequest, context: Context): Promise<Re
   const ids = pathIds(request.params, 'workspaceId', 'userId');
   const [workspaceId, userId] = [own(context, ids.workspaceId), own(context, ids.userId)];
   const key = keyHeader(request);
-  const { role } = valid(parseObject(MembershipInput, await readJson(request)), key);
-  return adminWrite(
-    context,
-    key.key,
-    { role },
+  const input = valid(parseObject(MembershipInput, await readJson(request)), key);
+  const grant = grantOf(input);
+  return adminWrite(context, key.key, input, {
+    batch: (writes, writeId) =>
+      writes.putMember(
+        writeId,
+        workspaceId,
+        userId,
+        'roleId' in grant ? { roleId: own(context, grant.roleId) } : grant,
+      ),
+    failure: (status) =>
+      status === 422
+        ? rejected([{ pointer: '/roleId', code: 'unknown_role', message: 'no such role' }])
+        : notFound('Workspace or user'),
+    // A changed role may take rights away: this isolate reads the user's rights afresh.
+    done: () => revokedNow(context, [], userId),
+  });
+}
+
+/** A membership's role: built in or defined, exactly one of them (400 otherwise). */
+function grantOf(input: v.InferOutput<typeof MembershipInput>): { role: Role } | { roleId: number } {
+  if (input.role !== undefined && input.roleId === undefined) return { role: input.role };
+  if (input.roleId !== undefined && input.role === undefined) return { roleId: input.roleId };
+  const both = input.role !== undefined;
+  throw invalidBody([
     {
-      batch: (writes, writeId) => writes.putMember(writeId, workspaceId, userId, role),
-      failure: () => notFound('Workspace or user'),
-      // A changed role may take rights away: this isolate reads the user's rights afresh.
-      done: () => revokedNow(context, [], userId),
+      pointer: both ? '/roleId' : '',
+      code: both ? 'not_allowed' : 'required',
+      message: both ? 'give role or roleId, not both' : 'give role (viewer or editor) or roleId',
     },
-  );
+  ]);
 }
 
 export async function deleteMember(request: IRequest, context: Context): Promise<Response> {

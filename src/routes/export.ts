@@ -7,6 +7,7 @@ import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import type { RecordOut } from '../schemas/record.ts';
+import { fieldLimits, seesObject, visibleDef, withoutHidden } from '../domain/access.ts';
 
 /** Records read per D1 call while streaming an export: memory stays flat whatever the workspace's size. */
 export const EXPORT_PAGE = 200;
@@ -27,16 +28,22 @@ export async function exportRecords(request: IRequest, context: Context): Promis
   if (known.caller === undefined) throw unauthorized();
   if (query === undefined || sent.problems.length > 0) throw invalidQuery([...sent.problems, ...problems]);
   if (!known.caller.roles.has(workspaceId)) throw notFound('Workspace');
-  const def = known.objects.get(query.objectId);
-  if (def === undefined || !def.workspaceIds.includes(workspaceId)) throw notFound('Object');
-  return new Response(exportStream(context, keyHash, workspaceId, def, query), {
-    headers: {
-      'Content-Type': query.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
-      'Content-Disposition': `attachment; filename="records-${workspaceId}-${def.id}.${query.format}"`,
-      // Its pages are read as the stream is pulled: no figure sent now could be its cost.
-      'Server-Timing': 'export;desc="streamed: its cost is logged with its request id when it ends"',
+  const stored = known.objects.get(query.objectId);
+  if (stored === undefined || !stored.workspaceIds.includes(workspaceId)) throw notFound('Object');
+  // An object the caller's role does not list is as missing; the fields it hides are no columns.
+  if (!seesObject(known.caller, workspaceId, stored.id)) throw notFound('Object');
+  const limits = fieldLimits(known.caller, stored.id, [workspaceId]);
+  return new Response(
+    exportStream(context, keyHash, workspaceId, { def: visibleDef(stored, limits), hidden: limits.hidden }, query),
+    {
+      headers: {
+        'Content-Type': query.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+        'Content-Disposition': `attachment; filename="records-${workspaceId}-${stored.id}.${query.format}"`,
+        // Its pages are read as the stream is pulled: no figure sent now could be its cost.
+        'Server-Timing': 'export;desc="streamed: its cost is logged with its request id when it ends"',
+      },
     },
-  });
+  );
 }
 
 /** The export's body: a page of records on each pull, as NDJSON lines or CSV records under a header. */
@@ -44,12 +51,15 @@ function exportStream(
   context: Context,
   keyHash: string,
   workspaceId: number,
-  def: ObjectDef,
+  { def, hidden }: { def: ObjectDef; hidden: ReadonlySet<string> },
   { format, formulas }: ExportQuery,
 ): ReadableStream<Uint8Array> {
   const columns = exportColumns(def);
+  const visible = (record: RecordOut): RecordOut => withoutHidden(record, hidden);
   const line = (record: RecordOut): string =>
-    format === 'csv' ? csvLine(exportRow(record, def, columns, formulas)) : `${JSON.stringify(record)}\n`;
+    format === 'csv'
+      ? csvLine(exportRow(visible(record), def, columns, formulas))
+      : `${JSON.stringify(visible(record))}\n`;
   const encoder = new TextEncoder();
   const filter = { objectId: def.id, deleted: 'exclude' as const, fields: [] };
   let after = 0;

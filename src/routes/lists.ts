@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { caught } from '../core/caught.ts';
-import type { Caller } from '../domain/access.ts';
+import { fieldLimits, objectsInView, shownTo, type Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery, parsePageQuery } from '../domain/list-query.ts';
 import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
@@ -66,10 +66,17 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const caller = member(page.caller, workspaceId, []);
   const shown = page.records.slice(0, limit);
   if (expand !== undefined) {
-    const wrong = expandProblems(expand, page.objects, () => ({ query: 'expand' }));
+    const wrong = expandProblems(expand, objectsInView(caller, workspaceId, page.objects), () => ({ query: 'expand' }));
     if (wrong.length > 0) throw invalidQuery(wrong);
   }
-  const items = pageOf(await withExpanded(context, caller, shown, expand));
+  const items = pageOf(
+    await withExpanded(
+      context,
+      caller,
+      shown.map((record) => shownTo(caller, record, workspaceId)),
+      expand,
+    ),
+  );
   const last = items.at(-1);
   const nextCursor =
     (page.records.length > items.length || page.sizeCut) && last !== undefined
@@ -102,7 +109,7 @@ export async function listChanges(request: IRequest, context: Context): Promise<
     after.value,
     query.value.limit,
   );
-  member(caller, workspaceId, []);
+  const reader = member(caller, workspaceId, []);
   if (sent !== undefined && after.value < horizon) {
     throw new HttpError(410, {
       code: 'gone',
@@ -111,8 +118,12 @@ export async function listChanges(request: IRequest, context: Context): Promise<
       errors: [{ query: 'after', code: 'gone', message: 'changes after this position are no longer kept' }],
     });
   }
+  const hiddenIn = (change: (typeof changes)[number]): ReadonlySet<string> | undefined =>
+    change.objectId === undefined ? undefined : fieldLimits(reader, change.objectId, [workspaceId]).hidden;
   const items = pageOf(
-    await Promise.all(changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope)))),
+    await Promise.all(
+      changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope), hiddenIn(change))),
+    ),
   );
   const nextCursor = items.at(-1)?.cursor ?? (await signCursor(secret, Math.max(after.value, horizon), scope));
   return json({ items, nextCursor });
@@ -132,9 +143,11 @@ export async function listWorkspaceObjects(request: IRequest, context: Context):
   const after = await caught(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
   const { caller, objects } = await context.lists.objects(keyHash, workspaceId, after.value, limit + 1);
-  member(caller, workspaceId, []);
-  const items = objects.slice(0, limit);
-  const last = items.at(-1);
+  const reader = member(caller, workspaceId, []);
+  // A page of objects the role does not list may be short, or empty, and still have a next page.
+  const read = objects.slice(0, limit);
+  const items = objectsInView(reader, workspaceId, read);
+  const last = read.at(-1);
   const nextCursor = objects.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
   return json({ items: items.map(definitionOut), nextCursor });
 }

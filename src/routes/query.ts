@@ -2,7 +2,8 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { caught } from '../core/caught.ts';
-import { catalogOf, parseQuery, project } from '../domain/query.ts';
+import { catalogOf, namedFields, parseQuery, project } from '../domain/query.ts';
+import { objectsHiding, objectsInView, rowsSeen, shownTo } from '../domain/access.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
@@ -23,21 +24,28 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   const keyHash = await keyHashOf(request);
   const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
   const body = await caught(() => readJson(request));
-  const queries = new Queries(context.reads, context.meter, context.tenant.id);
-  const { caller, objects, building } = await queries.view(keyHash, workspaceId);
+  const { caller, objects, building } = await new Queries(context.reads, context.meter, context.tenant.id).view(
+    keyHash,
+    workspaceId,
+  );
   if (caller === undefined) throw unauthorized();
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
   if (!body.ok) throw body.error;
-  const parsed = parseQuery(body.value, catalogOf(objects, building));
+  // The objects and fields the caller's role lets them see are all a query may name.
+  const view = objectsInView(caller, workspaceId, objects);
+  const parsed = parseQuery(body.value, catalogOf(view, building));
   if (!parsed.ok) throw invalidBody(parsed.problems);
   const query = parsed.value;
+  // A field hidden in one object and shown in another: the query leaves the first object's records out.
+  const excluded = objectsHiding(caller, workspaceId, objects, namedFields(query));
+  const queries = new Queries(context.reads, context.meter, context.tenant.id, rowsSeen(caller, workspaceId, excluded));
   const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
   const scope = `query/${workspaceId}/${canonicalJson(query.scope)}`;
   const after =
     query.cursor === undefined ? undefined : ((await readPosition(secret, query.cursor, scope, '/cursor')) as Position);
   const page = await queries.page(workspaceId, query, after);
   const expanded = await withExpanded(context, caller, page.records, query.expand);
-  const items = pageOf(expanded.map((record) => project(record, query.fields)));
+  const items = pageOf(expanded.map((record) => project(shownTo(caller, record, workspaceId), query.fields)));
   const cut = items.length < page.records.length;
   const next = cut ? page.positions[items.length - 1] : page.next;
   return json({

@@ -36,7 +36,7 @@ export async function recordPageStart(request: IRequest, context: Context, page:
   if (caller === undefined) throw unauthorized();
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
   if (!query.ok || problems.length > 0) throw invalidQuery(problems);
-  if (standing === undefined || recordAccess(caller, standing.sharedWorkspaceIds) === 'none') throw notFound('Record');
+  if (standing === undefined || !recordAccess(caller, standing).read) throw notFound('Record');
   const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
   return {
     caller,

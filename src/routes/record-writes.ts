@@ -1,6 +1,8 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
+import { isLimited, shownTo } from '../domain/access.ts';
 import { answeredWorkspaces } from '../http/respond.ts';
+import type { RecordOut } from '../schemas/record.ts';
 import { admitBatch, admitCreate, admitPatch, admitUpsert } from '../write/admit.ts';
 import { submit } from '../write/submit.ts';
 import type { WriteAnswer, WriteCall } from '../write/write.ts';
@@ -12,7 +14,8 @@ import type { WriteAnswer, WriteCall } from '../write/write.ts';
 
 async function written(context: Context, call: WriteCall): Promise<Response> {
   const answer: WriteAnswer = await submit(context, call);
-  const response = new Response(answer.body, { status: answer.status, headers: answer.headers });
+  const body = answer.status < 300 ? await shownBody(context, call, answer.body) : answer.body;
+  const response = new Response(body, { status: answer.status, headers: answer.headers });
   if (answer.workspaceIds !== undefined) answeredWorkspaces.set(response, answer.workspaceIds);
   return response;
 }
@@ -40,3 +43,18 @@ export const patchRecords = async (request: IRequest, context: Context): Promise
 /** POST /objects/{objectId}/records/upsert: create or update 1 to 20 records by a unique field, all or nothing. */
 export const upsertRecords = async (request: IRequest, context: Context): Promise<Response> =>
   written(context, await admitUpsert(request, context));
+
+/**
+ * A write's answer as its caller may see it: the engine renders records whole (the same bytes for a
+ * retry and a key's replay), and fields the caller's role hides leave them here. A caller whose
+ * roles hide nothing gets the bytes as they came.
+ */
+async function shownBody(context: Context, call: WriteCall, body: Uint8Array): Promise<Uint8Array> {
+  const caller = call.read?.caller ?? (await context.cached.callerOf(call.keyHash));
+  if (caller === undefined || !isLimited(caller)) return body;
+  const workspaceId = 'workspaceId' in call.write ? call.write.workspaceId : undefined;
+  const show = (record: RecordOut): RecordOut => shownTo(caller, record, workspaceId);
+  const answer = JSON.parse(new TextDecoder().decode(body)) as RecordOut | { record: RecordOut }[];
+  const shown = Array.isArray(answer) ? answer.map((item) => ({ ...item, record: show(item.record) })) : show(answer);
+  return new TextEncoder().encode(JSON.stringify(shown));
+}

@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { recordAccess } from '../domain/access.ts';
+import { recordAccess, visibleDef, withoutHidden } from '../domain/access.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { expandProblems } from '../domain/references.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
@@ -20,13 +20,15 @@ export async function readRecord(request: IRequest, context: Context): Promise<R
   const { caller, records, objects } = await cached.readableRecord(keyHash, recordId, workspaceId);
   if (caller === undefined) throw unauthorized();
   const record = records.get(recordId);
-  if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none') {
-    throw notFound('Record');
-  }
-  if (expand === undefined) return recordResponse(record);
+  const access = record === undefined ? undefined : recordAccess(caller, record, workspaceId);
+  if (record === undefined || access?.read !== true) throw notFound('Record');
+  // Fields hidden from the caller are not in the answer, and expand cannot name them.
+  const shown = withoutHidden(record, access.fields.hidden);
+  if (expand === undefined) return recordResponse(shown);
   const def = objects.get(record.objectId);
-  const problems = expandProblems(expand, def === undefined ? [] : [def], () => ({ query: 'expand' }));
+  const seen = def === undefined ? [] : [visibleDef(def, access.fields)];
+  const problems = expandProblems(expand, seen, () => ({ query: 'expand' }));
   if (problems.length > 0) throw invalidQuery(problems);
-  const [expanded] = await withExpanded(context, caller, [record], expand);
-  return recordResponse(expanded ?? record);
+  const [expanded] = await withExpanded(context, caller, [shown], expand);
+  return recordResponse(expanded ?? shown);
 }

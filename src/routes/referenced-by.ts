@@ -2,6 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { readPosition, signPosition } from '../http/cursor.ts';
 import { json } from '../http/respond.ts';
+import { isLimited, recordAccess, type Caller } from '../domain/access.ts';
 import { referencingPage, type ReferencingAfter } from '../storage/references.ts';
 import { recordPageStart } from './record-pages.ts';
 
@@ -14,6 +15,7 @@ export async function referencedBy(request: IRequest, context: Context): Promise
   const { caller, record, limit, cursor, secret, scope } = await recordPageStart(request, context, 'referenced-by');
   const after =
     cursor === undefined ? undefined : ((await readPosition(secret, cursor, scope, 'cursor')) as ReferencingAfter);
+  const limited = isLimited(caller);
   const rows = await referencingPage(
     context.reads,
     context.meter,
@@ -21,12 +23,33 @@ export async function referencedBy(request: IRequest, context: Context): Promise
     [...caller.roles.keys()],
     after,
     limit + 1,
+    limited,
   );
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
+  const read = rows.slice(0, limit);
+  const last = read.at(-1);
+  // Under a defined role, a record it does not let the caller read, or a field it hides, is not
+  // shown: the page may be short, and goes on after the last one read.
+  const items = limited ? read.filter((row) => shownReference(caller, row)) : read;
   const nextCursor =
     rows.length > limit && last !== undefined
       ? await signPosition(secret, [last.objectId, last.field, last.recordId], scope)
       : null;
-  return json({ items, nextCursor });
+  return json({
+    items: items.map(({ objectId, field, recordId, name }) => ({ objectId, field, recordId, name })),
+    nextCursor,
+  });
+}
+
+/** Whether the caller may see that a record references by a field (each field it names, when several). */
+function shownReference(
+  caller: Caller,
+  row: { objectId: number; field: string; ownedBy?: number | null; sharedWorkspaceIds?: number[] },
+): boolean {
+  const place = {
+    objectId: row.objectId,
+    ownedBy: row.ownedBy ?? null,
+    sharedWorkspaceIds: row.sharedWorkspaceIds ?? [],
+  };
+  const access = recordAccess(caller, place);
+  return access.read && !row.field.split(', ').some((field) => access.fields.hidden.has(field));
 }

@@ -21,6 +21,9 @@ import {
   MoveInput,
   Move,
   TenantPage,
+  RoleInput,
+  DefinedRole,
+  RolePage,
 } from '../schemas/admin.ts';
 import { MAX_BATCH } from '../schemas/common.ts';
 import { Health } from '../schemas/problem.ts';
@@ -36,6 +39,7 @@ import {
 } from '../schemas/record.ts';
 import * as admin from './admin.ts';
 import * as tenants from './tenants.ts';
+import * as roles from './roles.ts';
 import * as moves from './moves.ts';
 import { openApiResponse } from '../openapi.ts';
 import { health } from './meta.ts';
@@ -869,12 +873,14 @@ export const operations: Operation[] = [
     operationId: 'putMember',
     tag: 'Admin',
     summary: 'Add a member or change their role',
-    description: 'Roles: `editor` (may change records) or `viewer` (may read them).',
+    description:
+      'Built-in roles: `{"role": "editor"}` (may change records) or `{"role": "viewer"}` (may read them); or a ' +
+      'role the tenant defined: `{"roleId": id}` (422 `unknown_role` when it has none). Exactly one of them.',
     auth: 'admin',
     idempotencyKey: true,
     body: MembershipInput,
     ok: { status: 200, schema: Membership },
-    errors: [],
+    errors: [422],
   },
   {
     method: 'DELETE',
@@ -955,6 +961,77 @@ export const operations: Operation[] = [
     auth: 'admin',
     ok: { status: 200, schema: ObjectDefinition },
     errors: [],
+  },
+  {
+    method: 'POST',
+    path: '/admin/roles',
+    handler: roles.createRole,
+    operationId: 'createRole',
+    tag: 'Admin',
+    summary: 'Define a role',
+    description:
+      'Beside `viewer` and `editor`: per object, whether its members read, create, update and delete (and ' +
+      'restore) records, all of them or only those they own (`rows: own`), and fields they may not see ' +
+      '(`hidden`) or not change (`read`). An object the role does not list is as missing to its members. Give it ' +
+      'to a member with `PUT /admin/workspaces/{workspaceId}/members/{userId}` `{"roleId": id}`. Unknown objects ' +
+      "or fields, a hidden field the object's name template uses, a name the tenant has: 422, each listed.",
+    auth: 'admin',
+    idempotencyKey: true,
+    body: RoleInput,
+    ok: { status: 201, schema: DefinedRole },
+    errors: [422],
+  },
+  {
+    method: 'GET',
+    path: '/admin/roles',
+    handler: roles.listRoles,
+    operationId: 'listRoles',
+    tag: 'Admin',
+    summary: 'List roles',
+    description: 'The roles the tenant defined, ascending by id, one keyset page at a time.',
+    auth: 'admin',
+    ok: { status: 200, schema: RolePage },
+    query: PAGE_QUERY,
+    errors: [],
+  },
+  {
+    method: 'GET',
+    path: '/admin/roles/:roleId',
+    handler: roles.getRole,
+    operationId: 'getRole',
+    tag: 'Admin',
+    summary: 'Read a role',
+    description: 'Its rules written out whole (every right and `rows` given).',
+    auth: 'admin',
+    ok: { status: 200, schema: DefinedRole },
+    errors: [],
+  },
+  {
+    method: 'PUT',
+    path: '/admin/roles/:roleId',
+    handler: roles.updateRole,
+    operationId: 'updateRole',
+    tag: 'Admin',
+    summary: 'Replace a role',
+    description: 'Its members hold the new rules at once here, within 30 s everywhere.',
+    auth: 'admin',
+    idempotencyKey: true,
+    body: RoleInput,
+    ok: { status: 200, schema: DefinedRole },
+    errors: [422],
+  },
+  {
+    method: 'DELETE',
+    path: '/admin/roles/:roleId',
+    handler: roles.deleteRole,
+    operationId: 'deleteRole',
+    tag: 'Admin',
+    summary: 'Delete a role',
+    description: 'Refused with 409 (`role_in_use`) while a membership gives it.',
+    auth: 'admin',
+    idempotencyKey: true,
+    ok: { status: 204 },
+    errors: [409],
   },
   {
     method: 'POST',

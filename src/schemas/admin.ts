@@ -47,8 +47,56 @@ export const NewApiKey = v.strictObject({
 });
 
 export const Role = v.picklist(['editor', 'viewer']);
-export const MembershipInput = v.strictObject({ role: Role });
-export const Membership = v.strictObject({ workspaceId: Id, userId: Id, role: Role });
+const RoleId = v.pipe(Id, v.description('A role the tenant defined (`/admin/roles`), instead of `role`.'));
+export const MembershipInput = v.strictObject({
+  role: v.exactOptional(v.pipe(Role, v.description('A built-in role; give this or `roleId`.'))),
+  roleId: v.exactOptional(RoleId),
+});
+export const Membership = v.strictObject({
+  workspaceId: Id,
+  userId: Id,
+  role: v.exactOptional(Role),
+  roleId: v.exactOptional(RoleId),
+});
+
+/** What a defined role lets its members do with one object's records. */
+export const ObjectRuleInput = v.strictObject({
+  objectId: Id,
+  read: v.exactOptional(v.pipe(v.boolean(), v.description('See its records (false: the object is as missing).'))),
+  create: v.exactOptional(v.boolean()),
+  update: v.exactOptional(v.boolean()),
+  delete: v.exactOptional(v.pipe(v.boolean(), v.description('Delete and restore its records.'))),
+  rows: v.exactOptional(
+    v.pipe(
+      v.picklist(['all', 'own']),
+      v.description('`own`: only records whose `ownedBy` is the member; others are as missing. Default `all`.'),
+    ),
+  ),
+  fields: v.exactOptional(
+    v.pipe(
+      v.record(FieldName, v.picklist(['hidden', 'read'])),
+      v.description(
+        '`hidden`: absent from every answer, and named anywhere it answers as a field the object does not have; ' +
+          '`read`: shown, and a write naming it is 403. A field the name template uses cannot be hidden.',
+      ),
+    ),
+  ),
+});
+export type ObjectRuleIn = v.InferOutput<typeof ObjectRuleInput>;
+export const RoleInput = v.strictObject({
+  name: EntityName,
+  objects: v.pipe(v.array(ObjectRuleInput), v.maxLength(200)),
+});
+const ObjectRuleOut = v.strictObject({
+  objectId: Id,
+  read: v.boolean(),
+  create: v.boolean(),
+  update: v.boolean(),
+  delete: v.boolean(),
+  rows: v.picklist(['all', 'own']),
+  fields: v.record(FieldName, v.picklist(['hidden', 'read'])),
+});
+export const DefinedRole = v.strictObject({ id: Id, name: EntityName, objects: v.array(ObjectRuleOut) });
 
 export const FieldDefinition = v.strictObject({
   name: FieldName,
@@ -120,6 +168,7 @@ const pageOf = <S extends v.GenericSchema>(item: S) =>
 export const UserPage = pageOf(User);
 export const WorkspacePage = pageOf(Named);
 export const MembershipPage = pageOf(Membership);
+export const RolePage = pageOf(DefinedRole);
 export const ObjectDefinitionPage = pageOf(ObjectDefinition);
 
 /** A tenant: an organization whose users, keys, workspaces, objects and records are its own. */

@@ -1,5 +1,6 @@
 import type { LedgerOutcome } from '../core/ledger.ts';
-import type { Role } from '../domain/access.ts';
+import type { ObjectRule, Role } from '../domain/access.ts';
+import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { KeyClaim } from './idempotency.ts';
 import type { Meter } from './meter.ts';
 import { RecordWrites } from './writes.ts';
@@ -79,6 +80,11 @@ export class AdminWrites {
     private readonly tenant: number,
   ) {
     this.writes = new RecordWrites(db, meter);
+  }
+
+  /** SQL: row `id` is of the tenant's block. */
+  private get ofTenant(): string {
+    return `id / ${TENANT_BLOCK} = ${this.tenant - 1}`;
   }
 
   /** A new user: `{"id","name"}` (and `"admin":true` for an administrator of the tenant). */
@@ -231,23 +237,91 @@ export class AdminWrites {
     };
   }
 
-  /** Sets a role: `{"workspaceId","userId","role"}`; 404 when the workspace or the user does not exist. */
-  putMember(writeId: string, workspaceId: number, userId: number, role: Role): AdminBatch {
+  /**
+   * Sets a membership's role, built-in or defined: `{"workspaceId","userId","role"}` or `…"roleId"}`;
+   * 404 when the workspace or the user does not exist, 422 when the defined role does not.
+   */
+  putMember(writeId: string, workspaceId: number, userId: number, grant: { role: Role } | { roleId: number }) {
+    const roleId = 'roleId' in grant ? grant.roleId : null;
+    const body = JSON.stringify({ workspaceId, userId, ...grant });
     return {
       ledger: this.db
         .prepare(
-          LEDGER_IF('EXISTS (SELECT 1 FROM workspaces WHERE id = ?3) AND EXISTS (SELECT 1 FROM users WHERE id = ?4)'),
+          `INSERT INTO writes (id, outcome) SELECT ?1, CASE
+             WHEN NOT EXISTS (SELECT 1 FROM workspaces WHERE id = ?3) OR NOT EXISTS (SELECT 1 FROM users WHERE id = ?4)
+               THEN '{"f":404}'
+             WHEN ?5 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM roles WHERE id = ?5) THEN '{"f":422}'
+             ELSE ?2 END`,
         )
-        .bind(writeId, answer(200, JSON.stringify({ workspaceId, userId, role })), workspaceId, userId),
+        .bind(writeId, answer(200, body), workspaceId, userId, roleId),
       effects: [
         this.db
           .prepare(
-            `INSERT INTO memberships (workspace_id, user_id, role)
-             SELECT w.id, u.id, ?3 FROM workspaces w, users u WHERE w.id = ?1 AND u.id = ?2
-             ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role`,
+            `INSERT INTO memberships (workspace_id, user_id, role, role_id)
+             SELECT w.id, u.id, ?3, ?4 FROM workspaces w, users u WHERE w.id = ?1 AND u.id = ?2
+               AND (?4 IS NULL OR EXISTS (SELECT 1 FROM roles WHERE id = ?4))
+             ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role, role_id = excluded.role_id`,
           )
-          .bind(workspaceId, userId, role),
+          .bind(workspaceId, userId, 'role' in grant ? grant.role : 'viewer', roleId),
       ],
+    } satisfies AdminBatch;
+  }
+
+  /** A new role: `{"id","name","objects"}`; 409 when the tenant has a role of that name. */
+  createRole(writeId: string, name: string, rules: readonly ObjectRule[], now: number): AdminBatch {
+    const { take, id } = nextId(this.db, 'roles', this.tenant);
+    const taken = (name: string): string => `EXISTS (SELECT 1 FROM roles WHERE ${this.ofTenant} AND name = ${name})`;
+    return {
+      ledger: this.db
+        .prepare(`INSERT INTO writes (id, outcome) SELECT ?1, CASE WHEN ${taken('?3')} THEN '{"f":409}' ELSE ?2 END`)
+        .bind(writeId, PENDING, name),
+      effects: [
+        take,
+        this.db
+          .prepare(
+            `INSERT INTO roles (id, name, objects, created_at, updated_at)
+             SELECT ${id}, ?1, ?2, ?3, ?3 WHERE NOT ${taken('?1')}`,
+          )
+          .bind(name, JSON.stringify(rules), now),
+      ],
+      complete: this.db.prepare(COMPLETE(`SELECT ${id}`)).bind(writeId, 201, afterId({ id: 0, name, objects: rules })),
+    };
+  }
+
+  /** Replaces a role: `{"id","name","objects"}`; 404 without it, 409 when another role has the name. */
+  updateRole(writeId: string, roleId: number, name: string, rules: readonly ObjectRule[], now: number): AdminBatch {
+    const taken = (name: string, id: string): string =>
+      `EXISTS (SELECT 1 FROM roles WHERE ${this.ofTenant} AND name = ${name} AND id <> ${id})`;
+    return {
+      ledger: this.db
+        .prepare(
+          `INSERT INTO writes (id, outcome) SELECT ?1, CASE
+             WHEN NOT EXISTS (SELECT 1 FROM roles WHERE id = ?4) THEN '{"f":404}'
+             WHEN ${taken('?3', '?4')} THEN '{"f":409}' ELSE ?2 END`,
+        )
+        .bind(writeId, answer(200, JSON.stringify({ id: roleId, name, objects: rules })), name, roleId),
+      effects: [
+        this.db
+          .prepare(
+            `UPDATE roles SET name = ?1, objects = ?3, updated_at = ?4 WHERE id = ?2 AND NOT ${taken('?1', '?2')}`,
+          )
+          .bind(name, roleId, JSON.stringify(rules), now),
+      ],
+    };
+  }
+
+  /** Deletes a role; 404 without it, 409 while a membership gives it. */
+  deleteRole(writeId: string, roleId: number): AdminBatch {
+    const used = 'EXISTS (SELECT 1 FROM memberships WHERE role_id = ?2)';
+    return {
+      ledger: this.db
+        .prepare(
+          `INSERT INTO writes (id, outcome) SELECT ?1, CASE
+             WHEN NOT EXISTS (SELECT 1 FROM roles WHERE id = ?2) THEN '{"f":404}'
+             WHEN ${used} THEN '{"f":409}' ELSE ?3 END`,
+        )
+        .bind(writeId, roleId, answer(204, '')),
+      effects: [this.db.prepare(`DELETE FROM roles WHERE id = ?1 AND NOT ${used.replace('?2', '?1')}`).bind(roleId)],
     };
   }
 

@@ -1,4 +1,4 @@
-import type { Role } from '../domain/access.ts';
+import type { ObjectRule, Role } from '../domain/access.ts';
 import { idRange } from '../domain/tenant.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
@@ -19,7 +19,15 @@ export interface Named {
 export interface Member {
   workspaceId: number;
   userId: number;
-  role: Role;
+  role?: Role;
+  roleId?: number;
+}
+
+/** A role the tenant defined, as the admin API shows it. */
+export interface RoleOut {
+  id: number;
+  name: string;
+  objects: ObjectRule[];
 }
 
 const DEFINITION_COLUMNS = 'v.object_id AS id, v.version, v.name, v.name_template, v.fields, v.workspace_ids';
@@ -79,7 +87,7 @@ export class AdminStore {
         this.db.prepare('SELECT id FROM workspaces WHERE id = ?').bind(workspaceId),
         this.db
           .prepare(
-            'SELECT workspace_id AS workspaceId, user_id AS userId, role FROM memberships WHERE ' +
+            'SELECT workspace_id, user_id, role, role_id FROM memberships WHERE ' +
               'workspace_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
           )
           .bind(workspaceId, after, limit),
@@ -87,7 +95,27 @@ export class AdminStore {
       true,
     );
     if (workspace?.results.length !== 1) return undefined;
-    return members?.results as Member[];
+    return (members?.results as MemberRow[]).map(memberOf);
+  }
+
+  /** Roles the tenant defined with an id above `after`, ascending, at most `limit`. */
+  async listRoles(after: number, limit: number): Promise<RoleOut[]> {
+    const rows = await this.all<RoleRow>(
+      this.db
+        .prepare('SELECT id, name, objects FROM roles WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3')
+        .bind(...this.block(after), limit),
+      true,
+    );
+    return rows.map(roleOf);
+  }
+
+  /** A role the tenant defined. */
+  async getRole(id: number): Promise<RoleOut | undefined> {
+    const rows = await this.all<RoleRow>(
+      this.db.prepare('SELECT id, name, objects FROM roles WHERE id = ?').bind(id),
+      true,
+    );
+    return rows[0] === undefined ? undefined : roleOf(rows[0]);
   }
 
   /** Which of `ids` are existing workspaces. */
@@ -151,3 +179,28 @@ export class AdminStore {
     return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
   }
 }
+
+interface MemberRow {
+  workspace_id: number;
+  user_id: number;
+  role: Role;
+  role_id: number | null;
+}
+
+/** A membership as the admin API shows it: its built-in role, or the role it names. */
+export const memberOf = (row: MemberRow): Member =>
+  row.role_id === null
+    ? { workspaceId: row.workspace_id, userId: row.user_id, role: row.role }
+    : { workspaceId: row.workspace_id, userId: row.user_id, roleId: row.role_id };
+
+interface RoleRow {
+  id: number;
+  name: string;
+  objects: string;
+}
+
+const roleOf = (row: RoleRow): RoleOut => ({
+  id: row.id,
+  name: row.name,
+  objects: JSON.parse(row.objects) as ObjectRule[],
+});

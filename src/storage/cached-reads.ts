@@ -47,6 +47,11 @@ export class CachedReads {
     return this.caller(keyHash) !== undefined;
   }
 
+  /** The caller behind `keyHash`: remembered, else read (one round trip); undefined for no caller. */
+  async callerOf(keyHash: string): Promise<Caller | undefined> {
+    return this.caller(keyHash) ?? (await this.createContext(keyHash, [])).caller;
+  }
+
   /** The caller memory holds behind `keyHash`, if it is one of the tenant's users. */
   private caller(keyHash: string): Caller | undefined {
     const caller = this.cache.callers.get(keyHash);
@@ -68,7 +73,7 @@ export class CachedReads {
     const facts = this.facts(recordId);
     if (caller === undefined || facts === undefined || this.cache.objects.get(facts.objectId) === undefined)
       return false;
-    return recordAccess(caller, facts.sharedWorkspaceIds, workspaceId) !== 'none';
+    return recordAccess(caller, facts, workspaceId).read;
   }
 
   async createContext(keyHash: string, objectIds: readonly number[], fresh = false): Promise<CreateContext> {

@@ -121,6 +121,13 @@ export class IsolateCache {
     this.users.add(userId, this.sequence());
   }
 
+  /** A defined role changed or went: every caller holding it is read afresh. */
+  revokeRole(roleId: number): void {
+    const holds = (caller: Caller): boolean =>
+      [...caller.roles.values()].some((grant) => typeof grant !== 'string' && grant.id === roleId);
+    for (const keyHash of this.callers.keysWhere(holds)) this.callers.revoke(keyHash);
+  }
+
   /** A tenant left where this isolate thought it was (deleted, or moved): every key of its users is read afresh. */
   revokeTenant(tenantId: number): void {
     for (const keyHash of this.callers.keysWhere((caller) => tenantOfId(caller.userId) === tenantId))

@@ -9,6 +9,9 @@ import type { Caller } from '../domain/access.ts';
 import type { RecordKeys } from '../domain/record-keys.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import {
+  MEMBER_READS,
+  MEMBER_HIDES,
+  MEMBER_RULES,
   callerOf,
   callerStatement,
   MAX_PAGE_BYTES,
@@ -30,14 +33,17 @@ export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
  * value, as its JSON text (or the string itself for text), by reading the JSON of every record
  * the other conditions let through: its cost grows with the workspace (or object), not the page.
  */
+// Only the records the caller's role there lets them read (key hash `?8`); a filter on a field their
+// role hides holds for no record, as one on a field the object does not have.
 const LIST = sizedPage(
   `FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
   WHERE rw.workspace_id = ?1 AND rw.record_id > ?2
     AND (?3 IS NULL OR r.object_id = ?3)
     AND (?4 = 'include' OR r.deleted = (?4 = 'only'))
     AND (?5 IS NULL OR r.updated_at > ?5)
-    AND NOT EXISTS (SELECT 1 FROM json_each(?6) f WHERE NOT EXISTS (
-      SELECT 1 FROM json_each(r.field_values) v
+    AND ${MEMBER_READS('?8', '?1')}
+    AND NOT EXISTS (SELECT 1 FROM json_each(?6) f WHERE ${MEMBER_HIDES('?8', '?1', "(f.value ->> '$.name')")}
+      OR NOT EXISTS (SELECT 1 FROM json_each(r.field_values) v
       WHERE v.value ->> '$.fieldName' = f.value ->> '$.name'
         AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value'
           ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
@@ -48,11 +54,17 @@ const LIST = sizedPage(
 
 // The changes' sizes first (`octet_length` reads no value): only those that start within a
 // page's bytes are read whole, so a page of large created records reads what it can answer.
-const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data FROM (
+// Under a defined role (key hash `?4`), only changes of records it lets the caller read, each with its
+// record's object (which fields it hides depends on it); neither is read for a built-in role.
+const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data,
+    CASE WHEN ${MEMBER_RULES('?4', '?1')} IS NOT NULL
+      THEN (SELECT object_id FROM records WHERE id = c.record_id) END AS object_id FROM (
     SELECT p.*, coalesce(sum(p.size) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before FROM (
       SELECT c.seq, octet_length(c.data) AS size FROM changes c
       WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw
         WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+        AND (${MEMBER_RULES('?4', '?1')} IS NULL
+          OR EXISTS (SELECT 1 FROM records r WHERE r.id = c.record_id AND ${MEMBER_READS('?4', '?1')}))
       ORDER BY c.seq LIMIT ?3) p) m
   CROSS JOIN changes c ON c.seq = m.seq
   WHERE m.before <= ${MAX_PAGE_BYTES}`;
@@ -111,6 +123,7 @@ export class Lists {
         filter.updatedAfter ?? null,
         JSON.stringify(filter.fields),
         limit,
+        keyHash,
       );
     const [caller, rows, objects] = await this.read([
       callerStatement(this.db, keyHash, this.tenant),
@@ -136,7 +149,7 @@ export class Lists {
   ): Promise<{ caller: Caller | undefined; changes: Change[]; horizon: number }> {
     const [caller, rows, horizon] = await this.read([
       callerStatement(this.db, keyHash, this.tenant),
-      this.db.prepare(FEED).bind(workspaceId, afterSeq, limit),
+      this.db.prepare(FEED).bind(workspaceId, afterSeq, limit, keyHash),
       this.db.prepare(HORIZON).bind(workspaceId),
     ]);
     const changes = (
@@ -148,8 +161,13 @@ export class Lists {
         at: number;
         by: number;
         data: string;
+        object_id: number | null;
       }[]
-    ).map(({ record_id, ...row }) => ({ ...row, recordId: record_id }));
+    ).map(({ record_id, object_id, ...row }) => ({
+      ...row,
+      recordId: record_id,
+      ...(object_id === null ? {} : { objectId: object_id }),
+    }));
     return {
       caller: callerOf(caller),
       changes,

@@ -1,3 +1,4 @@
+import type { RowsSeen } from '../domain/access.ts';
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { RELEVANCE_TIERS, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
@@ -236,6 +237,8 @@ export class Queries {
     private readonly meter: Meter,
     /** The tenant the request was routed to: its callers are its users alone. */
     private readonly tenant: number,
+    /** The records the caller's role lets them see, when it does not let them see all. */
+    private readonly seen?: RowsSeen,
   ) {}
 
   /**
@@ -382,6 +385,7 @@ export class Queries {
     if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
     if (plan !== undefined) conditions.push(startsWords(sql, plan.distinct));
     if (since !== undefined) conditions.push(unmoved(sql, since));
+    if (this.seen !== undefined) conditions.push(seenBy(sql, this.seen));
     return balanced(conditions, 'AND');
   }
 
@@ -820,4 +824,10 @@ function countingShown(page: QueryPage): QueryPage {
   const { count, records } = page;
   if (count === undefined || count.exact || count.value >= records.length) return page;
   return { ...page, count: { value: records.length, exact: false } };
+}
+
+/** SQL: record `r` is one the caller's role lets them see. */
+function seenBy(sql: Sql, { all, own, userId }: RowsSeen): string {
+  return `(r.object_id IN (SELECT value FROM ${sql.list(all)})
+    OR (r.owned_by = ${sql.param(userId)} AND r.object_id IN (SELECT value FROM ${sql.list(own)})))`;
 }

@@ -1,3 +1,4 @@
+import type { RecordPlace } from '../domain/access.ts';
 import { foldCase } from '../core/fold.ts';
 import type { FieldDefinitionIn } from '../schemas/admin.ts';
 import type { D1 } from './sessions.ts';
@@ -207,10 +208,11 @@ export interface UniqueClaim {
   recordId?: number;
 }
 
-const HOLDERS = `SELECT j.key AS i, ri.record_id, (SELECT json_group_array(workspace_id) FROM record_workspaces
+const HOLDERS = `SELECT j.key AS i, ri.record_id, r.object_id, r.owned_by, (SELECT json_group_array(workspace_id) FROM record_workspaces
     WHERE record_id = ri.record_id) AS shared
   FROM json_each(?1) j JOIN record_index ri
-  ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2`;
+  ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2
+  JOIN records r ON r.id = ri.record_id`;
 
 /**
  * The claims that clash: with a live record holding the value, or with an earlier claim of the
@@ -220,15 +222,20 @@ const HOLDERS = `SELECT j.key AS i, ri.record_id, (SELECT json_group_array(works
 export async function uniqueClashes(
   db: D1,
   claims: readonly UniqueClaim[],
-  canSee: (sharedWorkspaceIds: readonly number[]) => boolean = () => false,
+  canSee: (record: RecordPlace) => boolean = () => false,
 ): Promise<{ pointer: string; code: string; message: string; status: number }[]> {
   if (claims.length === 0) return [];
   const rows = await db
     .prepare(HOLDERS)
     .bind(JSON.stringify(claims.map((c) => [c.objectId, c.field, c.key])))
-    .all<{ i: number; record_id: number; shared: string }>();
+    .all<{ i: number; record_id: number; object_id: number; owned_by: number | null; shared: string }>();
   const held = new Map(rows.results.map((row) => [row.i, row.record_id]));
-  const visible = new Map(rows.results.map((row) => [row.record_id, canSee(JSON.parse(row.shared) as number[])]));
+  const visible = new Map(
+    rows.results.map((row) => [
+      row.record_id,
+      canSee({ objectId: row.object_id, ownedBy: row.owned_by, sharedWorkspaceIds: JSON.parse(row.shared) as number[] }),
+    ]),
+  );
   const seen = new Set<string>();
   return claims.flatMap((claim, i) => {
     const at = JSON.stringify([claim.objectId, claim.field, claim.key]);

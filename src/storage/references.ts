@@ -152,10 +152,16 @@ export async function referencingPage(
   workspaceIds: readonly number[],
   after: ReferencingAfter | undefined,
   limit: number,
-): Promise<Referencing[]> {
+  placed = false,
+): Promise<(Referencing & Partial<Placed>)[]> {
+  // Where each stands, for a reader whose role decides record by record (read only for them).
+  const places = placed
+    ? `, s.owned_by AS ownedBy,
+       (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = s.id) AS shared`
+    : '';
   const statement = db
     .prepare(
-      `SELECT p.object_id AS objectId, p.field, p.record_id AS recordId, s.name FROM (
+      `SELECT p.object_id AS objectId, p.field, p.record_id AS recordId, s.name${places} FROM (
          SELECT DISTINCT e.value ->> 0 AS object_id, e.value ->> 1 AS field, e.value ->> 2 AS record_id
          FROM ${readableWalk('1', '(x.object_id, x.field, x.record_id) > (?4, ?5, ?6)')}
          ORDER BY 1, 2, 3 LIMIT ?3) p
@@ -163,7 +169,19 @@ export async function referencingPage(
        ORDER BY p.object_id, p.field, p.record_id`,
     )
     .bind(id, JSON.stringify(workspaceIds), limit, after?.[0] ?? -1, after?.[1] ?? '', after?.[2] ?? -1);
-  return (await meter.d1(() => statement.all<Referencing>())).results;
+  const rows = (await meter.d1(() => statement.all<Referencing & { ownedBy?: number | null; shared?: string }>()))
+    .results;
+  return rows.map(({ shared, ownedBy, ...row }) =>
+    shared === undefined
+      ? row
+      : { ...row, ownedBy: ownedBy ?? null, sharedWorkspaceIds: JSON.parse(shared) as number[] },
+  );
+}
+
+/** Where a referencing record stands: what a role decides on. */
+interface Placed {
+  ownedBy: number | null;
+  sharedWorkspaceIds: number[];
 }
 
 /** The records of `ids` with the workspaces each is shared with: what a page's expand shows. One read. */
@@ -175,13 +193,20 @@ export async function referencedRows(
   if (ids.length === 0) return new Map();
   const statement = db
     .prepare(
-      `SELECT x.id, x.object_id, x.name, x.deleted,
+      `SELECT x.id, x.object_id, x.name, x.deleted, x.owned_by,
          (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = x.id) AS shared
        FROM records x WHERE x.id IN (SELECT value FROM json_each(?1))`,
     )
     .bind(JSON.stringify(ids));
   const rows = await meter.d1(() =>
-    statement.all<{ id: number; object_id: number; name: string; deleted: number; shared: string }>(),
+    statement.all<{
+      id: number;
+      object_id: number;
+      name: string;
+      deleted: number;
+      owned_by: number | null;
+      shared: string;
+    }>(),
   );
   return new Map(
     rows.results.map((row) => [
@@ -191,6 +216,7 @@ export async function referencedRows(
         objectId: row.object_id,
         name: row.name,
         deleted: row.deleted === 1,
+        ownedBy: row.owned_by,
         sharedWorkspaceIds: JSON.parse(row.shared) as number[],
       },
     ]),

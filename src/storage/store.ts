@@ -1,4 +1,4 @@
-import type { Caller, Role } from '../domain/access.ts';
+import type { Caller, Grant, ObjectRule, Role } from '../domain/access.ts';
 import { TENANT_BLOCK } from '../domain/tenant.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
@@ -59,6 +59,8 @@ interface CallerRow {
   user_id: number;
   workspace_id: number | null;
   role: Role | null;
+  role_id: number | null;
+  role_objects: string | null;
 }
 
 // A key of a tenant deleted from this database finds no caller here. One that moved away still
@@ -66,8 +68,10 @@ interface CallerRow {
 const HERE = (userId: string): string =>
   `NOT EXISTS (SELECT 1 FROM departures d WHERE d.tenant_id = ${userId} / ${TENANT_BLOCK} + 1 AND d.state = 'deleted')`;
 // And a key is the caller of a request only when its user is of the tenant the request was routed to.
-const CALLER = (tenant: number): string => `SELECT k.user_id, m.workspace_id, m.role FROM api_keys k
-  LEFT JOIN memberships m ON m.user_id = k.user_id
+// A membership under a defined role brings the role's rules with it: a role costs no round trip.
+const CALLER = (tenant: number): string => `SELECT k.user_id, m.workspace_id, m.role, m.role_id,
+    ro.objects AS role_objects FROM api_keys k
+  LEFT JOIN memberships m ON m.user_id = k.user_id LEFT JOIN roles ro ON ro.id = m.role_id
   WHERE k.key_hash = ? AND ${inTenant('k.user_id', tenant)} AND ${HERE('k.user_id')}`;
 
 const PROFILE = (tenant: number): string => `SELECT u.id AS user_id, u.name, u.admin, m.workspace_id,
@@ -106,8 +110,9 @@ export const callerOf = (result: D1Result<unknown> | undefined): Caller | undefi
 export const userStatement = (db: D1, userId: number): D1PreparedStatement =>
   db
     .prepare(
-      `SELECT u.id AS user_id, m.workspace_id, m.role FROM users u
-       LEFT JOIN memberships m ON m.user_id = u.id WHERE u.id = ? AND ${HERE('u.id')}`,
+      `SELECT u.id AS user_id, m.workspace_id, m.role, m.role_id, ro.objects AS role_objects FROM users u
+       LEFT JOIN memberships m ON m.user_id = u.id LEFT JOIN roles ro ON ro.id = m.role_id
+       WHERE u.id = ? AND ${HERE('u.id')}`,
     )
     .bind(userId);
 
@@ -157,10 +162,43 @@ export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.fi
 const RECORDS = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
 
-/** SQL: the caller (key hash `?2`) is a member of a workspace record `r` is shared with (`?3` alone, when not null). */
+/**
+ * SQL: the rules `rules` (a defined role's JSON, or NULL for `viewer` and `editor`) let user `user`
+ * read record `r`: its object is listed as readable, and for `own` rows the user owns it.
+ */
+export const ROLE_READS = (rules: string, user: string): string => `(${rules} IS NULL OR EXISTS (
+    SELECT 1 FROM json_each(${rules}) j WHERE j.value ->> '$.objectId' = r.object_id AND j.value ->> '$.read'
+      AND (j.value ->> '$.rows' = 'all' OR r.owned_by = ${user})))`;
+
+/**
+ * SQL: the caller (key hash `?2`) is a member of a workspace record `r` is shared with (`?3` alone,
+ * when not null) whose role lets them read it.
+ */
 const CALLER_READS = `EXISTS (SELECT 1 FROM record_workspaces rw
     JOIN memberships m ON m.workspace_id = rw.workspace_id JOIN api_keys k ON k.user_id = m.user_id
-    WHERE rw.record_id = r.id AND k.key_hash = ?2 AND (?3 IS NULL OR rw.workspace_id = ?3))`;
+    LEFT JOIN roles ro ON ro.id = m.role_id
+    WHERE rw.record_id = r.id AND k.key_hash = ?2 AND (?3 IS NULL OR rw.workspace_id = ?3)
+      AND ${ROLE_READS('ro.objects', 'm.user_id')})`;
+
+/**
+ * SQL: the rules of the defined role the caller (key hash `key`) holds in workspace `workspace`,
+ * NULL for a built-in role (or none: the route checks membership). Not correlated with any row, it
+ * is read once for a statement.
+ */
+export const MEMBER_RULES = (key: string, workspace: string): string =>
+  `(SELECT ro.objects FROM api_keys k JOIN memberships m ON m.user_id = k.user_id
+    JOIN roles ro ON ro.id = m.role_id WHERE k.key_hash = ${key} AND m.workspace_id = ${workspace})`;
+
+/** SQL: the caller (key hash `key`) may read record `r` of workspace `workspace` as their role there says. */
+export const MEMBER_READS = (key: string, workspace: string): string =>
+  ROLE_READS(MEMBER_RULES(key, workspace), `(SELECT k.user_id FROM api_keys k WHERE k.key_hash = ${key})`);
+
+/** SQL: the caller's role in `workspace` hides the field named `field` (an SQL text) of record `r`'s object. */
+export const MEMBER_HIDES = (key: string, workspace: string, field: string): string => {
+  const rules = MEMBER_RULES(key, workspace);
+  return `(${rules} IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(${rules}) j
+    WHERE j.value ->> '$.objectId' = r.object_id AND json_extract(j.value, '$.fields.' || ${field}) = 'hidden'))`;
+};
 
 /**
  * The records `?1` names that the caller may read. One the caller may not read is refused on its id
@@ -169,12 +207,20 @@ const CALLER_READS = `EXISTS (SELECT 1 FROM record_workspaces rw
 const READABLE = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
 
-/** What a page about a record needs of it, without its values or name: its id, sharing and version. */
-export type RecordStanding = Pick<RecordOut, 'id' | 'sharedWorkspaceIds' | 'version'>;
+/** What a page about a record needs of it, without its values or name: where it stands, and its version. */
+export type RecordStanding = Pick<RecordOut, 'id' | 'objectId' | 'ownedBy' | 'sharedWorkspaceIds' | 'version'>;
 
 /** Where the records `?1` names stand, for a caller (key hash `?2`) who may read them; nothing of others. */
-const STANDINGS = (tenant: number): string => `SELECT r.id, r.version, ${SHARED_WORKSPACES}
+const STANDINGS = (tenant: number): string => `SELECT r.id, r.object_id, r.owned_by, r.version, ${SHARED_WORKSPACES}
   FROM records r WHERE r.id IN (${tenantIds('?1', tenant)}) AND ${CALLER_READS}`;
+
+interface StandingRow {
+  id: number;
+  object_id: number;
+  owned_by: number | null;
+  version: number;
+  shared_workspace_ids: string;
+}
 
 export class Store {
   constructor(
@@ -257,13 +303,19 @@ export class Store {
       callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(STANDINGS(this.tenant)).bind(JSON.stringify([recordId]), keyHash, null),
     ]);
-    const row = rowsOf<{ id: number; version: number; shared_workspace_ids: string }>(standings)[0];
+    const row = rowsOf<StandingRow>(standings)[0];
     return {
       caller: toCaller(rowsOf(callers)),
       standing:
         row === undefined
           ? undefined
-          : { id: row.id, version: row.version, sharedWorkspaceIds: JSON.parse(row.shared_workspace_ids) as number[] },
+          : {
+              id: row.id,
+              objectId: row.object_id,
+              ownedBy: row.owned_by,
+              version: row.version,
+              sharedWorkspaceIds: JSON.parse(row.shared_workspace_ids) as number[],
+            },
     };
   }
 
@@ -313,11 +365,32 @@ export function recordsOf(rows: readonly RecordReadRow[]): RecordOut[] {
   });
 }
 
+/**
+ * Defined roles as read, by id and text: the callers of one role share its parsed rules (and a
+ * caller's memory holds them without parsing the same JSON for every request).
+ */
+const definedRoles = {
+  parsed: new Map<number, { text: string; grant: Grant }>(),
+  get(id: number, text: string | null): Grant | undefined {
+    if (text === null) return undefined;
+    const known = this.parsed.get(id);
+    if (known?.text === text) return known.grant;
+    const grant: Grant = { id, objects: JSON.parse(text) as ObjectRule[] };
+    if (this.parsed.size >= 1_000) this.parsed.clear();
+    this.parsed.set(id, { text, grant });
+    return grant;
+  },
+};
+
 function toCaller(rows: readonly CallerRow[]): Caller | undefined {
   const first = rows[0];
   if (first === undefined) return undefined;
-  const roles = new Map<number, Role>();
-  for (const row of rows) if (row.workspace_id !== null && row.role !== null) roles.set(row.workspace_id, row.role);
+  const roles = new Map<number, Grant>();
+  for (const row of rows) {
+    if (row.workspace_id === null || row.role === null) continue;
+    const defined = row.role_id === null ? undefined : definedRoles.get(row.role_id, row.role_objects);
+    roles.set(row.workspace_id, defined ?? row.role);
+  }
   return { userId: first.user_id, roles };
 }
 

@@ -46,6 +46,7 @@ export const TENANT_TABLES: readonly TenantTable[] = [
   table('index_builds', 'object_id, field', 'object_id, field, after_record_id, started_at'),
   table('workspaces', 'id', 'id, name, created_at', { parent: true }),
   table('users', 'id', 'id, name, created_at, admin', { parent: true }),
+  table('roles', 'id', 'id, name, objects, created_at, updated_at', { parent: true }),
   table(
     'idempotency_keys',
     'user_id, key, method, path',
@@ -53,7 +54,7 @@ export const TENANT_TABLES: readonly TenantTable[] = [
       'lease_until',
   ),
   table('api_keys', 'id', 'id, key_hash, prefix, user_id, created_at'),
-  table('memberships', 'workspace_id, user_id', 'workspace_id, user_id, role'),
+  table('memberships', 'workspace_id, user_id', 'workspace_id, user_id, role, role_id'),
   table(
     'records',
     'id',

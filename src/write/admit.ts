@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import type { Context } from '../context.ts';
 import { caught, type Caught } from '../core/caught.ts';
 import { newWriteId } from '../core/ledger.ts';
-import { recordAccess } from '../domain/access.ts';
+import { NO_ACCESS, recordAccess } from '../domain/access.ts';
 import { patchProblems } from '../domain/patch.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
@@ -107,8 +107,8 @@ export async function admitPatch(
   if (caller === undefined) throw unauthorized();
   const patch = wellShaped(body, parsed, keyHeader(request).problems);
   const record = records.get(recordId);
-  if (record === undefined || recordAccess(caller, record.sharedWorkspaceIds, workspaceId) === 'none')
-    throw rejected(patchProblems(undefined, 'none', undefined, patch, ''));
+  if (record === undefined || !recordAccess(caller, record, workspaceId).read)
+    throw rejected(patchProblems(undefined, NO_ACCESS, undefined, patch, ''));
   return callOf(context, request, keyHash, write(patch), { caller, objects: [...objects.values()], records: [record] });
 }
 

@@ -1,6 +1,6 @@
 import type { Context } from '../context.ts';
 import type { LedgerOutcome } from '../core/ledger.ts';
-import { recordAccess, type Caller } from '../domain/access.ts';
+import { NO_ACCESS, recordAccess, type Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems, type Applied } from '../domain/patch.ts';
 import { referenceClaims } from '../domain/references.ts';
@@ -60,7 +60,7 @@ async function patchInTurns(
   if (caller === undefined) throw unauthorized();
   const problems = items.flatMap((item, i) => {
     const record = records.get(item.id);
-    const access = record ? recordAccess(caller, record.sharedWorkspaceIds, write.workspaceId) : 'none';
+    const access = record ? recordAccess(caller, record, write.workspaceId) : NO_ACCESS;
     return patchProblems(record, access, record && objects.get(record.objectId), item, pointer('', i));
   });
   if (problems.length > 0) throw rejected(problems);

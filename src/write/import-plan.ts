@@ -212,7 +212,7 @@ function planPatchRow(
 ): void {
   const { caller, def, now } = input;
   const fieldValues = patch.fieldValues ?? [];
-  const access = recordAccess(caller, base.sharedWorkspaceIds, workspaceId);
+  const access = recordAccess(caller, base, workspaceId);
   const problems = patchProblems(base, access, def, patch, '');
   if (problems.length > 0) return fail(input, plan, number, problems, fieldValues);
   const applied = applyPatch(base, def, patch, caller.userId, now, '');

@@ -1,5 +1,5 @@
 import type { Context } from '../context.ts';
-import { recordAccess } from '../domain/access.ts';
+import { NO_ACCESS, recordAccess } from '../domain/access.ts';
 import { patchProblems } from '../domain/patch.ts';
 import { referenceClaims } from '../domain/references.ts';
 import { rejected, unauthorized, type InputProblem } from '../http/errors.ts';
@@ -49,9 +49,9 @@ async function readForPatch(context: Context, call: WriteCall, write: PatchWrite
 
 /** Everything a patch can be refused for before its turn; delete and restore may act on a deleted record. */
 function problemsOf({ caller, facts, def }: PatchContext, write: PatchWrite): InputProblem[] {
-  const access = caller && facts ? recordAccess(caller, facts.sharedWorkspaceIds, write.workspaceId) : 'none';
+  const access = caller && facts ? recordAccess(caller, facts, write.workspaceId) : NO_ACCESS;
   const seen = write.action !== undefined && facts !== undefined ? { ...facts, deleted: false } : facts;
-  return patchProblems(seen, access, def, write.patch, '');
+  return patchProblems(seen, access, def, write.patch, '', write.action);
 }
 
 /** Applies the write in the record's turn: the record as it answered, or the refusal thrown. */

@@ -41,7 +41,7 @@ export async function explained(context: Context, error: unknown, claims: Claims
     const clashes = await uniqueClashes(
       context.primary,
       claims.unique(),
-      (shared) => recordAccess(claims.caller, shared) !== 'none',
+      (record) => recordAccess(claims.caller, record).read,
     );
     return rejected(clashes.length > 0 ? clashes : [uniqueViolation(claims.fallback)]);
   }

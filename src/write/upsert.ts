@@ -2,7 +2,14 @@ import type { Context } from '../context.ts';
 import { foldCase } from '../core/fold.ts';
 import type { LedgerOutcome, UpsertResult } from '../core/ledger.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
-import { recordAccess, type Caller } from '../domain/access.ts';
+import {
+  fieldLimits,
+  NO_ACCESS,
+  recordAccess,
+  seesObject,
+  visibleDef,
+  type Caller,
+} from '../domain/access.ts';
 import { planCreate, type NewRecord } from '../domain/create.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems, type Applied } from '../domain/patch.ts';
@@ -57,8 +64,9 @@ async function readForUpsert(
   const caller = known.caller;
   if (caller === undefined) throw unauthorized();
   const def = known.objects.get(write.objectId);
-  if (def === undefined || !def.workspaceIds.some((id) => caller.roles.has(id))) throw notFound('Object');
-  const problems = matchProblems(def, write.body);
+  if (def === undefined || !def.workspaceIds.some((id) => seesObject(caller, id, def.id))) throw notFound('Object');
+  // A hidden field is as one the object does not have: it cannot be matched on.
+  const problems = matchProblems(visibleDef(def, fieldLimits(caller, def.id, def.workspaceIds)), write.body);
   if (problems.length > 0) throw invalidBody(problems);
   return { caller, def };
 }
@@ -168,7 +176,7 @@ async function planUpsert(
   const createIndices = body.items.flatMap((_, i) => (holders[i] === undefined ? [i] : []));
   const problems = updates.flatMap(({ i, id, item }) => {
     const record = records.get(id);
-    const access = record ? recordAccess(caller, record.sharedWorkspaceIds) : 'none';
+    const access = record ? recordAccess(caller, record) : NO_ACCESS;
     // An item names no id: a record it may not change is answered at the item.
     return patchProblems(record, access, record && objects.get(record.objectId), item, pointer('', 'items', i)).map(
       (p) => (p.pointer === pointer('', 'items', i, 'id') ? { ...p, pointer: pointer('', 'items', i) } : p),

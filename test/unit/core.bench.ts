@@ -4,12 +4,14 @@
  * name rendered. Target: under 200 µs per batch.
  */
 import { bench, describe } from 'vitest';
-import type { Caller } from '../../src/domain/access.ts';
+import { NO_LIMITS, type Access, type Caller } from '../../src/domain/access.ts';
 import { planCreate } from '../../src/domain/create.ts';
 import type { ObjectDef } from '../../src/domain/definition.ts';
 import { applyPatch, patchProblems } from '../../src/domain/patch.ts';
 import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '../../src/schemas/parse.ts';
 import { CreateItem, PatchItem, type RecordOut } from '../../src/schemas/record.ts';
+
+const EVERYTHING: Access = { read: true, update: true, delete: true, fields: NO_LIMITS };
 
 const def: ObjectDef = {
   id: 1,
@@ -97,7 +99,7 @@ describe('pure core, one 20-record batch', () => {
     if (!parsed.ok) throw new Error('fixture should parse');
     parsed.value.forEach((item, i) => {
       const record = stored[item.id] as RecordOut;
-      if (patchProblems(record, 'write', def, item, pointer('', i)).length > 0)
+      if (patchProblems(record, EVERYTHING, def, item, pointer('', i)).length > 0)
         throw new Error('fixture should validate');
       const applied = applyPatch(record, def, item, 7, 2, pointer('', i));
       if (!applied.ok || !applied.changed) throw new Error('fixture should change');
