@@ -54,6 +54,29 @@ const importExample = {
   finishedAt: AT + 95_000,
 };
 
+/** A role: sales people read and change their own deals, never see the margin and cannot move the stage. */
+const roleInput = {
+  name: 'Sales',
+  objects: [
+    { objectId: 1, read: true, create: true, update: true, rows: 'own', fields: { margin: 'hidden', stage: 'read' } },
+  ],
+};
+const role = {
+  id: 1,
+  name: 'Sales',
+  objects: [
+    {
+      objectId: 1,
+      read: true,
+      create: true,
+      update: true,
+      delete: false,
+      rows: 'own',
+      fields: { margin: 'hidden', stage: 'read' },
+    },
+  ],
+};
+
 const definitionInput = {
   name: 'Contact',
   workspaceIds: [1],
@@ -265,6 +288,11 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   updateObject: { request: definitionInput, response: { ...definition, version: 2 } },
   getObject: { response: definition },
   getObjectVersion: { response: definition },
+  createRole: { request: roleInput, response: role },
+  listRoles: { response: { items: [role], nextCursor: null } },
+  getRole: { response: role },
+  updateRole: { request: roleInput, response: role },
+  deleteRole: {},
   createTenant: {
     request: { name: 'Acme', database: 'DB_2' },
     response: { ...tenant, adminKey: 'rk2_7Hq0bX3mN9vL1cT5yR8wZ2kF6pJ4dS0aGeUiOnMhBlQ' },

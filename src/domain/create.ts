@@ -50,8 +50,9 @@ export function planCreate(
     }
     // A field hidden from the caller is as one the object does not have; one they may only read, 403.
     const limits = createLimits(caller, def);
+    const readOnly = readOnlyProblems(limits.readOnly, item.fieldValues, pointer('', index));
     const applied = applyFieldValues(visibleDef(def, limits), [], item.fieldValues, pointer('', index), 'create');
-    problems.push(...applied.problems, ...readOnlyProblems(limits.readOnly, item.fieldValues, pointer('', index)));
+    problems.push(...(readOnly.length > 0 ? readOnly : applied.problems));
     records.push({
       objectId: def.id,
       objectVersion: def.version,

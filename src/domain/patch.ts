@@ -43,9 +43,11 @@ export function patchProblems(
     problems.push(at(prefix, 422, 'not_editable', 'ownedBy cannot be changed', 'ownedBy'));
   }
   // A patch's problems do not depend on the values the record holds, only on the definition.
+  // A field the caller may only read answers 403, whatever the value.
   const values = patch.fieldValues ?? [];
+  const readOnly = readOnlyProblems(access.fields.readOnly, values, prefix);
+  if (readOnly.length > 0) return readOnly;
   problems.push(...applyFieldValues(visibleDef(def, access.fields), [], values, prefix, 'patch').problems);
-  problems.push(...readOnlyProblems(access.fields.readOnly, values, prefix));
   return problems;
 }
 

@@ -87,7 +87,7 @@ export const RoleInput = v.strictObject({
   name: EntityName,
   objects: v.pipe(v.array(ObjectRuleInput), v.maxLength(200)),
 });
-const ObjectRuleOut = v.strictObject({
+export const ObjectRule = v.strictObject({
   objectId: Id,
   read: v.boolean(),
   create: v.boolean(),
@@ -96,7 +96,7 @@ const ObjectRuleOut = v.strictObject({
   rows: v.picklist(['all', 'own']),
   fields: v.record(FieldName, v.picklist(['hidden', 'read'])),
 });
-export const DefinedRole = v.strictObject({ id: Id, name: EntityName, objects: v.array(ObjectRuleOut) });
+export const DefinedRole = v.strictObject({ id: Id, name: EntityName, objects: v.array(ObjectRule) });
 
 export const FieldDefinition = v.strictObject({
   name: FieldName,

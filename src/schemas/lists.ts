@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { EntityName, Id } from './common.ts';
 import { FieldValue, ReadRecordSchema, RecordSchema } from './record.ts';
-import { Role } from './admin.ts';
+import { ObjectRule, Role } from './admin.ts';
 
 /** GET /workspaces/{workspaceId}/records: a page, and the cursor of the next one (null on the last). */
 export const RecordPage = v.strictObject({ items: v.array(ReadRecordSchema), nextCursor: v.nullable(v.string()) });
@@ -33,5 +33,18 @@ export const Me = v.strictObject({
   userId: Id,
   name: EntityName,
   admin: v.boolean(),
-  workspaces: v.array(v.strictObject({ workspaceId: Id, name: EntityName, role: Role })),
+  workspaces: v.array(
+    v.strictObject({
+      workspaceId: Id,
+      name: EntityName,
+      role: v.exactOptional(Role),
+      roleId: v.exactOptional(v.pipe(Id, v.description('A role the tenant defined, given instead of `role`.'))),
+      objects: v.exactOptional(
+        v.pipe(
+          v.array(ObjectRule),
+          v.description("The defined role's rules: what the caller may do, object by object."),
+        ),
+      ),
+    }),
+  ),
 });

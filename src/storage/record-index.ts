@@ -208,7 +208,8 @@ export interface UniqueClaim {
   recordId?: number;
 }
 
-const HOLDERS = `SELECT j.key AS i, ri.record_id, r.object_id, r.owned_by, (SELECT json_group_array(workspace_id) FROM record_workspaces
+const HOLDERS = `SELECT j.key AS i, ri.record_id, r.object_id, r.owned_by,
+    (SELECT json_group_array(workspace_id) FROM record_workspaces
     WHERE record_id = ri.record_id) AS shared
   FROM json_each(?1) j JOIN record_index ri
   ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2
@@ -233,7 +234,11 @@ export async function uniqueClashes(
   const visible = new Map(
     rows.results.map((row) => [
       row.record_id,
-      canSee({ objectId: row.object_id, ownedBy: row.owned_by, sharedWorkspaceIds: JSON.parse(row.shared) as number[] }),
+      canSee({
+        objectId: row.object_id,
+        ownedBy: row.owned_by,
+        sharedWorkspaceIds: JSON.parse(row.shared) as number[],
+      }),
     ]),
   );
   const seen = new Set<string>();

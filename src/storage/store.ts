@@ -75,9 +75,10 @@ const CALLER = (tenant: number): string => `SELECT k.user_id, m.workspace_id, m.
   WHERE k.key_hash = ? AND ${inTenant('k.user_id', tenant)} AND ${HERE('k.user_id')}`;
 
 const PROFILE = (tenant: number): string => `SELECT u.id AS user_id, u.name, u.admin, m.workspace_id,
-    w.name AS workspace_name, m.role
+    w.name AS workspace_name, m.role, m.role_id, ro.objects AS role_objects
   FROM api_keys k JOIN users u ON u.id = k.user_id
   LEFT JOIN memberships m ON m.user_id = u.id LEFT JOIN workspaces w ON w.id = m.workspace_id
+  LEFT JOIN roles ro ON ro.id = m.role_id
   WHERE k.key_hash = ? AND ${inTenant('k.user_id', tenant)} AND ${HERE('k.user_id')} ORDER BY m.workspace_id`;
 
 /** The user behind a key hash and whether they administer `tenant`, as one statement; `u` is users. */
@@ -91,14 +92,21 @@ interface ProfileRow {
   workspace_id: number | null;
   workspace_name: string | null;
   role: Role | null;
+  role_id: number | null;
+  role_objects: string | null;
 }
+
+/** A workspace of a user's, and the role they hold there: built in, or defined (with its rules). */
+type ProfileWorkspace = { workspaceId: number; name: string } & (
+  { role: Role } | { roleId: number; objects: ObjectRule[] }
+);
 
 /** A user as `GET /me` shows them. */
 export interface Profile {
   userId: number;
   name: string;
   admin: boolean;
-  workspaces: { workspaceId: number; name: string; role: Role }[];
+  workspaces: ProfileWorkspace[];
 }
 
 /** The caller behind a key hash among `tenant`'s users: a statement to batch with others, and how to read it. */
@@ -324,10 +332,14 @@ export class Store {
     const rows = await this.all<ProfileRow>(this.db.prepare(PROFILE(this.tenant)).bind(keyHash));
     const first = rows[0];
     if (first === undefined) return undefined;
-    const workspaces = rows.flatMap(({ workspace_id, workspace_name, role }) =>
-      workspace_id === null || workspace_name === null || role === null
-        ? []
-        : [{ workspaceId: workspace_id, name: workspace_name, role }],
+    const workspaces = rows.flatMap(
+      ({ workspace_id, workspace_name, role, role_id, role_objects }): ProfileWorkspace[] => {
+        if (workspace_id === null || workspace_name === null || role === null) return [];
+        const at = { workspaceId: workspace_id, name: workspace_name };
+        return role_id === null || role_objects === null
+          ? [{ ...at, role }]
+          : [{ ...at, roleId: role_id, objects: JSON.parse(role_objects) as ObjectRule[] }];
+      },
     );
     return { userId: first.user_id, name: first.name, admin: first.admin === 1, workspaces };
   }
