@@ -5,7 +5,7 @@ import { isolateCache } from './storage/isolate-cache.ts';
 import { KeyStore } from './storage/keys.ts';
 import { Lists } from './storage/lists.ts';
 import { Meter } from './storage/meter.ts';
-import { databaseNamed, defaultRoute } from './storage/routes.ts';
+import { databaseNamed, defaultRoute } from './tenancy/routes.ts';
 import type { TenantRoute } from './domain/tenant.ts';
 import { onPrimary, type D1 } from './storage/sessions.ts';
 import { Store } from './storage/store.ts';

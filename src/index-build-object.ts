@@ -1,6 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
-import { databaseFor } from './storage/routes.ts';
+import { databaseFor } from './tenancy/routes.ts';
 import { tenantOfId } from './domain/tenant.ts';
 import { buildStep, buildsOf } from './storage/record-index.ts';
 

@@ -3,7 +3,7 @@ import { systemClock } from './core/clock.ts';
 import { createContext } from './context.ts';
 import type { Env } from './env.ts';
 import type { RecordRpc } from './record-rpc.ts';
-import { databaseNamed } from './storage/routes.ts';
+import { databaseNamed } from './tenancy/routes.ts';
 import { onPrimary } from './storage/sessions.ts';
 import { RecordWrites } from './storage/writes.ts';
 import { CallMemory } from './write/call-memory.ts';

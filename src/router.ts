@@ -6,7 +6,7 @@ import { BOOKMARK_HEADER, isBookmark, latestBookmark } from './http/bookmark.ts'
 import { allowedOrigin, corsHeaders, corsPolicy, preflightHeaders } from './http/cors.ts';
 import { refuseDotSegments } from './http/dot-segments.ts';
 import { HttpError, invalidBookmark, isTenantNotHere, notFound } from './http/errors.ts';
-import { forgetRoute } from './storage/routes.ts';
+import { forgetRoute } from './tenancy/routes.ts';
 import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { wakeAfterWrite } from './push/wake.ts';

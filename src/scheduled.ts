@@ -2,16 +2,16 @@ import type { Env } from './env.ts';
 import { IdempotencyStore, KEY_TTL_MS } from './storage/idempotency.ts';
 import { Imports } from './storage/imports.ts';
 import { Lists } from './storage/lists.ts';
-import { NO_TENANT } from './storage/tenant-scope.ts';
+import { NO_TENANT } from './tenancy/tenant-scope.ts';
 import { recordKeys } from './domain/record-keys.ts';
 import { Meter } from './storage/meter.ts';
 import { Webhooks } from './storage/webhooks.ts';
 import { objectsBuilding } from './storage/record-index.ts';
 import { startIndexBuild } from './push/index-builds.ts';
-import { databaseNamed, databaseNames } from './storage/routes.ts';
-import { Catalog } from './storage/catalog.ts';
+import { databaseNamed, databaseNames } from './tenancy/routes.ts';
+import { Catalog } from './tenancy/catalog.ts';
 import { changeRetention } from './domain/retention.ts';
-import { Moves } from './storage/moves.ts';
+import { Moves } from './tenancy/moves.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;

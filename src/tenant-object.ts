@@ -1,11 +1,11 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
-import { failMove, moveStep } from './move/move-steps.ts';
-import { Catalog } from './storage/catalog.ts';
+import { failMove, moveStep } from './tenancy/move-steps.ts';
+import { Catalog } from './tenancy/catalog.ts';
 import { Meter } from './storage/meter.ts';
-import { databaseNamed, forgetRoute } from './storage/routes.ts';
+import { databaseNamed, forgetRoute } from './tenancy/routes.ts';
 import { onPrimary } from './storage/sessions.ts';
-import { TenantData } from './storage/tenant-data.ts';
+import { TenantData } from './tenancy/tenant-data.ts';
 
 /** After a failed step (D1 unreachable, say), the next try waits this long. */
 const RETRY_MS = 2_000;
@@ -15,7 +15,7 @@ const MOVE_ATTEMPTS = 8;
 /**
  * One object per tenant (named by its id) does what takes longer than a request: a deleted
  * tenant's rows, import files and objects are removed a chunk per alarm, and a move runs its steps
- * (src/move/). What it has done lives in D1 (what rows remain, where the move stands), so a
+ * (src/tenancy/move-steps.ts). What it has done lives in D1 (what rows remain, where the move stands), so a
  * restart only repeats a step, which changes nothing twice. The object keeps only what it is doing.
  */
 export class TenantObject extends DurableObject<Env> {
@@ -60,7 +60,7 @@ export class TenantObject extends DurableObject<Env> {
       const failures = ((await this.ctx.storage.get<number>('failures')) ?? 0) + 1;
       console.error(JSON.stringify({ message: 'tenant move step failed', moveId, failures, error: String(error) }));
       const failure = error instanceof Error ? error.message.slice(0, 500) : 'unknown';
-      const failed = failures >= MOVE_ATTEMPTS && (await failMove(this.env, moveId, failure, Date.now()));
+      const failed = failures >= MOVE_ATTEMPTS && (await failMove(this.env.DB, moveId, failure, Date.now()));
       await this.ctx.storage.put('failures', failed ? 0 : failures);
       await this.ctx.storage.setAlarm(Date.now() + RETRY_MS * Math.min(failures, 5));
     }

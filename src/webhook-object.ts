@@ -7,7 +7,7 @@ import { postItem, type Attempt } from './push/post.ts';
 import { webhookHeaders } from './push/sign.ts';
 import { storedCursorKey } from './storage/cursor-key.ts';
 import { Meter } from './storage/meter.ts';
-import { databaseFor } from './storage/routes.ts';
+import { databaseFor } from './tenancy/routes.ts';
 import { tenantOfId } from './domain/tenant.ts';
 import { Webhooks, type Webhook } from './storage/webhooks.ts';
 

@@ -1,6 +1,6 @@
 import { DEFAULT_TENANT, tenantOfKey, type TenantRoute } from '../domain/tenant.ts';
 import type { Env } from '../env.ts';
-import { defaultRoute, routeOf } from '../storage/routes.ts';
+import { defaultRoute, routeOf, routeTtlMs } from '../tenancy/routes.ts';
 
 const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})$/i;
 
@@ -14,6 +14,6 @@ export async function tenantOfRequest(request: Request, env: Env): Promise<Tenan
   const token = BEARER.exec(request.headers.get('Authorization') ?? '')?.[1];
   const tenantId = token === undefined ? DEFAULT_TENANT : tenantOfKey(token);
   if (tenantId === DEFAULT_TENANT) return defaultRoute();
-  const route = await routeOf(env, tenantId);
+  const route = await routeOf(env.DB, routeTtlMs(env), tenantId);
   return route === undefined || route.status === 'deleting' ? defaultRoute() : route;
 }

@@ -3,7 +3,7 @@ import type { Env } from '../env.ts';
 import { answeredWorkspaces } from '../http/respond.ts';
 import { Meter } from '../storage/meter.ts';
 import { Webhooks } from '../storage/webhooks.ts';
-import { databaseFor } from '../storage/routes.ts';
+import { databaseFor } from '../tenancy/routes.ts';
 import { tenantOfId } from '../domain/tenant.ts';
 
 /**

@@ -5,19 +5,19 @@ import { readJson } from '../http/body.ts';
 import { HttpError, invalidBody, notFound, rejected } from '../http/errors.ts';
 import { pathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
-import type { MoveStep } from '../move/move-steps.ts';
+import type { MoveStep } from '../tenancy/move-steps.ts';
 import { MoveInput } from '../schemas/admin.ts';
 import { parseObject } from '../schemas/parse.ts';
-import { Catalog } from '../storage/catalog.ts';
-import { Moves, type MoveRow } from '../storage/moves.ts';
-import { databaseNamed, databaseNames } from '../storage/routes.ts';
+import { Catalog } from '../tenancy/catalog.ts';
+import { Moves, type MoveRow } from '../tenancy/moves.ts';
+import { databaseNamed, databaseNames } from '../tenancy/routes.ts';
 import { onPrimary } from '../storage/sessions.ts';
 import { keyHeader, reused } from '../write/claim.ts';
 import { requireOperator } from './tenants.ts';
 
 /**
  * Moves of a tenant to another database (the operator's API): started here, run by the tenant's
- * object (src/move/), read and cancelled here.
+ * object (src/tenancy/move-steps.ts), read and cancelled here.
  */
 
 const movesOf = ({ env, meter }: Context): Moves => new Moves(onPrimary(env.DB, meter), meter);

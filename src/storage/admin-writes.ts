@@ -6,7 +6,7 @@ import type { Meter } from './meter.ts';
 import { RecordWrites } from './writes.ts';
 import { reindexObject } from './record-index.ts';
 import { nextId } from './sequences.ts';
-import type { Catalog } from './catalog.ts';
+import type { Catalog } from '../tenancy/catalog.ts';
 import type { D1 } from './sessions.ts';
 
 /**

@@ -5,7 +5,7 @@ import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import type { D1 } from './sessions.ts';
-import { inTenant, tenantIds } from './tenant-scope.ts';
+import { inTenant, tenantIds } from '../tenancy/tenant-scope.ts';
 
 /**
  * The SQL of records as requests read them (the caller, records, definitions); the admin API's

@@ -9,7 +9,7 @@ import type { InputProblem } from '../http/errors.ts';
 import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import { Imports, isChunkMoved, type ChunkDone, type ImportState } from '../storage/imports.ts';
 import { Meter } from '../storage/meter.ts';
-import { databaseFor } from '../storage/routes.ts';
+import { databaseFor } from '../tenancy/routes.ts';
 import { tenantOfId } from '../domain/tenant.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes } from '../storage/record-index.ts';
 import { isInvalidReference, referenceProblems } from '../storage/references.ts';

@@ -4,7 +4,7 @@ import { busy, outcomeUnknown } from '../http/errors.ts';
 import { problemAnswer } from './answer.ts';
 import { CALL_DEADLINE_MS } from './deadlines.ts';
 import { runWrite } from './engine.ts';
-import { forgetRoute } from '../storage/routes.ts';
+import { forgetRoute } from '../tenancy/routes.ts';
 import { callObject } from './record-turns.ts';
 import { firstRecordOf, type WriteAnswer, type WriteCall } from './write.ts';
 

@@ -2,14 +2,7 @@ import type { Context } from '../context.ts';
 import { foldCase } from '../core/fold.ts';
 import type { LedgerOutcome, UpsertResult } from '../core/ledger.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
-import {
-  fieldLimits,
-  NO_ACCESS,
-  recordAccess,
-  seesObject,
-  visibleDef,
-  type Caller,
-} from '../domain/access.ts';
+import { fieldLimits, NO_ACCESS, recordAccess, seesObject, visibleDef, type Caller } from '../domain/access.ts';
 import { planCreate, type NewRecord } from '../domain/create.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems, type Applied } from '../domain/patch.ts';

@@ -2,7 +2,7 @@ import type { Env } from '../../src/env.ts';
 import { withProductionLimits } from '../limits.ts';
 import { isBookmark, latestBookmark } from '../../src/http/bookmark.ts';
 import { replicaOf, type Replica, type Sql } from './replica.ts';
-import { databaseNames } from '../../src/storage/routes.ts';
+import { databaseNames } from '../../src/tenancy/routes.ts';
 
 /**
  * Fault injection for the chaos build: wraps the D1 binding and the record objects' namespace so

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ROUTE } from '../../src/storage/routes.ts';
+import { DEFAULT_ROUTE } from '../../src/tenancy/routes.ts';
 import type { TurnAnswer } from '../../src/write/record-queue.ts';
 import type { WriteAnswer, WriteCall } from '../../src/write/write.ts';
 import { sha256Hex } from '../../src/http/auth.ts';

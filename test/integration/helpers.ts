@@ -3,7 +3,7 @@ import { env, exports } from 'cloudflare:workers';
 import testBuild from './worker.ts';
 import { CACHE_TTL_MS, isolateCache } from '../../src/storage/isolate-cache.ts';
 import { Lists } from '../../src/storage/lists.ts';
-import { NO_TENANT } from '../../src/storage/tenant-scope.ts';
+import { NO_TENANT } from '../../src/tenancy/tenant-scope.ts';
 import { Meter } from '../../src/storage/meter.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 

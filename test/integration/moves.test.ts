@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Meter } from '../../src/storage/meter.ts';
-import { TenantCopy } from '../../src/storage/tenant-copy.ts';
-import { TenantData } from '../../src/storage/tenant-data.ts';
+import { TenantCopy } from '../../src/tenancy/tenant-copy.ts';
+import { TenantData } from '../../src/tenancy/tenant-data.ts';
 import { sabotage } from './worker.ts';
 import { ADMIN_TOKEN, admin, call, createOne, expectProblem, fv } from './helpers.ts';
 import { countOf, database, mover, movingTenant, rowsOf, stepMove } from './moving.ts';

@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { ofTenant, TENANT_TABLES } from '../../src/storage/tenant-tables.ts';
+import { ofTenant, TENANT_TABLES } from '../../src/tenancy/tenant-tables.ts';
 import { admin, call } from './helpers.ts';
 
 /** What the move tests share: a tenant to move, its mover driven a step at a time, its rows where they are. */

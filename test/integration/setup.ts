@@ -1,6 +1,6 @@
 import { applyD1Migrations } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import { databaseNames } from '../../src/storage/routes.ts';
+import { databaseNames } from '../../src/tenancy/routes.ts';
 
 // Storage is isolated per test file; the same migration files as production build the schema of
 // every database.

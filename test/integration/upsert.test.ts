@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ROUTE } from '../../src/storage/routes.ts';
+import { DEFAULT_ROUTE } from '../../src/tenancy/routes.ts';
 import { createContext } from '../../src/context.ts';
 import { sha256Hex } from '../../src/http/auth.ts';
 import { runWrite } from '../../src/write/engine.ts';

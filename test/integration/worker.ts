@@ -6,7 +6,7 @@ import { ImportObject as ProductionImport } from '../../src/import-object.ts';
 import { TenantObject as ProductionTenant } from '../../src/tenant-object.ts';
 import { importChunk } from '../../src/write/import-chunk.ts';
 import type { Env } from '../../src/env.ts';
-import { databaseNames } from '../../src/storage/routes.ts';
+import { databaseNames } from '../../src/tenancy/routes.ts';
 import { loggingD1 } from '../d1-log.ts';
 import { withProductionLimits } from '../limits.ts';
 

@@ -9,8 +9,8 @@ import { foldCase } from '../../src/core/fold.ts';
 import { recordKeys } from '../../src/domain/record-keys.ts';
 import { EPOCH, World } from './world.ts';
 import { DEFAULT_TENANT, idRange } from '../../src/domain/tenant.ts';
-import { forgetRoute } from '../../src/storage/routes.ts';
-import { ofTenant, TENANT_TABLES } from '../../src/storage/tenant-tables.ts';
+import { forgetRoute } from '../../src/tenancy/routes.ts';
+import { ofTenant, TENANT_TABLES } from '../../src/tenancy/tenant-tables.ts';
 import { client, migrations, resetIsolate, sameState, type Answer } from './harness.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { DEFAULT_TENANT, type TenantRoute } from '../domain/tenant.ts';
 import type { Env } from '../env.ts';
-import { isolateCache } from './isolate-cache.ts';
+import { isolateCache } from '../storage/isolate-cache.ts';
 
 /**
  * Where each tenant lives, as this isolate remembers it: read from the catalog (DB's `tenants`),
@@ -43,26 +43,31 @@ export function routeTtlMs(env: Pick<Env, 'ROUTE_TTL_MS'>): number {
 const CATALOG = "SELECT id, database, status FROM tenants WHERE id = ? AND status <> 'deleted'";
 
 /**
- * The route of a tenant: remembered, else read from the catalog (one round trip on DB). Undefined
- * for a tenant that does not exist or is deleted.
+ * The route of a tenant: remembered, else read from the catalog (`db`, the database holding it: one
+ * round trip), then believed for `ttlMs`. Undefined for a tenant that does not exist or is deleted.
  */
-export async function routeOf(env: Env, tenantId: number, fresh = false): Promise<TenantRoute | undefined> {
+export async function routeOf(
+  db: D1Database,
+  ttlMs: number,
+  tenantId: number,
+  fresh = false,
+): Promise<TenantRoute | undefined> {
   if (!fresh) {
     const remembered = known.get(tenantId);
     if (remembered !== undefined && remembered.until > Date.now()) return remembered.route;
     if ((unknown.get(tenantId) ?? 0) > Date.now()) return undefined;
   }
-  const row = await env.DB.prepare(CATALOG).bind(tenantId).first<TenantRoute>();
-  // A tenant gone or going: no caller of it this isolate remembers is believed.
-  if (row === null || row.status === 'deleting') isolateCache.revokeTenant(tenantId);
-  if (row === null) {
-    if (tenantId === DEFAULT_TENANT) return remember(DEFAULT_ROUTE, routeTtlMs(env));
+  const row = await db.prepare(CATALOG).bind(tenantId).first<TenantRoute>();
+  if (row === null && tenantId !== DEFAULT_TENANT) {
     if (unknown.size >= KEPT) unknown.clear();
+    // A tenant gone: its route and every caller of it this isolate remembers are forgotten.
+    forgetRoute(tenantId);
     unknown.set(tenantId, Date.now() + UNKNOWN_MS);
-    known.delete(tenantId);
     return undefined;
   }
-  return remember(row, routeTtlMs(env));
+  // A tenant going: no caller of it this isolate remembers is believed.
+  if (row === null || row.status === 'deleting') isolateCache.revokeTenant(tenantId);
+  return remember(row ?? DEFAULT_ROUTE, ttlMs);
 }
 
 /** The default tenant's route needs no read while nothing says it moved. */
@@ -93,6 +98,6 @@ export function forgetRoute(tenantId: number): void {
  * index build): undefined once the tenant is gone, and its work stops.
  */
 export async function databaseFor(env: Env, tenantId: number): Promise<D1Database | undefined> {
-  const route = tenantId === DEFAULT_TENANT ? defaultRoute() : await routeOf(env, tenantId);
+  const route = tenantId === DEFAULT_TENANT ? defaultRoute() : await routeOf(env.DB, routeTtlMs(env), tenantId);
   return route === undefined || route.status === 'deleting' ? undefined : databaseNamed(env, route.database);
 }

@@ -1,11 +1,11 @@
 import type { Env } from '../env.ts';
 import { Meter } from '../storage/meter.ts';
-import { Moves, type MoveRow } from '../storage/moves.ts';
-import { databaseNamed, forgetRoute, routeTtlMs } from '../storage/routes.ts';
+import { Moves, type MoveRow } from './moves.ts';
+import { databaseNamed, forgetRoute, routeTtlMs } from './routes.ts';
 import { onPrimary } from '../storage/sessions.ts';
-import { TenantCopy } from '../storage/tenant-copy.ts';
-import { TenantData } from '../storage/tenant-data.ts';
-import { TENANT_TABLES } from '../storage/tenant-tables.ts';
+import { TenantCopy } from './tenant-copy.ts';
+import { TenantData } from './tenant-data.ts';
+import { TENANT_TABLES } from './tenant-tables.ts';
 
 /**
  * A tenant's move, as steps its object runs one per alarm: copy every table in chunks while the
@@ -177,9 +177,9 @@ function removeSome(db: D1Database, meter: Meter, tenant: number): Promise<boole
  * The move ends as failed (an error its retries did not get past), unless it has switched
  * already: then it goes on, since the tenant lives on the target now.
  */
-export async function failMove(env: Env, id: number, failure: string, now: number): Promise<boolean> {
+export async function failMove(db: D1Database, id: number, failure: string, now: number): Promise<boolean> {
   const meter = new Meter();
-  const moves = new Moves(onPrimary(env.DB, meter), meter);
+  const moves = new Moves(onPrimary(db, meter), meter);
   const move = await moves.get(id);
   if (move === undefined || (move.status !== 'copying' && move.status !== 'switching')) return false;
   // A switch that failed before the catalog routed the tenant is given up too; after that, never.

@@ -1,7 +1,7 @@
 import { idRange } from '../domain/tenant.ts';
-import type { Meter } from './meter.ts';
-import { retrying } from './retry.ts';
-import type { D1 } from './sessions.ts';
+import type { Meter } from '../storage/meter.ts';
+import { retrying } from '../storage/retry.ts';
+import type { D1 } from '../storage/sessions.ts';
 import { ofTenant, TENANT_TABLES, type TenantTable } from './tenant-tables.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { DEFAULT_TENANT, type TenantStatus } from '../domain/tenant.ts';
-import type { Meter } from './meter.ts';
-import { retrying } from './retry.ts';
-import type { D1 } from './sessions.ts';
+import type { Meter } from '../storage/meter.ts';
+import { retrying } from '../storage/retry.ts';
+import type { D1 } from '../storage/sessions.ts';
 
 /**
  * The catalog of tenants, in DB: each tenant's name, database and state. The default tenant has no

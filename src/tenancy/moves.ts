@@ -1,6 +1,6 @@
-import type { Meter } from './meter.ts';
-import { retrying } from './retry.ts';
-import type { D1 } from './sessions.ts';
+import type { Meter } from '../storage/meter.ts';
+import { retrying } from '../storage/retry.ts';
+import type { D1 } from '../storage/sessions.ts';
 
 /**
  * Moves of tenants between databases, in DB's catalog beside the tenants: what the operator reads

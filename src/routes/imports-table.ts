@@ -1,0 +1,117 @@
+import { cancelImport, createImport, getImport, importErrors, listImports } from './imports.ts';
+import { ImportPage, ImportSchema } from '../schemas/imports.ts';
+import { PAGE_QUERY } from './parameters.ts';
+import type { Operation } from './operation.ts';
+
+/** Imports of files of records into a workspace: started, followed, cancelled, and the rows they skipped. */
+export const importOperations = {
+  createImport: {
+    method: 'POST',
+    path: '/workspaces/:workspaceId/imports',
+    handler: createImport,
+    operationId: 'createImport',
+    tag: 'Records',
+    summary: 'Import a file of records in the background',
+    description:
+      'Editors of the workspace. The body (up to 100 MB, with its Content-Length) is NDJSON (`application/x-ndjson`: ' +
+      'a line is `{ "fieldValues": [...], "isTemplate"? }`) or CSV (`text/csv`, RFC 4180: a header row naming ' +
+      "fields, cells parsed by their field's type, an empty cell no value, several values as a JSON array or " +
+      "separated by `;`, an export's `'` before a formula taken off). It is kept in R2 and applied in chunks, each " +
+      "one D1 transaction with the import's position, so every row is applied exactly once through restarts. " +
+      'Records are created with `creationType: "System"` by the importer; `mode=upsert&matchOn=<unique field>` ' +
+      "patches the record holding each row's value instead; `mode=update&matchOn=id` patches the record each row " +
+      'names by `id` (one of the object shared with the workspace, else the row fails; nothing is created) and ' +
+      "takes an export as it is: a row's `version`, when given, must be the record's (else the row fails: it " +
+      "changed since), the record's other properties (`name`, `updatedAt`, …) are ignored, and in CSV an empty " +
+      'cell removes the value. Each row is checked as a create or patch element (I-JSON, depth, types). A row that ' +
+      'fails is skipped and listed; the others are applied; an import whose rows all fail is `failed`. A file that ' +
+      'is not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.',
+    auth: 'key',
+    fileBody: {
+      'application/x-ndjson': '{"fieldValues":[{"fieldName":"firstName","value":"Ada"}]}\n',
+      'text/csv': 'firstName,lastName\r\nAda,Lovelace\r\n"Grace ""Amazing""",Hopper\r\n',
+    },
+    ok: { status: 202, schema: ImportSchema, location: true },
+    query: [
+      {
+        name: 'objectId',
+        required: true,
+        description: 'The object the rows are records of (required).',
+        schema: { type: 'integer', minimum: 0 },
+      },
+      {
+        name: 'mode',
+        description: '`create` (default), `upsert` or `update`.',
+        schema: { type: 'string', enum: ['create', 'upsert', 'update'] },
+      },
+      {
+        name: 'matchOn',
+        description: 'An upsert: the unique field that finds the record to patch. An update: `id` (the default).',
+        schema: { type: 'string' },
+      },
+    ],
+    idempotencyKey: true,
+    errors: [403],
+  },
+  listImports: {
+    method: 'GET',
+    path: '/workspaces/:workspaceId/imports',
+    handler: listImports,
+    operationId: 'listImports',
+    tag: 'Records',
+    summary: "List the caller's imports into a workspace",
+    description:
+      "Newest first, a keyset page at a time. An administrator of the tenant sees everyone's imports into the " +
+      'workspace. Members only, else 404.',
+    auth: 'key',
+    ok: { status: 200, schema: ImportPage },
+    query: PAGE_QUERY,
+    errors: [],
+  },
+  getImport: {
+    method: 'GET',
+    path: '/imports/:importId',
+    handler: getImport,
+    operationId: 'getImport',
+    tag: 'Records',
+    summary: 'Follow an import: its status and counts',
+    description: 'The importer only; anyone else: 404.',
+    auth: 'key',
+    ok: { status: 200, schema: ImportSchema },
+    errors: [],
+  },
+  cancelImport: {
+    method: 'DELETE',
+    path: '/imports/:importId',
+    handler: cancelImport,
+    operationId: 'cancelImport',
+    tag: 'Records',
+    summary: 'Cancel an import',
+    description:
+      'No chunk starts after it; the rows applied stay. Cancelling again answers the cancelled import as it stands ' +
+      '(so a retry, keyed or not, is safe). An import already finished: 409.',
+    auth: 'key',
+    ok: { status: 200, schema: ImportSchema },
+    idempotencyKey: true,
+    errors: [409],
+  },
+  listImportErrors: {
+    method: 'GET',
+    path: '/imports/:importId/errors',
+    handler: importErrors,
+    operationId: 'listImportErrors',
+    tag: 'Records',
+    summary: 'The rows an import skipped, and why',
+    description:
+      'NDJSON, streamed in row order: `{ "row": <1-based data row>, "errors": [ { pointer, code, message, ' +
+      'column? } ] }`: `pointer` into the row as a JSON element, and for a CSV file the `column` at fault.',
+    auth: 'key',
+    ok: { status: 200 },
+    fileAnswer: {
+      'application/x-ndjson':
+        '{"row":2,"errors":[{"pointer":"/fieldValues/0/value","code":"invalid_type","message":"expected integer",' +
+        '"column":"age"}]}\n',
+    },
+    errors: [],
+  },
+} satisfies Record<string, Operation>;
