@@ -175,7 +175,7 @@ describe('GET /openapi.json', () => {
       operations.filter((op) => op.method !== 'GET' && op.operationId !== 'queryRecords').map((op) => op.operationId),
     );
     expect(operations.filter((op) => op.idempotencyKey).map((op) => op.operationId)).toContain('upsertRecords');
-    expect(operations.filter((op) => op.idempotencyKey).length).toBe(27);
+    expect(operations.filter((op) => op.idempotencyKey).length).toBe(30);
   });
 
   it(

@@ -84,6 +84,8 @@ interface Tenant {
   /** Its administrator's token: ADMIN_TOKEN for the default tenant, else its first administrator's key. */
   admin: string;
   key: string;
+  /** The key of a member whose defined role hides `flag` (a write naming it is refused them). */
+  memberKey: string;
   workspace: number;
   objectId: number;
   records: number[];
@@ -214,6 +216,18 @@ async function populate(
       [{ fieldName: 'partners', value: [companies[1], companies[2]] }],
       [{ fieldName: 'company', value: companies[1] }],
     ];
+    // A member under a defined role: everything an editor may do, but `flag` is hidden from them.
+    const rights = { read: true, create: true, update: true, delete: true };
+    const role = await admin('POST', '/admin/roles', {
+      name: 'sim member',
+      objects: [
+        { objectId: object.id, ...rights, fields: { flag: 'hidden' } },
+        { objectId: company.id, ...rights },
+      ],
+    });
+    const member = await admin('POST', '/admin/users', { name: 'sim member' });
+    const { key: memberKey } = await admin('POST', `/admin/users/${member.id}/keys`);
+    await admin('PUT', `/admin/workspaces/${workspace.id}/members/${member.id}`, { roleId: role.id });
     const created = await http.json(
       'POST',
       '/records/batch',
@@ -234,6 +248,7 @@ async function populate(
       d1,
       admin: adminToken,
       key: key as string,
+      memberKey: memberKey as string,
       workspace: workspace.id as number,
       objectId: object.id as number,
       records: (created.body as { record: { id: number } }[]).map((item) => item.record.id),
@@ -277,10 +292,11 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       body: unknown,
       tokens: string[],
       headers: Record<string, string> = {},
+      member = false,
     ): Promise<Answer> => {
       requests++;
       const sentAt = world.now;
-      const token = op === 'workspace' ? tenant.admin : tenant.key;
+      const token = op === 'workspace' ? tenant.admin : member ? tenant.memberKey : tenant.key;
       const answer = await http.send(method, path, token, body, headers);
       if (process.env.SIM_TRACE)
         console.log(
@@ -315,6 +331,8 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     const work = Array.from({ length: clients }, async (_, c) => {
       const tenant = world.pick(tenants);
       const { workspace, objectId, records, companies } = tenant;
+      // Some clients are members under a role that hides `flag`: their writes naming it are refused.
+      const member = world.chance(0.3);
       await world.sleep(offset + world.between(0, 20));
       const ops = world.between(1, 4);
       for (let o = 0; o < ops; o++) {
@@ -346,7 +364,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         ]);
         const headers: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
         if (kind === 'ifMatch') {
-          const read = await send(tenant, 'read', 'GET', `/records/${id}`, undefined, []);
+          const read = await send(tenant, 'read', 'GET', `/records/${id}`, undefined, [], {}, member);
           if (read.status === 200) headers['If-Match'] = `"${(read.body as { version: number }).version}"`;
         }
         // Drawn once: a keyed operation is sent again as it was. Some batch elements change
@@ -467,7 +485,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         const operate = async (op: string, request: (a: number) => Sent, headers: Record<string, string>) => {
           for (let a = 0; a < 6; a++) {
             const { method, path, body, tokens } = request(a);
-            const answer = await send(tenant, op, method, path, body, tokens, headers);
+            const answer = await send(tenant, op, method, path, body, tokens, headers, member);
             const again =
               key !== undefined
                 ? answer.status >= 500 || (answer.status === 409 && answer.retryAfter)
@@ -483,7 +501,7 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
         // Three operations in a row, each under a key of its own if keyed: delete a Sim record,
         // delete the company it references (allowed once nothing live references it), restore the
         // record (refused while that company is deleted), as other clients race them.
-        const read = await send(tenant, 'read', 'GET', `/records/${id}`, undefined, []);
+        const read = await send(tenant, 'read', 'GET', `/records/${id}`, undefined, [], {}, member);
         const held = (read.body as { fieldValues?: FieldValue[] } | undefined)?.fieldValues;
         const target = held?.find((v) => v.fieldName === 'company')?.value;
         const steps: [string, string, string][] = [
@@ -549,6 +567,10 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
             .join(', ')}; last ${answer.text.slice(0, 300)}`,
         );
     }
+    // A member never hears of a field their role hides, whatever faults their writes met.
+    for (const attempt of attempts)
+      if (attempt.token === attempt.tenant.memberKey && attempt.text.includes('"fieldName":"flag"'))
+        violations.push(`${attempt.op} answered the member a hidden field: ${attempt.text.slice(0, 200)}`);
     const feeds = new Map<Tenant, any[]>();
     for (const tenant of base.tenants) {
       const feed = await feedOf(tenant, (path) => check(tenant.key, 'GET', path));
@@ -868,7 +890,9 @@ function checkHistory(
     if (count > 1) violations.push(`token ${token} written ${count} times (a write applied twice)`);
   for (const attempt of attempts)
     for (const record of answeredRecords(attempt)) {
-      const state = states.get(`${record.id}@${record.version}`);
+      const whole = states.get(`${record.id}@${record.version}`);
+      // A member's answers hold the state without the field their role hides.
+      const state = attempt.token === attempt.tenant.memberKey && whole !== undefined ? withoutFlag(whole) : whole;
       if (!sameState(record, state))
         violations.push(
           `${attempt.op} answered record ${record.id} v${record.version}, which the feed does not hold as answered`,
@@ -1247,4 +1271,10 @@ async function checkPruning(
       violations.push(`key ${key} sent again after it expired: ${answer.status} ${answer.text.slice(0, 200)}`);
   }
   return violations;
+}
+
+/** A record's state as a member whose role hides `flag` sees it. */
+function withoutFlag(state: { fieldValues: Record<string, unknown> }): unknown {
+  const { flag: _, ...fieldValues } = state.fieldValues;
+  return { ...state, fieldValues };
 }
