@@ -3,6 +3,21 @@ import { ImportPage, ImportSchema } from '../schemas/imports.ts';
 import { PAGE_QUERY } from './parameters.ts';
 import type { Operation } from './operation.ts';
 
+/** Each field type's value in JSON (NDJSON and the API) and in a CSV cell, as imports read and exports write them. */
+const FIELD_FORMATS = [
+  '| field type | JSON value (NDJSON, API) | CSV cell (empty: no value) |',
+  '|---|---|---|',
+  '| `text`, `email`, `url`, `select` | a string: ≤ 100,000 characters; `local@domain`; `http(s):` URL; an option ' +
+    '| the text as it is |',
+  '| `number`, `integer` | a finite number; an integer within ±(2^53 − 1) | `-12.5`, `3e8`; past a double ' +
+    '(`1e400`): row error |',
+  '| `boolean`, `date`, `datetime` | `true`, `false`; `"2026-02-28"` (a real date); `"2026-11-22T10:00:00+09:00"` ' +
+    '(offset or `Z` required) | `true`, `false`; the same text |',
+  '| `multiSelect` | an array of distinct options | `a;b`, or a JSON array `["a","b"]` |',
+  '| `reference` | a record id; `multiple`: an array of 1–100 distinct ids | `12`; several: `12;13` or `[12,13]` |',
+  '| `json` | any JSON value, ≤ 64 levels | its JSON text (a cell that is not JSON is a string) |',
+].join('\n');
+
 /** Imports of files of records into a workspace: started, followed, cancelled, and the rows they skipped. */
 export const importOperations = {
   createImport: {
@@ -25,7 +40,8 @@ export const importOperations = {
       "changed since), the record's other properties (`name`, `updatedAt`, …) are ignored, and in CSV an empty " +
       'cell removes the value. Each row is checked as a create or patch element (I-JSON, depth, types). A row that ' +
       'fails is skipped and listed; the others are applied; an import whose rows all fail is `failed`. A file that ' +
-      'is not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.',
+      'is not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.\n\n' +
+      FIELD_FORMATS,
     auth: 'key',
     fileBody: {
       'application/x-ndjson': '{"fieldValues":[{"fieldName":"firstName","value":"Ada"}]}\n',

@@ -40,12 +40,37 @@ export async function serviceTarget(worker: LocalWorker, records: number): Promi
   const user = await json(`${worker.url}/admin/users`, 'POST', admin, { name: 'bench' });
   const { key } = await json(`${worker.url}/admin/users/${user.id}/keys`, 'POST', admin);
   const ws = await json(`${worker.url}/admin/workspaces`, 'POST', admin, { name: 'bench' });
-  await json(`${worker.url}/admin/workspaces/${ws.id}/members/${user.id}`, 'PUT', admin, { role: 'editor' });
   const object = await json(`${worker.url}/admin/objects`, 'POST', admin, {
     name: 'Bench',
     workspaceIds: [ws.id],
-    fields: [{ name: 'n0', type: 'integer' }],
+    fields: [
+      { name: 'n0', type: 'integer' },
+      { name: 'n1', type: 'text' },
+    ],
   });
+  // The caller holds a defined role (every right, a field hidden) unless BENCH_ROLE=editor: what
+  // a role costs is measured, not assumed.
+  const member =
+    process.env.BENCH_ROLE === 'editor'
+      ? { role: 'editor' }
+      : {
+          roleId: (
+            await json(`${worker.url}/admin/roles`, 'POST', admin, {
+              name: 'bench',
+              objects: [
+                {
+                  objectId: object.id,
+                  read: true,
+                  create: true,
+                  update: true,
+                  delete: true,
+                  fields: { n1: 'hidden' },
+                },
+              ],
+            })
+          ).id,
+        };
+  await json(`${worker.url}/admin/workspaces/${ws.id}/members/${user.id}`, 'PUT', admin, member);
   const headers = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const createBody = Array.from({ length: 20 }, (_, i) => ({
     objectId: object.id,
