@@ -14,7 +14,7 @@ export interface WalkThrough {
   admin: {
     users: string[];
     workspaces: string[];
-    members: { userId: number; role: string }[];
+    members: { userId: number; role?: string | undefined }[];
     objects: { name: string; version: number }[];
     workspaceInUse: { status: number; problem: Problem };
     userDeleted: number;

@@ -211,7 +211,7 @@ describe('a member under a role', () => {
     expect((await call('GET', `/records/${w.secretRecord.id}`, { key: w.member.key })).status).toBe(200);
   });
 
-  it("decides in SQL, before a record's values are read: storage gives nothing of a record the role hides", async () => {
+  it("decides in SQL before a record's values are read: storage gives nothing of a record the role hides", async () => {
     const w = await roleWorld();
     const store = new Store(env.DB, new Meter(), DEFAULT_TENANT);
     const hash = await sha256Hex(w.member.key);
