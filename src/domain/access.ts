@@ -116,7 +116,10 @@ export function recordAccess(caller: Caller, record: RecordPlace, workspaceId?: 
     read: true,
     update: rules.some((r) => r.update),
     delete: rules.some((r) => r.delete),
-    fields: mostOpen(rules),
+    fields: mostOpen(
+      rules,
+      rules.filter((r) => r.update),
+    ),
   };
 }
 
@@ -133,18 +136,21 @@ export function fieldLimits(caller: Caller, objectId: number, workspaces: readon
   );
 }
 
-/** A field is hidden only if every rule hides it, and read-only only if no rule lets it be changed. */
-function mostOpen(rules: readonly Rule[]): FieldLimits {
-  // No rule (then nothing is read at all), or one that limits no field: nothing to limit.
-  if (rules.length === 0 || rules.some((rule) => Object.keys(rule.fields).length === 0)) return NO_LIMITS;
+/**
+ * A field is hidden only if every rule that reads hides it, and read-only only if no rule that
+ * changes the record (`changing`, among `reading`) lets it be changed: a rule that reads but may not
+ * change opens no field to change.
+ */
+function mostOpen(reading: readonly Rule[], changing: readonly Rule[] = reading): FieldLimits {
+  if (reading.length === 0) return NO_LIMITS;
+  const deciding = changing.length > 0 ? changing : reading;
   const hidden = new Set<string>();
   const readOnly = new Set<string>();
-  for (const name of new Set(rules.flatMap((rule) => Object.keys(rule.fields)))) {
-    const states = rules.map((rule) => rule.fields[name]);
-    if (states.every((state) => state === 'hidden')) hidden.add(name);
-    else if (states.every((state) => state !== undefined)) readOnly.add(name);
+  for (const name of new Set(reading.flatMap((rule) => Object.keys(rule.fields)))) {
+    if (reading.every((rule) => rule.fields[name] === 'hidden')) hidden.add(name);
+    else if (deciding.every((rule) => rule.fields[name] !== undefined)) readOnly.add(name);
   }
-  return { hidden, readOnly };
+  return hidden.size === 0 && readOnly.size === 0 ? NO_LIMITS : { hidden, readOnly };
 }
 
 /** A definition as the caller may see it: without its hidden fields. */
@@ -202,7 +208,9 @@ export function shownTo<R extends RecordPlace & { fieldValues: readonly { fieldN
   workspaceId?: number,
 ): R {
   if (!isLimited(caller)) return record;
-  return withoutHidden(record, recordAccess(caller, record, workspaceId).fields.hidden);
+  const access = recordAccess(caller, record, workspaceId);
+  // A record the caller may not read shows no value at all (no path should get here with one).
+  return access.read ? withoutHidden(record, access.fields.hidden) : { ...record, fieldValues: [] };
 }
 
 /** The objects of a workspace as the caller's grant there shows them: those it reads, without hidden fields. */

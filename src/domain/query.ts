@@ -396,9 +396,9 @@ export function relevanceOf(name: string, words: readonly string[]): number | un
   return 2;
 }
 
-/** The value fields a query names anywhere: its filter, its sort and its `fields`. */
+/** The value fields a query names anywhere: its filter, its sort, its `fields` and `expand`. */
 export function namedFields(query: Query): Set<string> {
-  const names = new Set<string>(query.fields ?? []);
+  const names = new Set<string>([...(query.fields ?? []), ...(query.expand ?? [])]);
   const walk = (expr: Expr): void => {
     if ('and' in expr) expr.and.forEach(walk);
     else if ('or' in expr) expr.or.forEach(walk);

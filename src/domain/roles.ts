@@ -7,7 +7,8 @@ import { templateFields } from './name.ts';
 /**
  * A defined role's rules checked against the objects they name, and written out whole: every
  * object it lists exists, once; every field it limits is a field of that object; no field the
- * object's name template uses is hidden (the name would show it). Every problem is listed.
+ * object's name template uses is hidden (the name would show it), nor a required one from a member
+ * who creates records. Every problem is listed.
  */
 export function roleRules(
   objects: readonly ObjectRuleIn[],
@@ -28,11 +29,14 @@ export function roleRules(
     const fields = input.fields ?? {};
     const named = new Set(def?.fields.map((field) => field.name) ?? []);
     const inName = new Set(templateFields(def?.nameTemplate ?? ''));
+    const required = new Set(def?.fields.filter((field) => field.required === true).map((field) => field.name) ?? []);
     for (const [name, limit] of Object.entries(fields)) {
       const at = pointer('', 'objects', i, 'fields', name);
       if (def !== undefined && !named.has(name)) add(at, 'unknown_field', 'not a field of the object');
       else if (limit === 'hidden' && inName.has(name))
         add(at, 'name_template_field', "the object's name template uses this field: its name would show it");
+      else if (limit === 'hidden' && input.create === true && required.has(name))
+        add(at, 'required_field', 'a member who creates records must be able to give this required field');
     }
     return {
       objectId: input.objectId,

@@ -1,3 +1,4 @@
+import { templateFields } from '../domain/name.ts';
 import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
 import { startIndexBuild } from '../push/index-builds.ts';
 import type { IRequest } from 'itty-router';
@@ -359,11 +360,18 @@ async function definitionBody(
   const shape = definitionProblems(input);
   if (shape.length > 0) throw invalidBody(shape);
   const targets = input.fields.flatMap((field) => (field.target === undefined ? [] : [own(context, field.target)]));
-  const [existing, objects, history] = await Promise.all([
+  const [existing, objects, history, hidden] = await Promise.all([
     adminStore(context).existingWorkspaces(input.workspaceIds.map((id) => own(context, id))),
     adminStore(context).objects(targets),
     objectId === undefined ? [] : adminStore(context).fieldHistory(objectId),
+    objectId === undefined ? new Set<string>() : adminStore(context).hiddenFields(objectId),
   ]);
+  // A role that hides a field keeps it out of the name, which every member sees.
+  const shown = templateFields(input.nameTemplate ?? '').flatMap((name) =>
+    hidden.has(name)
+      ? [{ pointer: '/nameTemplate', code: 'hidden_field', message: `a role hides ${name}`, status: 422 }]
+      : [],
+  );
   const unknownTargets = input.fields.flatMap((field, i) =>
     field.target === undefined || objects.has(field.target) || field.target === objectId
       ? []
@@ -390,7 +398,7 @@ async function definitionBody(
         ],
   );
   const reserved = reservedNames(history.at(-1) ?? [], input);
-  const problems = [...missing, ...unknownTargets, ...changed, ...reserved];
+  const problems = [...missing, ...unknownTargets, ...changed, ...reserved, ...shown];
   if (problems.length > 0) throw rejected(problems);
   return input;
 }

@@ -1,3 +1,4 @@
+import { seesObject } from '../domain/access.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { concatBytes } from '../core/bytes.ts';
@@ -71,7 +72,9 @@ export async function createImport(request: IRequest, context: Context): Promise
     throw new HttpError(413, { code: 'payload_too_large', detail: `The limit is ${MAX_IMPORT_BYTES} bytes.` });
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
   const def = known.objects.get(query.value.objectId);
-  if (def === undefined || !def.workspaceIds.includes(workspaceId)) throw notFound('Object');
+  // An object the caller's role does not list is as missing, before anything else is said of it.
+  if (def === undefined || !def.workspaceIds.includes(workspaceId) || !seesObject(caller, workspaceId, def.id))
+    throw notFound('Object');
   if (caller.roles.get(workspaceId) !== 'editor') throw forbidden('Importing needs role editor in the workspace.');
   const matchProblems = matchOnFieldProblems(def, query.value);
   if (matchProblems.length > 0) throw invalidQuery(matchProblems);

@@ -44,8 +44,10 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   const after =
     query.cursor === undefined ? undefined : ((await readPosition(secret, query.cursor, scope, '/cursor')) as Position);
   const page = await queries.page(workspaceId, query, after);
-  const expanded = await withExpanded(context, caller, page.records, query.expand);
-  const items = pageOf(expanded.map((record) => project(shownTo(caller, record, workspaceId), query.fields)));
+  // Hidden fields leave each record before anything is expanded from it.
+  const shown = page.records.map((record) => shownTo(caller, record, workspaceId));
+  const expanded = await withExpanded(context, caller, shown, query.expand);
+  const items = pageOf(expanded.map((record) => project(record, query.fields)));
   const cut = items.length < page.records.length;
   const next = cut ? page.positions[items.length - 1] : page.next;
   return json({

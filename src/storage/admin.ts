@@ -109,6 +109,20 @@ export class AdminStore {
     return rows.map(roleOf);
   }
 
+  /** The fields of `objectId` that a role of the tenant hides. */
+  async hiddenFields(objectId: number): Promise<Set<string>> {
+    const rows = await this.all<{ field: string }>(
+      this.db
+        .prepare(
+          `SELECT DISTINCT f.key AS field FROM roles ro, json_each(ro.objects) j, json_each(j.value, '$.fields') f
+           WHERE ro.id > ?1 AND ro.id < ?2 AND j.value ->> '$.objectId' = ?3 AND f.value = 'hidden'`,
+        )
+        .bind(...this.block(0), objectId),
+      true,
+    );
+    return new Set(rows.map((row) => row.field));
+  }
+
   /** A role the tenant defined. */
   async getRole(id: number): Promise<RoleOut | undefined> {
     const rows = await this.all<RoleRow>(

@@ -400,7 +400,11 @@ function toCaller(rows: readonly CallerRow[]): Caller | undefined {
   const roles = new Map<number, Grant>();
   for (const row of rows) {
     if (row.workspace_id === null || row.role === null) continue;
-    const defined = row.role_id === null ? undefined : definedRoles.get(row.role_id, row.role_objects);
+    // A membership naming a role that could not be read grants nothing (it never falls back to `viewer`).
+    const defined =
+      row.role_id === null
+        ? undefined
+        : (definedRoles.get(row.role_id, row.role_objects) ?? { id: row.role_id, objects: [] });
     roles.set(row.workspace_id, defined ?? row.role);
   }
   return { userId: first.user_id, roles };

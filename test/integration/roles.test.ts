@@ -117,6 +117,78 @@ describe('defining roles', () => {
   });
 });
 
+describe('roles against definitions', () => {
+  it('keeps a required field from being hidden from creators, and a hidden field out of the name later', async () => {
+    const workspaceId = await newWorkspace();
+    const definition = {
+      name: 'O',
+      workspaceIds: [workspaceId],
+      fields: [
+        { name: 't', type: 'text', required: true },
+        { name: 's', type: 'text' },
+      ],
+    };
+    const object = (await admin('POST', '/admin/objects', definition)).body;
+    const creator = await admin('POST', '/admin/roles', {
+      name: `creator ${Math.random()}`,
+      objects: [{ objectId: object.id, read: true, create: true, fields: { t: 'hidden' } }],
+    });
+    expect([creator.status, creator.body.errors]).toEqual([
+      422,
+      [
+        {
+          pointer: '/objects/0/fields/t',
+          code: 'required_field',
+          message: 'a member who creates records must be able to give this required field',
+        },
+      ],
+    ]);
+    const reader = await admin('POST', '/admin/roles', {
+      name: `reader ${Math.random()}`,
+      objects: [{ objectId: object.id, read: true, fields: { s: 'hidden' } }],
+    });
+    expect(reader.status).toBe(201);
+    const named = await admin('PUT', `/admin/objects/${object.id}`, { ...definition, nameTemplate: '{t} {s}' });
+    expect([named.status, named.body.errors]).toEqual([
+      422,
+      [{ pointer: '/nameTemplate', code: 'hidden_field', message: 'a role hides s' }],
+    ]);
+    expect((await admin('GET', `/admin/objects/${object.id}`)).body.version).toBe(1);
+    expect((await admin('PUT', `/admin/objects/${object.id}`, { ...definition, nameTemplate: '{t}' })).status).toBe(
+      200,
+    );
+  });
+
+  it('with several memberships, a role that reads opens no field another role keeps read-only', async () => {
+    const owner = await newUser('owner');
+    const member = await newUser('member');
+    const a = await newWorkspace({ [owner.id]: 'editor' });
+    const b = await newWorkspace({ [member.id]: 'viewer' });
+    const object = (await admin('POST', '/admin/objects', { name: 'O', workspaceIds: [a, b], fields: DEAL_FIELDS }))
+      .body;
+    const role = await admin('POST', '/admin/roles', {
+      name: `updater ${Math.random()}`,
+      objects: [{ objectId: object.id, read: true, update: true, fields: { salary: 'read' } }],
+    });
+    await admin('PUT', `/admin/workspaces/${a}/members/${member.id}`, { roleId: role.body.id });
+    const record = (
+      await call('POST', '/records/batch', {
+        key: owner.key,
+        body: [{ objectId: object.id, fieldValues: [fv('title', 't'), fv('salary', 1)] }],
+      })
+    ).body[0].record;
+    const patch = (fieldName: string, value: unknown) =>
+      call('PATCH', '/records/batch', {
+        key: member.key,
+        body: [{ id: record.id, fieldValues: [fv(fieldName, value)] }],
+      });
+    expectProblem(await patch('salary', 2), 403, 'forbidden');
+    expect((await patch('note', 'n')).status).toBe(200);
+    const read = (await call('GET', `/records/${record.id}`, { key: owner.key })).body;
+    expect([read.version, read.fieldValues]).toEqual([2, [fv('title', 't'), fv('salary', 1), fv('note', 'n')]]);
+  });
+});
+
 describe('a member under a role', () => {
   it('sees only the records and fields the role shows, on every read', async () => {
     const w = await roleWorld();

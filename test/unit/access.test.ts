@@ -108,6 +108,12 @@ describe('defined roles', () => {
     // A built-in role in one of them limits nothing.
     const withViewer: Caller = { userId: 1, roles: new Map([...member.roles, [20, 'viewer']]) };
     expect(fieldLimits(withViewer, 5, [30, 20]).hidden.size).toBe(0);
+    // A role that reads but may not change opens no field to change: what the role that changes
+    // makes read-only stays so.
+    const viewerAndRole = recordAccess(withViewer, at([20, 30]));
+    expect([viewerAndRole.update, [...viewerAndRole.fields.hidden], [...viewerAndRole.fields.readOnly].sort()]).toEqual(
+      [true, [], ['salary', 'stage']],
+    );
   });
   it('a hidden field is as one the object does not have; a read-only one is 403 at its value', () => {
     const member: Caller = {
