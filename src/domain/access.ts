@@ -234,3 +234,21 @@ export function objectsHiding(
     [...fieldLimits(caller, def.id, [workspaceId]).hidden].some((name) => names.has(name));
   return new Set(defs.filter(hides).map((def) => def.id));
 }
+
+/**
+ * Whether the caller may see that a record references another by `field` (a list of fields,
+ * comma-separated, when it does by several): they may read the record and see each field.
+ */
+export function showsReference(
+  caller: Caller,
+  row: { objectId: number; field: string; ownedBy?: number | null; sharedWorkspaceIds?: readonly number[] },
+): boolean {
+  if (!isLimited(caller)) return true;
+  const place = {
+    objectId: row.objectId,
+    ownedBy: row.ownedBy ?? null,
+    sharedWorkspaceIds: row.sharedWorkspaceIds ?? [],
+  };
+  const access = recordAccess(caller, place);
+  return access.read && !row.field.split(', ').some((field) => access.fields.hidden.has(field));
+}

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { readPosition, signPosition } from '../http/cursor.ts';
 import { json } from '../http/respond.ts';
-import { isLimited, recordAccess, type Caller } from '../domain/access.ts';
+import { isLimited, showsReference } from '../domain/access.ts';
 import { referencingPage, type ReferencingAfter } from '../storage/references.ts';
 import { recordPageStart } from './record-pages.ts';
 
@@ -29,7 +29,7 @@ export async function referencedBy(request: IRequest, context: Context): Promise
   const last = read.at(-1);
   // Under a defined role, a record it does not let the caller read, or a field it hides, is not
   // shown: the page may be short, and goes on after the last one read.
-  const items = limited ? read.filter((row) => shownReference(caller, row)) : read;
+  const items = limited ? read.filter((row) => showsReference(caller, row)) : read;
   const nextCursor =
     rows.length > limit && last !== undefined
       ? await signPosition(secret, [last.objectId, last.field, last.recordId], scope)
@@ -38,18 +38,4 @@ export async function referencedBy(request: IRequest, context: Context): Promise
     items: items.map(({ objectId, field, recordId, name }) => ({ objectId, field, recordId, name })),
     nextCursor,
   });
-}
-
-/** Whether the caller may see that a record references by a field (each field it names, when several). */
-function shownReference(
-  caller: Caller,
-  row: { objectId: number; field: string; ownedBy?: number | null; sharedWorkspaceIds?: number[] },
-): boolean {
-  const place = {
-    objectId: row.objectId,
-    ownedBy: row.ownedBy ?? null,
-    sharedWorkspaceIds: row.sharedWorkspaceIds ?? [],
-  };
-  const access = recordAccess(caller, place);
-  return access.read && !row.field.split(', ').some((field) => access.fields.hidden.has(field));
 }

@@ -106,7 +106,7 @@ export async function restricting(
   id: number,
   workspaceIds: readonly number[],
   limit: number,
-): Promise<{ count: number; readable: Referencing[] }> {
+): Promise<{ count: number; readable: (Referencing & Placed)[] }> {
   const [count, readable] = await db.batch([
     db
       .prepare(
@@ -119,7 +119,8 @@ export async function restricting(
       .bind(id),
     db
       .prepare(
-        `SELECT q.recordId, q.objectId, q.field, s.name FROM (
+        `SELECT q.recordId, q.objectId, q.field, s.name, s.owned_by AS ownedBy,
+           (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = s.id) AS shared FROM (
            SELECT p.record_id AS recordId, p.object_id AS objectId,
              group_concat(p.field, ', ' ORDER BY p.field) AS field
            FROM (SELECT DISTINCT e.value ->> 0 AS object_id, e.value ->> 1 AS field, e.value ->> 2 AS record_id
@@ -132,7 +133,9 @@ export async function restricting(
   ]);
   return {
     count: (count?.results[0] as { n: number } | undefined)?.n ?? 0,
-    readable: (readable?.results ?? []) as Referencing[],
+    readable: ((readable?.results ?? []) as (Referencing & { ownedBy: number | null; shared: string })[]).map(
+      ({ shared, ...row }) => ({ ...row, sharedWorkspaceIds: JSON.parse(shared) as number[] }),
+    ),
   };
 }
 
@@ -179,7 +182,7 @@ export async function referencingPage(
 }
 
 /** Where a referencing record stands: what a role decides on. */
-interface Placed {
+export interface Placed {
   ownedBy: number | null;
   sharedWorkspaceIds: number[];
 }

@@ -1,5 +1,5 @@
 import type { Context } from '../context.ts';
-import { recordAccess, type Caller } from '../domain/access.ts';
+import { recordAccess, showsReference, type Caller } from '../domain/access.ts';
 import type { ReferenceClaim } from '../domain/references.ts';
 import { busy, HttpError, outcomeUnknown, rejected, type InputProblem } from '../http/errors.ts';
 import { isUniqueViolation, uniqueClashes, uniqueViolation, type UniqueClaim } from '../storage/record-index.ts';
@@ -57,11 +57,13 @@ export async function referencedRefusal(context: Context, caller: Caller, record
   return new HttpError(409, {
     code: 'record_referenced',
     detail: `${many} live ${count === 1 ? 'record references' : 'records reference'} this record; ${CHANGE_THEM}`,
-    errors: readable.map((r) => ({
-      recordId: r.recordId,
-      code: 'record_referenced',
-      message: `record ${r.recordId} of object ${r.objectId} references it by ${r.field}`,
-    })),
+    errors: readable
+      .filter((row) => showsReference(caller, row))
+      .map((r) => ({
+        recordId: r.recordId,
+        code: 'record_referenced',
+        message: `record ${r.recordId} of object ${r.objectId} references it by ${r.field}`,
+      })),
   });
 }
 

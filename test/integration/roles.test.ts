@@ -272,6 +272,25 @@ describe('a member under a role', () => {
     expect((await call('GET', `/records/${w.mine.id}`, { key: w.owner.key })).body.deleted).toBe(false);
   });
 
+  it('is told a delete is held back by records its role hides, and never which', async () => {
+    const w = await roleWorld();
+    const rules = w.role.objects.map((rule: { objectId: number }) =>
+      rule.objectId === w.account.id ? { ...rule, delete: true } : rule,
+    );
+    await admin('PUT', `/admin/roles/${w.role.id}`, { name: w.role.name, objects: rules });
+    // The owner's deal (another's row) and the member's own (by a field hidden from them) hold the account.
+    const refused = await call('DELETE', `/workspaces/${w.workspaceId}/records/${w.accountRecord.id}`, {
+      key: w.member.key,
+    });
+    expect([refused.status, refused.body.code, refused.body.errors]).toEqual([409, 'record_referenced', []]);
+    const owners = await call('DELETE', `/workspaces/${w.workspaceId}/records/${w.accountRecord.id}`, {
+      key: w.owner.key,
+    });
+    expect(owners.body.errors.map((e: { recordId: number }) => e.recordId).sort()).toEqual(
+      [w.ownersDeal.id, w.mine.id].sort(),
+    );
+  });
+
   it('takes a replaced role at once', async () => {
     const w = await roleWorld();
     expect((await call('GET', `/records/${w.mine.id}`, { key: w.member.key })).status).toBe(200);

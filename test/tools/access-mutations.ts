@@ -114,7 +114,7 @@ const MUTATIONS: Mutation[] = [
   {
     rule: 'referenced-by lists every referencing record',
     file: 'src/routes/referenced-by.ts',
-    from: '  const items = limited ? read.filter((row) => shownReference(caller, row)) : read;',
+    from: '  const items = limited ? read.filter((row) => showsReference(caller, row)) : read;',
     to: '  const items = read;',
   },
   {
