@@ -1,3 +1,4 @@
+import { ROLE_READS } from './store.ts';
 import type { InputProblem } from '../core/problem.ts';
 import type { ReferenceClaim, ReferencedRow } from '../domain/references.ts';
 import type { Meter } from './meter.ts';
@@ -29,10 +30,13 @@ export const invalidReference = (at: string, target?: number): InputProblem => (
   status: 422,
 });
 
+// As the triggers decide (a record of an object the writer's role lists as readable, owned by them
+// for `own` rows): a reference refused for a record the role hides is answered as one to none.
 const REFUSED = `SELECT j.key AS i FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM records x
   WHERE x.id = j.value ->> 0 AND x.object_id = j.value ->> 1 AND x.deleted = 0 AND EXISTS (SELECT 1
     FROM record_workspaces w JOIN memberships m ON m.workspace_id = w.workspace_id AND m.user_id = ?2
-    WHERE w.record_id = x.id))`;
+    LEFT JOIN roles ro ON ro.id = m.role_id
+    WHERE w.record_id = x.id AND ${ROLE_READS('ro.objects', 'm.user_id', 'x')}))`;
 
 /**
  * The claims D1 would refuse now, each a 422 `invalid_reference` at its pointer (one round trip):

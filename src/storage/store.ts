@@ -172,11 +172,12 @@ const RECORDS = (tenant: number): string =>
 
 /**
  * SQL: the rules `rules` (a defined role's JSON, or NULL for `viewer` and `editor`) let user `user`
- * read record `r`: its object is listed as readable, and for `own` rows the user owns it.
+ * read record `record` (`r` unless named): its object is listed as readable, and for `own` rows the
+ * user owns it.
  */
-export const ROLE_READS = (rules: string, user: string): string => `(${rules} IS NULL OR EXISTS (
-    SELECT 1 FROM json_each(${rules}) j WHERE j.value ->> '$.objectId' = r.object_id AND j.value ->> '$.read'
-      AND (j.value ->> '$.rows' = 'all' OR r.owned_by = ${user})))`;
+export const ROLE_READS = (rules: string, user: string, record = 'r'): string => `(${rules} IS NULL OR EXISTS (
+    SELECT 1 FROM json_each(${rules}) j WHERE j.value ->> '$.objectId' = ${record}.object_id AND j.value ->> '$.read'
+      AND (j.value ->> '$.rows' = 'all' OR ${record}.owned_by = ${user})))`;
 
 /**
  * SQL: the caller (key hash `?2`) is a member of a workspace record `r` is shared with (`?3` alone,

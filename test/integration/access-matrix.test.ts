@@ -111,6 +111,9 @@ const PROBES: Record<string, Probe[] | string> = {
     named('fieldValues', (w, name) => as(w, 'POST', '/records/batch', deals(w, [fv(name, 1)]))),
     readOnly('fieldValues', (w, value) => as(w, 'POST', '/records/batch', deals(w, [value]))),
     object('objectId', (w, id) => as(w, 'POST', '/records/batch', [{ objectId: id, fieldValues: [] }])),
+    ...records('a reference', (w, id) =>
+      as(w, 'POST', '/records/batch', [{ objectId: w.note.id, fieldValues: [fv('deal', id)] }]),
+    ),
   ],
   queryRecords: [
     named('filter', (w, name) =>

@@ -29,6 +29,7 @@ export async function roleWorld() {
     ],
   });
   const secret = await object({ name: 'Secret', fields: [{ name: 'code', type: 'text' }] });
+  const note = await object({ name: 'Note', fields: [{ name: 'deal', type: 'reference', target: deal.id }] });
   const role = await admin('POST', '/admin/roles', {
     name: `sales ${Math.random()}`,
     objects: [
@@ -42,6 +43,7 @@ export async function roleWorld() {
         fields: { salary: 'hidden', link: 'hidden', stage: 'read' },
       },
       { objectId: account.id, read: true },
+      { objectId: note.id, read: true, create: true },
     ],
   });
   if (role.status !== 201) throw new Error(`role: ${JSON.stringify(role.body)}`);
@@ -74,6 +76,7 @@ export async function roleWorld() {
     deal,
     account,
     secret,
+    note,
     role: role.body,
     accountRecord,
     ownersDeal,

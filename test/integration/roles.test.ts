@@ -213,7 +213,7 @@ describe('a member under a role', () => {
     });
     expect([query.body.items, query.body.count.value]).toEqual([[read.body], 1]);
     const objects = await call('GET', `/workspaces/${workspaceId}/objects`, { key: member.key });
-    expect(objects.body.items.map((o: { name: string }) => o.name)).toEqual(['Account', 'Deal']);
+    expect(objects.body.items.map((o: { name: string }) => o.name)).toEqual(['Account', 'Deal', 'Note']);
     expect(objects.body.items[1].fields.map((f: { name: string }) => f.name)).toEqual([
       'title',
       'stage',

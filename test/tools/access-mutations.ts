@@ -22,6 +22,12 @@ const MUTATIONS: Mutation[] = [
     to: '      )`;',
   },
   {
+    rule: "a reference may name a record the writer's role hides",
+    file: 'migrations/0024_references_by_role.sql',
+    from: '      AND (m.role_id IS NULL OR EXISTS (SELECT 1 FROM roles ro, json_each(ro.objects) j',
+    to: '      AND (1 OR EXISTS (SELECT 1 FROM roles ro, json_each(ro.objects) j',
+  },
+  {
     rule: 'own rows ignored when deciding on a record',
     file: 'src/domain/access.ts',
     from: "    return rule.rows === 'own' && record.ownedBy !== caller.userId ? [] : [rule];",
