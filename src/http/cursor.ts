@@ -23,15 +23,7 @@ const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
 
 async function tag(secret: string, message: string): Promise<string> {
-  let imported = keys.get(secret);
-  if (imported === undefined) {
-    imported = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
-      'sign',
-    ]);
-    keys.set(secret, imported);
-  }
-  const signature = await crypto.subtle.sign('HMAC', await imported, encoder.encode(message));
-  return b64url(new Uint8Array(signature).slice(0, 16));
+  return b64url((await mac(secret, message)).slice(0, 16));
 }
 
 export async function signCursor(secret: string, position: number, scope: string): Promise<string> {
@@ -82,47 +74,86 @@ export async function cursorKey(secret: string | undefined, stored: () => Promis
 }
 
 /**
- * A cursor holding a keyset position (sort values and an id) rather than one number: base64url of
- * the position's JSON, a dot, and the tag over that JSON and `scope`. Read back only if it is
- * exactly the text this service would issue for that position and scope.
+ * A cursor holding a keyset position (sort values and an id) rather than one number, sealed: the
+ * position's JSON encrypted with AES-GCM under a key derived from the secret, `scope` as its
+ * additional data, and an IV taken from the HMAC of the position and scope, so each position has
+ * exactly one cursor text. Its holder cannot read it: a position may name a record or a sort value
+ * the caller was never shown (where a walk stopped, among records a role hides).
  */
 export async function signPosition(secret: string, position: readonly unknown[], scope: string): Promise<string> {
   const text = JSON.stringify(position);
-  const bytes = encoder.encode(text);
-  let binary = '';
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  const head = btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
-  return `${head}.${await tag(secret, `${text}.${scope}`)}`;
+  const iv = (await mac(secret, `${text}.${scope}`)).slice(0, 12);
+  const sealed = await crypto.subtle.encrypt(
+    { name: 'AES-GCM', iv, additionalData: encoder.encode(scope) },
+    await sealingKey(secret),
+    encoder.encode(text),
+  );
+  const bytes = new Uint8Array(12 + sealed.byteLength);
+  bytes.set(iv);
+  bytes.set(new Uint8Array(sealed), 12);
+  return b64urlLong(bytes);
 }
 
-/**
- * The position a keyset cursor holds, or 400 naming `pointer` (a body property) when it is not one
- * this service issued for `scope`.
- */
 /** Base64 characters of a position a cursor may hold: the longest value a sort may hold, encoded. */
 const MAX_POSITION_CHARS = 600_000;
 
+/**
+ * The position a keyset cursor holds, or 400 naming `at` (a body property, or a query parameter
+ * for a GET) when it is not one this service issued for `scope`.
+ */
 export async function readPosition(secret: string, cursor: string, scope: string, at: string): Promise<unknown[]> {
-  const dot = cursor.indexOf('.');
-  const head = dot < 0 ? '' : cursor.slice(0, dot);
   let position: unknown;
   // A position may hold a sort value as long as a text field's (100,000 characters): within a body's 1 MiB.
-  if (head.length <= MAX_POSITION_CHARS && /^[A-Za-z0-9_-]+$/.test(head)) {
+  if (cursor.length <= MAX_POSITION_CHARS && /^[A-Za-z0-9_-]{40,}$/.test(cursor)) {
     try {
-      const binary = atob(head.replaceAll('-', '+').replaceAll('_', '/'));
-      position = JSON.parse(
-        new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(
-          Uint8Array.from(binary, (c) => c.charCodeAt(0)),
-        ),
+      const binary = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
+      const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+      const opened = await crypto.subtle.decrypt(
+        { name: 'AES-GCM', iv: bytes.slice(0, 12), additionalData: encoder.encode(scope) },
+        await sealingKey(secret),
+        bytes.slice(12),
       );
+      position = JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(opened));
     } catch {
       position = undefined;
     }
   }
   if (Array.isArray(position) && sameText(cursor, await signPosition(secret, position, scope))) return position;
   throw invalidCursor({
-    pointer: at,
+    ...(at.startsWith('/') ? { pointer: at } : { query: at }),
     code: 'invalid_cursor',
     message: 'not a cursor this service issued for this query',
   });
+}
+
+/** The HMAC-SHA256 of `message` under `secret`, whole. */
+async function mac(secret: string, message: string): Promise<Uint8Array> {
+  let imported = keys.get(secret);
+  if (imported === undefined) {
+    imported = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+      'sign',
+    ]);
+    keys.set(secret, imported);
+  }
+  return new Uint8Array(await crypto.subtle.sign('HMAC', await imported, encoder.encode(message)));
+}
+
+/** The AES-GCM key positions are sealed with: the HMAC of a fixed label under the secret (one key per secret). */
+const sealingKeys = new Map<string, Promise<CryptoKey>>();
+function sealingKey(secret: string): Promise<CryptoKey> {
+  let key = sealingKeys.get(secret);
+  if (key === undefined) {
+    key = mac(secret, 'record-service cursor positions').then((raw) =>
+      crypto.subtle.importKey('raw', raw, { name: 'AES-GCM' }, false, ['encrypt', 'decrypt']),
+    );
+    sealingKeys.set(secret, key);
+  }
+  return key;
+}
+
+/** Base64url of bytes too many to spread into one call. */
+function b64urlLong(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
 }

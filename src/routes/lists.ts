@@ -6,7 +6,7 @@ import { fieldLimits, objectsInView, shownTo, type Caller } from '../domain/acce
 import { parseFeedQuery, parseListQuery, parsePageQuery } from '../domain/list-query.ts';
 import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
-import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
+import { cursorKey, readCursor, readPosition, signCursor, signPosition } from '../http/cursor.ts';
 import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { tenantPathIds } from '../http/params.ts';
 import { MAX_PAGE_BYTES } from '../storage/store.ts';
@@ -140,7 +140,10 @@ export async function listWorkspaceObjects(request: IRequest, context: Context):
   const { limit, cursor } = query.value;
   const secret = await secretOf(context);
   const scope = `objects/${workspaceId}`;
-  const after = await caught(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
+  // Sealed: the last object a page read may be one the caller's role does not list.
+  const after = await caught(async () =>
+    cursor === undefined ? 0 : Number((await readPosition(secret, cursor, scope, 'cursor'))[0]),
+  );
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
   const { caller, objects } = await context.lists.objects(keyHash, workspaceId, after.value, limit + 1);
   const reader = member(caller, workspaceId, []);
@@ -148,7 +151,7 @@ export async function listWorkspaceObjects(request: IRequest, context: Context):
   const read = objects.slice(0, limit);
   const items = objectsInView(reader, workspaceId, read);
   const last = read.at(-1);
-  const nextCursor = objects.length > limit && last !== undefined ? await signCursor(secret, last.id, scope) : null;
+  const nextCursor = objects.length > limit && last !== undefined ? await signPosition(secret, [last.id], scope) : null;
   return json({ items: items.map(definitionOut), nextCursor });
 }
 

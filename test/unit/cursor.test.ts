@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cursorKey, readCursor, signCursor } from '../../src/http/cursor.ts';
+import { cursorKey, readCursor, readPosition, signCursor, signPosition } from '../../src/http/cursor.ts';
 
 const b64url = (text: string) => btoa(text).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
 const SECRET = 'k'.repeat(43);
@@ -59,5 +59,26 @@ describe('cursors: one text per position, signed and scoped', () => {
     expect(await cursorKey('set', stored)).toBe('set');
     expect(await cursorKey(undefined, stored)).toBe('stored');
     expect(await cursorKey('', stored)).toBe('stored');
+  });
+});
+
+describe('keyset positions', () => {
+  it('are sealed: the holder reads nothing of the position, and only its scope opens it', async () => {
+    const position = ['Salary review of Grace', 68719476741];
+    const cursor = await signPosition(SECRET, position, 'query/1');
+    expect(cursor).toBe(await signPosition(SECRET, position, 'query/1'));
+    for (const shown of ['Salary', 'Grace', '68719476741', b64url('Salary'), b64url('["Salary')])
+      expect(cursor).not.toContain(shown);
+    expect(await readPosition(SECRET, cursor, 'query/1', '/cursor')).toEqual(position);
+    const edited = `${cursor.slice(0, 20)}${cursor[20] === 'A' ? 'B' : 'A'}${cursor.slice(21)}`;
+    for (const [text, scope] of [
+      [cursor, 'query/2'],
+      [edited, 'query/1'],
+      [await signPosition('another secret of 43 characters, at least!!', position, 'query/1'), 'query/1'],
+    ] as const)
+      await expect(readPosition(SECRET, text, scope, '/cursor')).rejects.toMatchObject({
+        status: 400,
+        errors: [{ pointer: '/cursor', code: 'invalid_cursor' }],
+      });
   });
 });
