@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { caught } from '../core/caught.ts';
-import { fieldLimits, objectsInView, shownTo, type Caller } from '../domain/access.ts';
+import { fieldLimits, isLimited, objectsInView, shownTo, type Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery, parsePageQuery } from '../domain/list-query.ts';
 import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
@@ -64,6 +64,7 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
   const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, expand !== undefined);
   const caller = member(page.caller, workspaceId, []);
+  if (isLimited(caller)) context.meter.hideRows();
   const shown = page.records.slice(0, limit);
   if (expand !== undefined) {
     const wrong = expandProblems(expand, objectsInView(caller, workspaceId, page.objects), () => ({ query: 'expand' }));
@@ -110,6 +111,7 @@ export async function listChanges(request: IRequest, context: Context): Promise<
     query.value.limit,
   );
   const reader = member(caller, workspaceId, []);
+  if (isLimited(reader)) context.meter.hideRows();
   if (sent !== undefined && after.value < horizon) {
     throw new HttpError(410, {
       code: 'gone',

@@ -3,7 +3,7 @@ import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { caught } from '../core/caught.ts';
 import { catalogOf, namedFields, parseQuery, project } from '../domain/query.ts';
-import { objectsHiding, objectsInView, rowsSeen, shownTo } from '../domain/access.ts';
+import { isLimited, objectsHiding, objectsInView, rowsSeen, shownTo } from '../domain/access.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
@@ -30,6 +30,8 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   );
   if (caller === undefined) throw unauthorized();
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
+  // The rows a page reads count the records a role passes over: its answer does not tell them.
+  if (isLimited(caller)) context.meter.hideRows();
   if (!body.ok) throw body.error;
   // The objects and fields the caller's role lets them see are all a query may name.
   const view = objectsInView(caller, workspaceId, objects);

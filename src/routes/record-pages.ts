@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { recordAccess, type Caller } from '../domain/access.ts';
+import { isLimited, recordAccess, type Caller } from '../domain/access.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { cursorKey } from '../http/cursor.ts';
@@ -37,6 +37,7 @@ export async function recordPageStart(request: IRequest, context: Context, page:
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
   if (!query.ok || problems.length > 0) throw invalidQuery(problems);
   if (standing === undefined || !recordAccess(caller, standing).read) throw notFound('Record');
+  if (isLimited(caller)) context.meter.hideRows();
   const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
   return {
     caller,

@@ -95,6 +95,16 @@ export class Meter implements Work {
     return work;
   }
 
+  private tellsRows = true;
+
+  /**
+   * For a caller whose role hides records: the rows a page read count the records it passed over,
+   * and would tell how many there are. Its answer tells round trips and calls alone.
+   */
+  hideRows(): void {
+    this.tellsRows = false;
+  }
+
   /**
    * `rows`: whether to tell the rows D1 wrote and read. A 404 does not: reading a row that exists
    * costs more rows than finding none, which would tell a record hidden from the caller from one
@@ -105,7 +115,7 @@ export class Meter implements Work {
     return (
       `d1;dur=${this.d1Ms.toFixed(1)};desc="${plural(this.d1Trips, 'round trip', 'round trips')}", ` +
       `do;dur=${this.doMs.toFixed(1)};desc="${plural(this.doCalls, 'call', 'calls')}"` +
-      (rows ? `, rows;desc="${this.rowsWritten} written, ${this.rowsRead} read"` : '')
+      (rows && this.tellsRows ? `, rows;desc="${this.rowsWritten} written, ${this.rowsRead} read"` : '')
     );
   }
 }
