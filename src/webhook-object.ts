@@ -149,7 +149,7 @@ export class WebhookObject extends DurableObject<Env> {
       return true;
     };
     for (;;) {
-      const { changes, horizon } = await webhooks.changes(webhook.workspaceId, current.seq, PAGE);
+      const { changes, horizon } = await webhooks.changes(webhook.workspaceId, current.seq, PAGE, webhook.createdBy);
       // Changes past their retention were pruned before they could be delivered: nothing to wait for.
       if (horizon > current.seq && !(await save({ ...current, seq: horizon }))) return undefined;
       if (changes.length === 0) break;

@@ -239,7 +239,7 @@ export async function replayWebhook(request: IRequest, context: Context): Promis
     {
       batch: async (_, writeId) => {
         await existing(context, webhookId, workspaceId);
-        const { horizon } = await webhooksOf(context).changes(workspaceId, Number.MAX_SAFE_INTEGER, 1);
+        const { horizon } = await webhooksOf(context).changes(workspaceId, Number.MAX_SAFE_INTEGER, 1, caller.userId);
         if (after.value < horizon)
           throw cursorGone({
             pointer: '/after',

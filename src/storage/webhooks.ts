@@ -50,10 +50,14 @@ const toWebhook = (row: WebhookRow): Webhook => ({
 /** A change as a subscription reads it: with its record's object, for the filter. */
 export type FeedChange = ChangeRow & { objectId: number };
 
+// Only while its maker (`?4`) edits the workspace: a subscription carries its maker's access, and a
+// maker made a viewer, a member under a role (which may hide records and fields) or no member has
+// nothing delivered until they edit it again (their position waits, within the feed's retention).
 const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data, r.object_id FROM changes c
   JOIN records r ON r.id = c.record_id
   WHERE c.seq > ?2
     AND EXISTS (SELECT 1 FROM record_workspaces rw WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+    AND EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = ?1 AND m.user_id = ?4 AND m.role = 'editor')
   ORDER BY c.seq LIMIT ?3`;
 // How far the feed of the workspace's (`?1`) tenant was pruned.
 const HORIZON = `SELECT coalesce((SELECT seq FROM feed_horizons
@@ -148,11 +152,12 @@ export class Webhooks {
     workspaceId: number,
     afterSeq: number,
     limit: number,
+    maker: number,
   ): Promise<{ changes: FeedChange[]; horizon: number }> {
     const [rows, horizon] = await retrying(() =>
       this.meter.d1(() =>
         this.db.batch<unknown>([
-          this.db.prepare(FEED).bind(workspaceId, afterSeq, limit),
+          this.db.prepare(FEED).bind(workspaceId, afterSeq, limit, maker),
           this.db.prepare(HORIZON).bind(workspaceId),
         ]),
       ),

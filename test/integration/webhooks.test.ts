@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { accepted, type Received } from '../webhook-log.ts';
-import { byName, call, createOne, expectProblem, foldFeed, newObject, world, runScheduled } from './helpers.ts';
+import { admin, byName, call, createOne, expectProblem, foldFeed, newObject, world, runScheduled } from './helpers.ts';
 
 const fv = (fieldName: string, value: unknown) => ({ fieldName, value });
 const RECEIVER = env.WEBHOOK_RECEIVER;
@@ -71,6 +71,29 @@ async function writeConcurrently(key: string, workspaceId: number, objectId: num
 }
 
 describe('webhook targets', () => {
+  it('delivers only while its maker edits the workspace: under a role, nothing is sent; back, all is', async () => {
+    const { editor, viewer, workspaceId, object } = await world();
+    const name = hookName();
+    await subscribe(editor.key, workspaceId, name);
+    const first = await createOne(editor.key, object.id, [fv('firstName', 'Before')]);
+    await until(name, (log) => accepted(log).length === 1);
+    // The maker now holds a role that hides a field; another editor writes a value of it.
+    const role = await admin('POST', '/admin/roles', {
+      name: `hidden ${hookName()}`,
+      objects: [{ objectId: object.id, read: true, fields: { age: 'hidden' } }],
+    });
+    const held = await admin('PUT', `/admin/workspaces/${workspaceId}/members/${editor.id}`, { roleId: role.body.id });
+    expect(held.body).toEqual({ workspaceId, userId: editor.id, roleId: role.body.id });
+    await admin('PUT', `/admin/workspaces/${workspaceId}/members/${viewer.id}`, { role: 'editor' });
+    const during = await createOne(viewer.key, object.id, [fv('firstName', 'During'), fv('age', 41)]);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(accepted(await receiverLog(name)).length).toBe(1);
+    await admin('PUT', `/admin/workspaces/${workspaceId}/members/${editor.id}`, { role: 'editor' });
+    const after = await createOne(viewer.key, object.id, [fv('firstName', 'After')]);
+    const log = await until(name, (entries) => accepted(entries).length === 3);
+    expect(accepted(log).map((entry) => JSON.parse(entry.body).recordId)).toEqual([first.id, during.id, after.id]);
+  });
+
   it('a URL of a host that is not public, in any spelling, is 422 at /url, and nothing is subscribed', async () => {
     const { editor, workspaceId } = await world();
     const spellings = [
