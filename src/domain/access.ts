@@ -197,8 +197,34 @@ export function withoutHidden<R extends { fieldValues: readonly { fieldName: str
   record: R,
   hidden: ReadonlySet<string>,
 ): R {
-  if (hidden.size === 0) return record;
+  if (hidden.size === 0 || !record.fieldValues.some((value) => hidden.has(value.fieldName))) return record;
   return { ...record, fieldValues: record.fieldValues.filter((value) => !hidden.has(value.fieldName)) };
+}
+
+/** Every field name some grant of the caller's hides, whatever its object: what an answer is searched for. */
+export function hiddenNames(caller: Caller): ReadonlySet<string> {
+  const names = new Set<string>();
+  for (const grant of caller.roles.values())
+    if (typeof grant !== 'string')
+      for (const rule of grant.objects)
+        for (const [name, limit] of Object.entries(rule.fields)) if (limit === 'hidden') names.add(name);
+  return names;
+}
+
+/**
+ * The field limits of a workspace's records for the caller, object by object, each worked out once:
+ * what a page of records or changes through that workspace's path is shown with.
+ */
+export function limitsIn(caller: Caller, workspaceId: number): (objectId: number) => FieldLimits {
+  const known = new Map<number, FieldLimits>();
+  return (objectId) => {
+    let limits = known.get(objectId);
+    if (limits === undefined) {
+      limits = fieldLimits(caller, objectId, [workspaceId]);
+      known.set(objectId, limits);
+    }
+    return limits;
+  };
 }
 
 /** A record as the caller sees it (through `workspaceId`'s path, when given). */

@@ -31,8 +31,13 @@ export function feedItem(
   const data = JSON.parse(change.data) as { record?: RecordOut } & Partial<Diff> & Partial<RecordOut>;
   const shown = (values: readonly FieldValueOut[]): FieldValueOut[] =>
     values.filter((value) => !hidden.has(value.fieldName));
+  const hides = (values: readonly FieldValueOut[] | undefined): boolean =>
+    hidden.size > 0 && (values ?? []).some((value) => hidden.has(value.fieldName));
   if (type === 'created')
-    return { ...item, record: hidden.size === 0 ? data : { ...data, fieldValues: shown(data.fieldValues ?? []) } };
+    return {
+      ...item,
+      record: hides(data.fieldValues) ? { ...data, fieldValues: shown(data.fieldValues ?? []) } : data,
+    };
   if (type !== 'updated') return item;
   if (data.record !== undefined)
     return { ...item, fieldValues: shown(data.record.fieldValues), name: data.record.name };

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { caught } from '../core/caught.ts';
-import { fieldLimits, isLimited, objectsInView, shownTo, type Caller } from '../domain/access.ts';
+import { isLimited, limitsIn, objectsInView, withoutHidden, type Caller } from '../domain/access.ts';
 import { parseFeedQuery, parseListQuery, parsePageQuery } from '../domain/list-query.ts';
 import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
@@ -65,6 +65,7 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, expand !== undefined);
   const caller = member(page.caller, workspaceId, []);
   if (isLimited(caller)) context.meter.hideRows();
+  const limitsOf = limitsIn(caller, workspaceId);
   const shown = page.records.slice(0, limit);
   if (expand !== undefined) {
     const wrong = expandProblems(expand, objectsInView(caller, workspaceId, page.objects), () => ({ query: 'expand' }));
@@ -74,7 +75,8 @@ export async function listRecords(request: IRequest, context: Context): Promise<
     await withExpanded(
       context,
       caller,
-      shown.map((record) => shownTo(caller, record, workspaceId)),
+      // The page's records are those the caller may read (SQL chose them): only their hidden fields go.
+      isLimited(caller) ? shown.map((record) => withoutHidden(record, limitsOf(record.objectId).hidden)) : shown,
       expand,
     ),
   );
@@ -120,8 +122,9 @@ export async function listChanges(request: IRequest, context: Context): Promise<
       errors: [{ query: 'after', code: 'gone', message: 'changes after this position are no longer kept' }],
     });
   }
+  const limitsOf = limitsIn(reader, workspaceId);
   const hiddenIn = (change: (typeof changes)[number]): ReadonlySet<string> | undefined =>
-    change.objectId === undefined ? undefined : fieldLimits(reader, change.objectId, [workspaceId]).hidden;
+    change.objectId === undefined ? undefined : limitsOf(change.objectId).hidden;
   const items = pageOf(
     await Promise.all(
       changes.map(async (change) => feedItem(change, await signCursor(secret, change.seq, scope), hiddenIn(change))),

@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { isLimited, shownTo } from '../domain/access.ts';
+import { hiddenNames, isLimited, shownTo } from '../domain/access.ts';
 import { answeredWorkspaces } from '../http/respond.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { admitBatch, admitCreate, admitPatch, admitUpsert } from '../write/admit.ts';
@@ -52,9 +52,12 @@ export const upsertRecords = async (request: IRequest, context: Context): Promis
 async function shownBody(context: Context, call: WriteCall, body: Uint8Array): Promise<Uint8Array> {
   const caller = call.read?.caller ?? (await context.cached.callerOf(call.keyHash));
   if (caller === undefined || !isLimited(caller)) return body;
+  // Nothing to take out unless the answer names a field some grant of the caller's hides.
+  const text = new TextDecoder().decode(body);
+  if (![...hiddenNames(caller)].some((name) => text.includes(`"fieldName":"${name}"`))) return body;
   const workspaceId = 'workspaceId' in call.write ? call.write.workspaceId : undefined;
   const show = (record: RecordOut): RecordOut => shownTo(caller, record, workspaceId);
-  const answer = JSON.parse(new TextDecoder().decode(body)) as RecordOut | { record: RecordOut }[];
+  const answer = JSON.parse(text) as RecordOut | { record: RecordOut }[];
   const shown = Array.isArray(answer) ? answer.map((item) => ({ ...item, record: show(item.record) })) : show(answer);
   return new TextEncoder().encode(JSON.stringify(shown));
 }

@@ -96,8 +96,8 @@ const MUTATIONS: Mutation[] = [
   {
     rule: "a list's items show hidden fields",
     file: 'src/routes/lists.ts',
-    from: '      shown.map((record) => shownTo(caller, record, workspaceId)),',
-    to: '      shown,',
+    from: 'shown.map((record) => withoutHidden(record, limitsOf(record.objectId).hidden))',
+    to: 'shown',
   },
   {
     rule: 'an export of an unlisted object',
