@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../core/clock.ts';
 import { failedWith, type LedgerOutcome } from '../core/ledger.ts';
 import type { InputProblem } from '../core/problem.ts';
+import { outcomeUnknown } from '../http/errors.ts';
 import { diffOf, undo, type Diff } from '../domain/change.ts';
 import type { NewRecord } from '../domain/create.ts';
 import { TENANT_BLOCK } from '../domain/tenant.ts';
@@ -182,6 +183,10 @@ const CREATED = `SELECT data FROM changes WHERE record_id BETWEEN ?1 AND ?2
   AND version = 1 AND type = 'created' ORDER BY record_id`;
 
 const STATES = `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (SELECT value ->> 0 FROM json_each(?1))`;
+// Whether the tenant of record `?1` left this database: its rows here may be half removed, and no
+// answer is read from them.
+const LEFT = `SELECT EXISTS (SELECT 1 FROM departures WHERE tenant_id = CAST(?1 AS INTEGER) / ${TENANT_BLOCK} + 1
+  AND state IN ('switching', 'moved')) AS gone`;
 // The live holders of unique values (`[objectId, field, key]` each), read whole: `i` is the claim's index.
 const HOLDING = `SELECT j.key AS i, ${RECORD_COLUMNS} FROM json_each(?1) j JOIN record_index ri
     ON ri.object_id = j.value ->> 0 AND ri.field = j.value ->> 1 AND ri.unique_key = j.value ->> 2
@@ -596,19 +601,25 @@ export class RecordWrites {
   async answered(outcome: LedgerOutcome, deadline: number): Promise<RecordOut[] | undefined> {
     if ('c' in outcome) {
       const [first, count] = outcome.c;
-      const rows = await this.untilDeadline(deadline, () =>
-        this.db
-          .prepare(CREATED)
-          .bind(first, first + count - 1)
-          .all<{ data: string }>(),
+      const [rows, left] = await this.untilDeadline(deadline, () =>
+        this.db.batch<unknown>([
+          this.db.prepare(CREATED).bind(first, first + count - 1),
+          this.db.prepare(LEFT).bind(first),
+        ]),
       );
-      return rows.results.map((row) => JSON.parse(row.data) as RecordOut);
+      notLeft(left);
+      return ((rows?.results ?? []) as { data: string }[]).map((row) => JSON.parse(row.data) as RecordOut);
     }
     if (!('r' in outcome)) return undefined;
     const at = JSON.stringify(outcome.r);
-    const [records, changes] = await this.untilDeadline(deadline, () =>
-      this.db.batch<unknown>([this.db.prepare(STATES).bind(at), this.db.prepare(UNDONE).bind(at)]),
+    const [records, changes, left] = await this.untilDeadline(deadline, () =>
+      this.db.batch<unknown>([
+        this.db.prepare(STATES).bind(at),
+        this.db.prepare(UNDONE).bind(at),
+        this.db.prepare(LEFT).bind(outcome.r[0]?.[0] ?? 0),
+      ]),
     );
+    notLeft(left);
     const current = new Map(
       recordsOf((records?.results ?? []) as RecordReadRow[]).map((record) => [record.id, record]),
     );
@@ -678,4 +689,13 @@ function insertTuples(r: NewRecord): { record: unknown[]; change: unknown[] } {
     ],
     change: [r.now, r.userId, t.afterId, t.nameJson, t.namePrefix, t.afterName],
   };
+}
+
+/**
+ * A finished write's records are not read from a database its tenant left (a try sent again through
+ * a stale route, while the old rows are being removed): its outcome is unknown here, and a retry
+ * with its Idempotency-Key reads it where the tenant is.
+ */
+function notLeft(left: D1Result<unknown> | undefined): void {
+  if ((left?.results[0] as { gone: number } | undefined)?.gone === 1) throw outcomeUnknown();
 }
