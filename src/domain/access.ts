@@ -43,7 +43,7 @@ const EVERYTHING = { read: true, create: true, update: true, delete: true, rows:
 const READING = { read: true, create: false, update: false, delete: false, rows: 'all', fields: {} } as const;
 
 /** What `grant` lets its holder do with `objectId`'s records; undefined: the object is as missing. */
-export function ruleOf(grant: Grant | undefined, objectId: number): Omit<ObjectRule, 'objectId'> | undefined {
+function ruleOf(grant: Grant | undefined, objectId: number): Omit<ObjectRule, 'objectId'> | undefined {
   if (grant === undefined) return undefined;
   if (grant === 'editor') return EVERYTHING;
   if (grant === 'viewer') return READING;

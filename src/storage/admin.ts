@@ -202,7 +202,7 @@ interface MemberRow {
 }
 
 /** A membership as the admin API shows it: its built-in role, or the role it names. */
-export const memberOf = (row: MemberRow): Member =>
+const memberOf = (row: MemberRow): Member =>
   row.role_id === null
     ? { workspaceId: row.workspace_id, userId: row.user_id, role: row.role }
     : { workspaceId: row.workspace_id, userId: row.user_id, roleId: row.role_id };

@@ -79,6 +79,9 @@ export const REFERENCING_SHOWN = 20;
 /** The count of restricting references a refused delete reports at most (past it, "at least"). */
 export const REFERENCING_COUNT = 10_000;
 
+/** The workspaces the referencing record `s` is shared with (JSON): where a role decides on it. */
+const SHARED_OF_S = '(SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = s.id) AS shared';
+
 /** The object of the record `?1`: the target of the reference fields that may reference it. */
 const TARGET_OBJECT = '(SELECT object_id FROM records WHERE id = ?1)';
 
@@ -124,7 +127,7 @@ export async function restricting(
     db
       .prepare(
         `SELECT q.recordId, q.objectId, q.field, s.name, s.owned_by AS ownedBy,
-           (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = s.id) AS shared FROM (
+           ${SHARED_OF_S} FROM (
            SELECT p.record_id AS recordId, p.object_id AS objectId,
              group_concat(p.field, ', ' ORDER BY p.field) AS field
            FROM (SELECT DISTINCT e.value ->> 0 AS object_id, e.value ->> 1 AS field, e.value ->> 2 AS record_id
@@ -164,7 +167,7 @@ export async function referencingPage(
   // Where each stands, for a reader whose role decides record by record (read only for them).
   const places = placed
     ? `, s.owned_by AS ownedBy,
-       (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = s.id) AS shared`
+       ${SHARED_OF_S}`
     : '';
   const statement = db
     .prepare(
