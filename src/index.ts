@@ -13,6 +13,7 @@ export { WebhookObject } from './webhook-object.ts';
 export { IndexBuildObject } from './index-build-object.ts';
 export { ImportObject } from './import-object.ts';
 export { TenantObject } from './tenant-object.ts';
+export { LiveObject } from './live-object.ts';
 
 const router = buildRouter();
 

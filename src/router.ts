@@ -11,7 +11,7 @@ import { problemResponse } from './http/problem.ts';
 import { limitPerKey } from './http/rate-limit.ts';
 import { wakeAfterWrite } from './push/wake.ts';
 import { PAGE_PATHS, pageFile } from './routes/pages.ts';
-import { operations, type Handler, type Method } from './routes/table.ts';
+import { operations, type Handler, type Method, type Operation } from './routes/table.ts';
 
 /**
  * Refuses a path with dot segments, and a malformed `X-D1-Bookmark`, before routing. Routes every
@@ -51,7 +51,7 @@ export function buildRouter() {
   for (const op of operations) allowed.set(op.path, [...(allowed.get(op.path) ?? []), op.method]);
   for (const [path, methods] of allowed) {
     for (const op of operations.filter((o) => o.path === path)) {
-      router[op.method.toLowerCase()]?.(path, op.auth === 'key' ? rateLimited(op.handler) : op.handler);
+      router[op.method.toLowerCase()]?.(path, op.auth === 'key' ? rateLimited(op) : op.handler);
     }
     const notAllowed = (): never => {
       throw new HttpError(405, {
@@ -82,11 +82,16 @@ function refuseBadBookmark(request: IRequest): void {
   if (sent !== null && !isBookmark(sent)) throw invalidBookmark();
 }
 
-/** Operations with an API key pass the key's rate limit first: a limited request reads and writes nothing. */
-function rateLimited(handler: Handler): Handler {
+/**
+ * Operations with an API key pass the key's rate limit first: a limited request reads and writes
+ * nothing. One opened with a ticket instead was limited when its key asked for the ticket.
+ */
+function rateLimited({ handler, ticket }: Operation): Handler {
   return async (request, context) => {
     const { env } = context;
-    if (env.RATE_LIMITS !== 'off') await limitPerKey(env.RATE_LIMITER, await keyHashOf(request), env.RATE_LIMIT_PERIOD);
+    const byTicket = ticket === true && !request.headers.has('Authorization');
+    if (env.RATE_LIMITS !== 'off' && !byTicket)
+      await limitPerKey(env.RATE_LIMITER, await keyHashOf(request), env.RATE_LIMIT_PERIOD);
     return handler(request, context);
   };
 }

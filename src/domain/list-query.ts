@@ -121,6 +121,31 @@ export function parseFeedQuery(params: URLSearchParams): Result<FeedQuery> {
   return { ok: true, value: { limit, start, ...(after === undefined ? {} : { after }) } };
 }
 
+/** A live stream's query: where it starts, and the ticket that stands for a key where no header can be set. */
+export interface LiveQuery {
+  after?: string;
+  /** Without `after`: only what comes next (the default), or every kept change first. */
+  start: 'oldest' | 'latest';
+  ticket?: string;
+}
+
+/** Parses the query of a workspace's live stream: `after` or `start` (default `latest`), and `ticket`. */
+export function parseLiveQuery(params: URLSearchParams): Result<LiveQuery> {
+  const { values, problems } = single(params, (name) => ['after', 'start', 'ticket'].includes(name));
+  const after = values.get('after');
+  const ticket = values.get('ticket');
+  const start = values.get('start') ?? 'latest';
+  if (start !== 'oldest' && start !== 'latest')
+    problems.push(bad('start', 'invalid_value', 'expected oldest or latest'));
+  else if (values.has('start') && after !== undefined)
+    problems.push(bad('start', 'invalid_value', 'start and after cannot be given together'));
+  if (problems.length > 0 || (start !== 'oldest' && start !== 'latest')) return { ok: false, problems };
+  return {
+    ok: true,
+    value: { start, ...(after === undefined ? {} : { after }), ...(ticket === undefined ? {} : { ticket }) },
+  };
+}
+
 /** Parses the query of an admin list: `limit` 1–100 (default 50) and `cursor`. */
 export function parsePageQuery(params: URLSearchParams): Result<PageQuery> {
   const { values, problems } = single(params, (name) => name === 'limit' || name === 'cursor');

@@ -37,7 +37,8 @@ export async function keyHashOf(request: Request): Promise<string> {
 /** How much of a key is kept in clear to recognise it in a list: `rk_` and 7 characters. */
 export const KEY_PREFIX_LENGTH = 10;
 
-const base64url = (bytes: Uint8Array): string =>
+/** Bytes as unpadded base64url. */
+export const base64url = (bytes: Uint8Array): string =>
   btoa(String.fromCharCode(...bytes))
     .replaceAll('+', '-')
     .replaceAll('/', '_')

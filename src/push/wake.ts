@@ -31,7 +31,7 @@ async function activeIn(db: D1Database, workspaceIds: readonly number[], now: nu
 }
 
 /**
- * After a write's answer has left, wakes the active webhook subscriptions of the workspaces its
+ * After a write's answer has left, wakes the live streams and active webhook subscriptions of the workspaces its
  * records are shared with (none for a replay: it wrote nothing). Best effort, off the answer's
  * path and cost (its own meter): a lost wake-up only delays delivery until the subscription's
  * next catch-up alarm.
@@ -40,6 +40,7 @@ export function wakeAfterWrite(response: Response, context: Context): void {
   const workspaceIds = answeredWorkspaces.get(response);
   if (response.status < 200 || response.status >= 300 || workspaceIds === undefined || workspaceIds.length === 0)
     return;
+  context.waitUntil(wakeLive(context.env, workspaceIds));
   context.waitUntil(
     (async () => {
       const ids = await activeIn(context.db, workspaceIds, Date.now());
@@ -53,11 +54,24 @@ export function wakeAfterWrite(response: Response, context: Context): void {
 }
 
 /**
- * Wakes the active subscriptions of these workspaces after records of theirs changed outside a
- * request (an import's chunk). Best effort, as after a request: a lost wake-up only waits for the
+ * Wakes the live streams of the workspaces (an object without streams answers at once). Best
+ * effort: a lost wake-up waits for the streams' next check, within a second.
+ */
+async function wakeLive(env: Env, workspaceIds: readonly number[]): Promise<void> {
+  try {
+    await Promise.all(workspaceIds.map((id) => env.LIVE.getByName(String(id)).wake(id)));
+  } catch (error) {
+    console.error(JSON.stringify({ message: 'live wake-up failed', workspaceIds, error: String(error) }));
+  }
+}
+
+/**
+ * Wakes the live streams and active subscriptions of these workspaces after records of theirs
+ * changed outside a request (an import's chunk). Best effort, as after a request: a lost wake-up only waits for the
  * subscription's catch-up alarm.
  */
 export async function wakeWorkspaces(env: Env, workspaceIds: readonly number[]): Promise<void> {
+  await wakeLive(env, workspaceIds);
   try {
     const [first] = workspaceIds;
     const db = first === undefined ? undefined : await databaseFor(env, tenantOfId(first));

@@ -45,6 +45,8 @@ export interface Operation {
   ifMatch?: boolean;
   /** This write accepts the `Idempotency-Key` request header. */
   idempotencyKey?: true;
+  /** A single-use `ticket` query parameter may stand for the API key (where a browser cannot send a header). */
+  ticket?: true;
   /** Query parameters, as /openapi.json documents them. */
   query?: QueryParameter[];
   /** Statuses beyond those every operation of its kind can answer (see openapi.ts). */

@@ -3,6 +3,7 @@ import { exportOperations } from './export-table.ts';
 import { historyOperations } from './history-table.ts';
 import { importOperations } from './imports-table.ts';
 import { listOperations } from './lists-table.ts';
+import { liveOperations } from './live-table.ts';
 import { metaOperations, openApiOperation } from './meta-table.ts';
 import { moveOperations } from './moves-table.ts';
 import { queryOperations } from './query-table.ts';
@@ -37,6 +38,8 @@ export const operations: Operation[] = [
   recordWriteOperations.patchRecord,
   listOperations.listRecords,
   listOperations.listChanges,
+  liveOperations.createLiveTicket,
+  liveOperations.openLive,
   listOperations.listWorkspaceObjects,
   webhookOperations.createWebhook,
   webhookOperations.listWebhooks,

@@ -48,3 +48,9 @@ export const Me = v.strictObject({
     }),
   ),
 });
+
+/** A ticket that opens a workspace's live stream once, where no Authorization header can be sent. */
+export const LiveTicket = v.strictObject({
+  ticket: v.pipe(v.string(), v.description('Send as `?ticket=` on the live stream, once, before `expiresAt`.')),
+  expiresAt: v.pipe(v.string(), v.isoTimestamp(), v.description('When the ticket stops being accepted (60 s).')),
+});

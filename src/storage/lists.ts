@@ -189,18 +189,33 @@ export class Lists {
     return { caller: callerOf(caller), objects: ((rows?.results ?? []) as ObjectRow[]).map(toObjectDef) };
   }
 
+  /** The callers behind these key hashes now (undefined: a key revoked, or its user gone), 50 a round trip. */
+  async callers(keyHashes: readonly string[]): Promise<Map<string, Caller | undefined>> {
+    const callers = new Map<string, Caller | undefined>();
+    for (let i = 0; i < keyHashes.length; i += 50) {
+      const some = keyHashes.slice(i, i + 50);
+      const read = await this.read(some.map((keyHash) => callerStatement(this.db, keyHash, this.tenant)));
+      some.forEach((keyHash, j) => callers.set(keyHash, callerOf(read[j])));
+    }
+    return callers;
+  }
+
   /**
    * Where the workspace's feed stands now: its tenant's newest change number (no change of the
-   * workspace after it is committed yet), at least the prune horizon, and the caller.
+   * workspace after it is committed yet), at least the prune horizon; the horizon; and the caller.
    */
-  async feedEnd(keyHash: string, workspaceId: number): Promise<{ caller: Caller | undefined; seq: number }> {
+  async feedEnd(
+    keyHash: string,
+    workspaceId: number,
+  ): Promise<{ caller: Caller | undefined; seq: number; horizon: number }> {
     const [caller, newest, horizon] = await this.read([
       callerStatement(this.db, keyHash, this.tenant),
       this.db.prepare(NEWEST).bind(workspaceId),
       this.db.prepare(HORIZON).bind(workspaceId),
     ]);
     const seqOf = (result: D1Result<unknown> | undefined) => (result?.results[0] as { seq: number } | undefined)?.seq;
-    return { caller: callerOf(caller), seq: Math.max(seqOf(newest) ?? 0, seqOf(horizon) ?? 0) };
+    const pruned = seqOf(horizon) ?? 0;
+    return { caller: callerOf(caller), seq: Math.max(seqOf(newest) ?? 0, pruned), horizon: pruned };
   }
 
   private read(statements: D1PreparedStatement[]): Promise<D1Result<unknown>[]> {

@@ -6,6 +6,7 @@ import type { Env } from '../../src/env.ts';
 export { WebhookObject } from '../../src/webhook-object.ts';
 export { IndexBuildObject } from '../../src/index-build-object.ts';
 export { TenantObject } from '../../src/tenant-object.ts';
+export { LiveObject } from '../../src/live-object.ts';
 import { ImportObject as ProductionImport } from '../../src/import-object.ts';
 import { chaosEnv, type ChaosVars } from './faults.ts';
 

@@ -331,3 +331,51 @@ export async function holdNextImport(): Promise<number> {
 }
 
 export { byName, foldFeed } from '../feed-fold.ts';
+
+/** An event stream read as it arrives: its events so far, and how it ended (if it did). */
+export interface EventStream {
+  events: { id?: string; event?: string; data: string }[];
+  ended: Promise<void>;
+  cancel(): Promise<void>;
+}
+
+/** Opens a workspace's live stream as Server-Sent Events (`query`: the query string, with its `?`). */
+export async function liveEvents(key: string | undefined, workspaceId: number, query = ''): Promise<EventStream> {
+  const res = await exports.default.fetch(`http://records.test/workspaces/${workspaceId}/live${query}`, {
+    headers: { Accept: 'text/event-stream', ...(key === undefined ? {} : { Authorization: `Bearer ${key}` }) },
+  });
+  if (res.status !== 200 || res.body === null) throw new Error(`live: ${res.status} ${await res.text()}`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  const events: EventStream['events'] = [];
+  const ended = (async () => {
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += value;
+      let end: number;
+      while ((end = text.indexOf('\n\n')) >= 0) {
+        const lines = text.slice(0, end).split('\n');
+        text = text.slice(end + 2);
+        const field = (name: string) => lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
+        const id = field('id');
+        const event = field('event');
+        events.push({
+          data: field('data') ?? '',
+          ...(id === undefined ? {} : { id }),
+          ...(event === undefined ? {} : { event }),
+        });
+      }
+    }
+  })();
+  return { events, ended, cancel: () => reader.cancel() };
+}
+
+/** Waits until `done` holds (polling every 20 ms), or fails naming `what` after `ms`. */
+export async function until(done: () => boolean, what: string, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`waited ${ms} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -4,6 +4,7 @@ import { WebhookObject as ProductionWebhook } from '../../src/webhook-object.ts'
 import { IndexBuildObject as ProductionIndexBuild } from '../../src/index-build-object.ts';
 import { ImportObject as ProductionImport } from '../../src/import-object.ts';
 import { TenantObject as ProductionTenant } from '../../src/tenant-object.ts';
+import { LiveObject as ProductionLive } from '../../src/live-object.ts';
 import { importChunk } from '../../src/write/import-chunk.ts';
 import type { Env } from '../../src/env.ts';
 import { databaseNames } from '../../src/tenancy/routes.ts';
@@ -193,6 +194,18 @@ export class TenantObject extends ProductionTenant {
   async stepOnce(): Promise<number | null> {
     await super.alarm();
     return this.ctx.storage.getAlarm();
+  }
+}
+
+/** The production live object, on the limited D1, and able to be restarted by a test. */
+export class LiveObject extends ProductionLive {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, limited(env));
+  }
+
+  /** Resets the object as a crash or a deploy would: its memory is lost (its WebSockets are closed). */
+  restart(): void {
+    this.ctx.abort('test: restart');
   }
 }
 

@@ -135,6 +135,8 @@ export class Cluster {
       IMPORTS: {} as Env['IMPORTS'],
       IMPORT_FILES: {} as Env['IMPORT_FILES'],
       TENANTS: this.namespace('TENANTS') as unknown as Env['TENANTS'],
+      // Runs open no live streams: a wake-up is answered and does nothing.
+      LIVE: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['LIVE'],
       ADMIN_TOKEN,
       CURSOR_SECRET: 'sim-cursor-secret',
       RATE_LIMITS: 'off',

@@ -1,0 +1,253 @@
+import { runInDurableObject } from 'cloudflare:test';
+import { env, exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import {
+  admin,
+  call,
+  createOne,
+  expectProblem,
+  fv,
+  liveEvents,
+  newUser,
+  until,
+  world,
+  type Answer,
+} from './helpers.ts';
+
+/** A WebSocket on a workspace's live stream, as a client holds it: the items so far, and how it closed. */
+interface Socket {
+  items: any[];
+  closed: Promise<{ code: number; reason: string }>;
+  socket: WebSocket;
+}
+
+async function open(workspaceId: number, auth: { key?: string; query?: string }): Promise<Socket | Answer> {
+  const res = await exports.default.fetch(`http://records.test/workspaces/${workspaceId}/live${auth.query ?? ''}`, {
+    headers: { Upgrade: 'websocket', ...(auth.key === undefined ? {} : { Authorization: `Bearer ${auth.key}` }) },
+  });
+  if (res.webSocket === null) {
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
+  }
+  const socket = res.webSocket;
+  socket.accept();
+  const items: any[] = [];
+  socket.addEventListener('message', (event) => {
+    if (event.data !== 'pong') items.push(JSON.parse(event.data as string));
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.addEventListener('close', (event) => resolve({ code: event.code, reason: event.reason })),
+  );
+  return { items, closed, socket };
+}
+
+async function socket(workspaceId: number, auth: { key?: string; query?: string }): Promise<Socket> {
+  const opened = await open(workspaceId, auth);
+  if ('status' in opened) throw new Error(`live: ${opened.status} ${JSON.stringify(opened.body)}`);
+  return opened;
+}
+
+/** Every item of the workspace's feed after `after`, as `GET …/changes` shows them to `key`. */
+async function feedAfter(key: string, workspaceId: number, after: string): Promise<any[]> {
+  const items: any[] = [];
+  for (let cursor = after; ;) {
+    const page = await call(
+      'GET',
+      `/workspaces/${workspaceId}/changes?limit=1000&after=${encodeURIComponent(cursor)}`,
+      {
+        key,
+      },
+    );
+    if (page.body.items.length === 0) return items;
+    items.push(...page.body.items);
+    cursor = page.body.nextCursor;
+  }
+}
+
+const latest = async (key: string, workspaceId: number): Promise<string> =>
+  (await call('GET', `/workspaces/${workspaceId}/changes?start=latest`, { key })).body.nextCursor;
+
+/** `writers` clients at once, each creating a record and patching, deleting and restoring it. */
+async function writeAtOnce(key: string, workspaceId: number, objectId: number, writers = 6): Promise<void> {
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      const record = await createOne(key, objectId, [fv('firstName', `W${w}`)]);
+      const path = `/workspaces/${workspaceId}/records/${record.id}`;
+      for (let p = 0; p < 3; p++) await call('PATCH', path, { key, body: { fieldValues: [fv('age', p)] } });
+      await call('DELETE', path, { key });
+      await call('POST', `${path}/restore`, { key });
+    }),
+  );
+}
+
+describe('a workspace live stream', () => {
+  it('sends every change, as the feed shows it, in commit order and once, to each of many sockets', async () => {
+    const { editor, viewer, workspaceId, object } = await world();
+    const after = await latest(editor.key, workspaceId);
+    const sockets = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        socket(workspaceId, { key: i % 2 === 0 ? editor.key : viewer.key, query: `?after=${after}` }),
+      ),
+    );
+    await writeAtOnce(editor.key, workspaceId, object.id);
+    const feed = await feedAfter(editor.key, workspaceId, after);
+    expect(feed).toHaveLength(6 * 6);
+    for (const s of sockets) {
+      await until(() => s.items.length >= feed.length, 'every item');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(s.items).toEqual(feed);
+    }
+    for (const s of sockets) s.socket.close(1000);
+  });
+
+  it('starts after the newest change by default, and resumes after a cursor with no gap and no duplicate', async () => {
+    const { editor, workspaceId, object } = await world();
+    await createOne(editor.key, object.id, [fv('firstName', 'Before')]);
+    const first = await socket(workspaceId, { key: editor.key });
+    const a = await createOne(editor.key, object.id, [fv('firstName', 'A')]);
+    await until(() => first.items.length === 1, 'the first item');
+    expect(first.items[0]).toMatchObject({ type: 'created', recordId: a.id });
+    first.socket.close(1000);
+    // Changes made while no socket is open arrive on the next, resumed from the last item's cursor.
+    const b = await createOne(editor.key, object.id, [fv('firstName', 'B')]);
+    await call('PATCH', `/workspaces/${workspaceId}/records/${a.id}`, {
+      key: editor.key,
+      body: { fieldValues: [fv('age', 40)] },
+    });
+    const resumed = await socket(workspaceId, { key: editor.key, query: `?after=${first.items[0].cursor}` });
+    await until(() => resumed.items.length === 2, 'the two later items');
+    const c = await createOne(editor.key, object.id, [fv('firstName', 'C')]);
+    await until(() => resumed.items.length === 3, 'the item after');
+    expect(resumed.items.map((item) => [item.type, item.recordId])).toEqual([
+      ['created', b.id],
+      ['updated', a.id],
+      ['created', c.id],
+    ]);
+    expect(resumed.items[1].fieldValues).toEqual([fv('age', 40)]);
+    // `start=oldest` sends every kept change first.
+    const all = await socket(workspaceId, { key: editor.key, query: '?start=oldest' });
+    await until(() => all.items.length === 5, 'every kept item');
+    expect(all.items.map((item) => item.recordId)).toEqual([expect.any(Number), a.id, b.id, a.id, c.id]);
+  });
+
+  it('sends the same items as Server-Sent Events, each with its cursor as its id', async () => {
+    const { editor, workspaceId, object } = await world();
+    const after = await latest(editor.key, workspaceId);
+    const stream = await liveEvents(editor.key, workspaceId, `?after=${after}`);
+    await writeAtOnce(editor.key, workspaceId, object.id, 3);
+    const feed = await feedAfter(editor.key, workspaceId, after);
+    await until(() => stream.events.length >= feed.length, 'every event');
+    expect(stream.events.map((event) => JSON.parse(event.data))).toEqual(feed);
+    expect(stream.events.map((event) => event.id)).toEqual(feed.map((item) => item.cursor));
+    await stream.cancel();
+  });
+
+  it('opens for a browser with a single-use ticket, and refuses a ticket used, expired or of another workspace', async () => {
+    const { editor, workspaceId, object } = await world();
+    const other = (await admin('POST', '/admin/workspaces', { name: 'other' })).body.id as number;
+    await admin('PUT', `/admin/workspaces/${other}/members/${editor.id}`, { role: 'editor' });
+    const issued = await call('POST', `/workspaces/${workspaceId}/live/tickets`, { key: editor.key });
+    expect(issued.status).toBe(201);
+    expect(issued.body.ticket).toMatch(/^lt_[A-Za-z0-9_-]{43}$/);
+    expect(Date.parse(issued.body.expiresAt) - Date.now()).toBeGreaterThan(50_000);
+    const query = `?ticket=${issued.body.ticket}`;
+    const s = await socket(workspaceId, { query });
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'T')]);
+    await until(() => s.items.length === 1, 'the item');
+    expect(s.items[0]).toMatchObject({ type: 'created', recordId: record.id });
+    const again = (await open(workspaceId, { query })) as Answer;
+    expectProblem(again, 401, 'unauthorized');
+    expect(again.body.errors).toEqual([expect.objectContaining({ query: 'ticket', code: 'invalid_ticket' })]);
+    const forOther = (await call('POST', `/workspaces/${workspaceId}/live/tickets`, { key: editor.key })).body.ticket;
+    expectProblem((await open(other, { query: `?ticket=${forOther}` })) as Answer, 401, 'unauthorized');
+    // The ticket refused on the other workspace was not used up there: it still opens its own, once.
+    expect('items' in (await open(workspaceId, { query: `?ticket=${forOther}` }))).toBe(true);
+    const old = (await call('POST', `/workspaces/${workspaceId}/live/tickets`, { key: editor.key })).body.ticket;
+    await runInDurableObject(env.LIVE.getByName(String(workspaceId)), async (_, state) => {
+      for (const [key, held] of await state.storage.list<{ expiresAt: number }>({ prefix: 'ticket:' }))
+        await state.storage.put(key, { ...held, expiresAt: Date.now() - 1 });
+    });
+    expectProblem((await open(workspaceId, { query: `?ticket=${old}` })) as Answer, 401, 'unauthorized');
+    s.socket.close(1000);
+  });
+
+  it('refuses what the feed refuses, before any stream is opened', async () => {
+    const { editor, stranger, workspaceId } = await world();
+    expectProblem((await open(workspaceId, {})) as Answer, 401, 'unauthorized');
+    expectProblem((await open(workspaceId, { key: 'rk_nobody' })) as Answer, 401, 'unauthorized');
+    expectProblem((await open(workspaceId, { key: stranger.key })) as Answer, 404, 'not_found');
+    const forged = (await open(workspaceId, { key: editor.key, query: '?after=MQ.AAAAAAAAAAAAAAAAAAAAAA' })) as Answer;
+    expectProblem(forged, 400, 'invalid_request');
+    const both = (await open(workspaceId, { key: editor.key, query: '?start=oldest&after=x&x=1' })) as Answer;
+    expect(both.body.errors.map((e: { query: string }) => e.query).sort()).toEqual(['start', 'x']);
+    const plain = await call('GET', `/workspaces/${workspaceId}/live`, { key: editor.key });
+    expectProblem(plain, 426, 'upgrade_required');
+    expect(plain.headers.get('Upgrade')).toBe('websocket');
+    expectProblem(
+      await call('POST', `/workspaces/${workspaceId}/live/tickets`, { key: stranger.key }),
+      404,
+      'not_found',
+    );
+  });
+
+  it('refuses a cursor older than the feed keeps (410), as the feed does', async () => {
+    const { editor, workspaceId, object } = await world();
+    const old = await latest(editor.key, workspaceId);
+    await createOne(editor.key, object.id, [fv('firstName', 'Pruned')]);
+    const newest = (await feedAfter(editor.key, workspaceId, old)).at(-1).cursor;
+    const seq = Number(atob(newest.split('.')[0]));
+    const tenant = Math.floor(workspaceId / 2 ** 36) + 1;
+    await env.DB.prepare('INSERT INTO feed_horizons (tenant, seq) VALUES (?1, ?2) ON CONFLICT DO UPDATE SET seq = ?2')
+      .bind(tenant, seq)
+      .run();
+    try {
+      expectProblem((await open(workspaceId, { key: editor.key, query: `?after=${old}` })) as Answer, 410, 'gone');
+      expectProblem(
+        await call('GET', `/workspaces/${workspaceId}/changes?after=${old}`, { key: editor.key }),
+        410,
+        'gone',
+      );
+    } finally {
+      await env.DB.prepare('UPDATE feed_horizons SET seq = 0 WHERE tenant = ?1').bind(tenant).run();
+    }
+  });
+
+  it('closes a stream within a second or so once its key is revoked (4401) or its membership removed (4403)', async () => {
+    const { editor, viewer, workspaceId } = await world();
+    const keys = (await admin('GET', `/admin/users/${editor.id}/keys`)).body;
+    const revoked = await socket(workspaceId, { key: editor.key });
+    const removed = await socket(workspaceId, { key: viewer.key });
+    const events = await liveEvents(viewer.key, workspaceId);
+    await admin('DELETE', `/admin/keys/${keys[0].id}`);
+    await admin('DELETE', `/admin/workspaces/${workspaceId}/members/${viewer.id}`);
+    expect(await revoked.closed).toMatchObject({ code: 4401 });
+    expect(await removed.closed).toMatchObject({ code: 4403 });
+    await events.ended;
+    expect(events.events.at(-1)).toMatchObject({ event: 'close' });
+    expect(JSON.parse(events.events.at(-1)?.data ?? '')).toMatchObject({ code: 4403 });
+  });
+
+  it('closes the stream of a deleted user (4401)', async () => {
+    const { workspaceId } = await world();
+    const leaving = await newUser('leaving');
+    await admin('PUT', `/admin/workspaces/${workspaceId}/members/${leaving.id}`, { role: 'viewer' });
+    const s = await socket(workspaceId, { key: leaving.key });
+    await admin('DELETE', `/admin/users/${leaving.id}`);
+    expect(await s.closed).toMatchObject({ code: 4401 });
+  });
+
+  it('ignores what a client sends (a text ping is answered pong) and keeps streaming', async () => {
+    const { editor, workspaceId, object } = await world();
+    const s = await socket(workspaceId, { key: editor.key });
+    const pongs: string[] = [];
+    s.socket.addEventListener('message', (event) => {
+      if (event.data === 'pong') pongs.push(event.data);
+    });
+    s.socket.send('ping');
+    s.socket.send(JSON.stringify({ fieldValues: [] }));
+    await until(() => pongs.length === 1, 'the pong');
+    const record = await createOne(editor.key, object.id, [fv('firstName', 'Still')]);
+    await until(() => s.items.length === 1, 'the item after the client spoke');
+    expect(s.items[0]).toMatchObject({ type: 'created', recordId: record.id });
+  });
+});
