@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { operations } from '../../src/routes/table.ts';
-import { call, fv, type Answer } from './helpers.ts';
+import { call, fv, liveEvents, until, type Answer } from './helpers.ts';
 import { roleWorld, same, type RoleWorld } from './role-world.ts';
 
 /**
@@ -100,6 +100,16 @@ const shows = (place: string, read: (w: RoleWorld) => Promise<Answer | string>):
       }
     },
   }));
+
+/** The member's live stream from the oldest kept change, once it has sent what their feed holds (and a moment more). */
+async function liveText(w: RoleWorld): Promise<string> {
+  const feed = await as(w, 'GET', `/workspaces/${w.workspaceId}/changes?limit=1000`);
+  const stream = await liveEvents(w.member.key, w.workspaceId, '?start=oldest');
+  await until(() => stream.events.length >= feed.body.items.length, 'the live items');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await stream.cancel();
+  return stream.events.map((event) => event.data).join('\n');
+}
 
 const deals = (w: RoleWorld, fieldValues: unknown[]) => [
   { objectId: w.deal.id, fieldValues: [fv('title', 't'), ...fieldValues] },
@@ -233,6 +243,8 @@ const PROBES: Record<string, Probe[] | string> = {
     ...shows('items', (w) => as(w, 'GET', `/workspaces/${w.workspaceId}/records?deleted=include`)),
   ],
   listChanges: shows('items', (w) => as(w, 'GET', `/workspaces/${w.workspaceId}/changes`)),
+  openLive: shows('items', (w) => liveText(w)),
+  createLiveTicket: 'names no record or field: the stream it opens is probed as openLive',
   listWorkspaceObjects: [
     ...shows('items', (w) => as(w, 'GET', `/workspaces/${w.workspaceId}/objects`)).filter(
       (p) => p.kind === 'hidden field',

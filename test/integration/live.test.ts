@@ -1,6 +1,7 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { roleWorld } from './role-world.ts';
 import {
   admin,
   call,
@@ -47,17 +48,12 @@ async function socket(workspaceId: number, auth: { key?: string; query?: string 
   return opened;
 }
 
-/** Every item of the workspace's feed after `after`, as `GET …/changes` shows them to `key`. */
-async function feedAfter(key: string, workspaceId: number, after: string): Promise<any[]> {
+/** Every item of the workspace's feed after `after` (else from its start), as `GET …/changes` shows them to `key`. */
+async function feedAfter(key: string, workspaceId: number, after?: string): Promise<any[]> {
   const items: any[] = [];
   for (let cursor = after; ;) {
-    const page = await call(
-      'GET',
-      `/workspaces/${workspaceId}/changes?limit=1000&after=${encodeURIComponent(cursor)}`,
-      {
-        key,
-      },
-    );
+    const from = cursor === undefined ? '' : `&after=${encodeURIComponent(cursor)}`;
+    const page = await call('GET', `/workspaces/${workspaceId}/changes?limit=1000${from}`, { key });
     if (page.body.items.length === 0) return items;
     items.push(...page.body.items);
     cursor = page.body.nextCursor;
@@ -249,5 +245,104 @@ describe('a workspace live stream', () => {
     const record = await createOne(editor.key, object.id, [fv('firstName', 'Still')]);
     await until(() => s.items.length === 1, 'the item after the client spoke');
     expect(s.items[0]).toMatchObject({ type: 'created', recordId: record.id });
+  });
+
+  it('shows a member under a role exactly what their feed shows: no hidden field, no record the role hides', async () => {
+    const w = await roleWorld();
+    const feed = await feedAfter(w.member.key, w.workspaceId);
+    const owners = await feedAfter(w.owner.key, w.workspaceId);
+    expect(feed.length).toBeLessThan(owners.length);
+    const s = await socket(w.workspaceId, { key: w.member.key, query: '?start=oldest' });
+    await until(() => s.items.length >= feed.length, "the member's items");
+    // A change the member may see, made after the stream opened, arrives too; the owner's own record does not.
+    await call('PATCH', `/workspaces/${w.workspaceId}/records/${w.ownersDeal.id}`, {
+      key: w.owner.key,
+      body: { fieldValues: [fv('note', 'not for the member')] },
+    });
+    await call('PATCH', `/workspaces/${w.workspaceId}/records/${w.mine.id}`, {
+      key: w.member.key,
+      body: { fieldValues: [fv('note', 'mine')] },
+    });
+    await until(() => s.items.length > feed.length, 'the later item');
+    const later = await feedAfter(w.member.key, w.workspaceId);
+    expect(s.items).toEqual(later);
+    expect(JSON.stringify(s.items)).not.toMatch(/"salary"|"link"/);
+    expect(s.items.map((item) => item.recordId)).not.toContain(w.ownersDeal.id);
+  });
+
+  it('closes an event stream that does not keep up (4008) with the cursor to resume from, and buffers no more', async () => {
+    const { editor, workspaceId, object } = await world();
+    const res = await exports.default.fetch(`http://records.test/workspaces/${workspaceId}/live`, {
+      headers: { Accept: 'text/event-stream', Authorization: `Bearer ${editor.key}` },
+    });
+    const big = 'x'.repeat(90_000);
+    const created: number[] = [];
+    for (let i = 0; i < 40; i++) created.push((await createOne(editor.key, object.id, [fv('firstName', big)])).id);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const text = await res.text();
+    const events = text
+      .split('\n\n')
+      .filter((event) => event !== '')
+      .map((event) => Object.fromEntries(event.split('\n').map((line) => line.split(': ', 2))));
+    const last = events.at(-1) as { event: string; data: string };
+    expect(last.event).toBe('close');
+    const { code, reason } = JSON.parse(last.data);
+    expect(code).toBe(4008);
+    const sent = events.slice(0, -1);
+    expect(sent.length).toBeLessThan(created.length);
+    expect(sent.map((event) => JSON.parse(event.data).recordId)).toEqual(created.slice(0, sent.length));
+    expect(reason).toBe(sent.at(-1)?.id);
+    const rest = await socket(workspaceId, { key: editor.key, query: `?after=${reason}` });
+    await until(() => rest.items.length === created.length - sent.length, 'the rest');
+    expect(rest.items.map((item) => item.recordId)).toEqual(created.slice(sent.length));
+  });
+
+  it('delivers a change whose wake-up was lost at the next check (within about a second)', async () => {
+    const { editor, workspaceId, object } = await world();
+    const live = env.LIVE.getByName(String(workspaceId)) as unknown as { deafen(deaf: boolean): Promise<void> };
+    const s = await socket(workspaceId, { key: editor.key });
+    await live.deafen(true);
+    try {
+      const record = await createOne(editor.key, object.id, [fv('firstName', 'Unannounced')]);
+      await until(() => s.items.length === 1, 'the item, found without a wake-up');
+      expect(s.items[0]).toMatchObject({ type: 'created', recordId: record.id });
+    } finally {
+      await live.deafen(false);
+    }
+  });
+
+  it('ignores megabytes a client sends (nothing of them is kept) and streams on', async () => {
+    const { editor, workspaceId, object } = await world();
+    const loud = await socket(workspaceId, { key: editor.key });
+    const quiet = await socket(workspaceId, { key: editor.key });
+    for (let i = 0; i < 3; i++) loud.socket.send('x'.repeat(4 * 1024 * 1024));
+    const first = await createOne(editor.key, object.id, [fv('firstName', 'After')]);
+    for (const s of [loud, quiet]) {
+      await until(() => s.items.length === 1, 'the item after 4 MiB');
+      expect(s.items[0]).toMatchObject({ recordId: first.id });
+    }
+  });
+
+  it('streams a workspace of a tenant on a database of its own, to its key or its ticket', async () => {
+    const tenant = (await admin('POST', '/tenants', { name: 'Live', database: 'DB_2' })).body;
+    const as = (method: string, path: string, body?: unknown) =>
+      call(method, path, { key: tenant.adminKey, ...(body === undefined ? {} : { body }) });
+    const user = (await as('POST', '/admin/users', { name: 'editor' })).body;
+    const key = (await as('POST', `/admin/users/${user.id}/keys`)).body.key as string;
+    const workspaceId = (await as('POST', '/admin/workspaces', { name: 'ws' })).body.id as number;
+    await as('PUT', `/admin/workspaces/${workspaceId}/members/${user.id}`, { role: 'editor' });
+    const object = await as('POST', '/admin/objects', {
+      name: 'Thing',
+      workspaceIds: [workspaceId],
+      fields: [{ name: 'label', type: 'text' }],
+    });
+    const byKey = await socket(workspaceId, { key });
+    const ticket = (await call('POST', `/workspaces/${workspaceId}/live/tickets`, { key })).body.ticket;
+    const byTicket = await socket(workspaceId, { query: `?ticket=${ticket}` });
+    const record = await createOne(key, object.body.id, [fv('label', 'x')]);
+    for (const s of [byKey, byTicket]) {
+      await until(() => s.items.length === 1, 'the item');
+      expect(s.items[0]).toMatchObject({ type: 'created', recordId: record.id });
+    }
   });
 });

@@ -207,6 +207,16 @@ export class LiveObject extends ProductionLive {
   restart(): void {
     this.ctx.abort('test: restart');
   }
+
+  /** While deaf, every wake-up is lost, as one dropped on the way would be. */
+  async deafen(deaf: boolean): Promise<void> {
+    await this.ctx.storage.put('deaf', deaf);
+  }
+
+  override async wake(workspaceId: number): Promise<void> {
+    if ((await this.ctx.storage.get('deaf')) === true) return;
+    return super.wake(workspaceId);
+  }
 }
 
 export default {
