@@ -35,9 +35,6 @@ interface Stream extends Position {
   save(): void;
 }
 
-/** The headers by which the Worker hands an accepted subscriber to the object. */
-export const LIVE_HEADERS = { workspace: 'X-Live-Workspace', keyHash: 'X-Live-Key-Hash', after: 'X-Live-After' };
-
 /** While streams are open, their keys are checked and the feed read at least this often. */
 const CHECK_MS = 1_000;
 /** Feed changes read per round trip. */

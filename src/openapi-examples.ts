@@ -182,6 +182,10 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       nextCursor: cursor,
     },
   },
+  createLiveTicket: {
+    response: { ticket: 'lt_Xq3b7RkM2pW9sT4vY8zA1cE5gH0jL6nP2rU7wB3dF9k', expiresAt: '2026-11-27T12:01:00.000Z' },
+  },
+  openLive: {},
   createWebhook: {
     request: { url: 'https://hooks.example.com/records', types: ['created', 'updated'], objectIds: [1] },
     response: { ...webhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },

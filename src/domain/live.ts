@@ -15,6 +15,9 @@ export const CLOSE = {
 
 export type CloseCode = (typeof CLOSE)[keyof typeof CLOSE];
 
+/** The headers by which the Worker hands an accepted subscriber to the workspace's live object. */
+export const LIVE_HEADERS = { workspace: 'X-Live-Workspace', keyHash: 'X-Live-Key-Hash', after: 'X-Live-After' };
+
 /** A ticket stands for its key this long, once. */
 export const TICKET_MS = 60_000;
 

@@ -9,7 +9,7 @@ import { cursorGone, HttpError, invalidQuery, notFound, unauthorized } from '../
 import { pathIds, tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
-import { LIVE_HEADERS } from '../live-object.ts';
+import { LIVE_HEADERS } from '../domain/live.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Lists } from '../storage/lists.ts';
 import { databaseFor } from '../tenancy/routes.ts';
@@ -87,7 +87,7 @@ export async function openLive(request: IRequest, context: Context): Promise<Res
   return new Response(handed.body, { status: handed.status, headers: new Headers(handed.headers) });
 }
 
-/** POST /workspaces/{workspaceId}/live/tickets: a single-use ticket that opens the stream where no key header can be sent. */
+/** POST /workspaces/{workspaceId}/live/tickets: a single-use ticket, for where no key header can be sent. */
 export async function createLiveTicket(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
   const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');

@@ -138,7 +138,7 @@ describe('a workspace live stream', () => {
     await stream.cancel();
   });
 
-  it('opens for a browser with a single-use ticket, and refuses a ticket used, expired or of another workspace', async () => {
+  it('opens for a browser with a single-use ticket; refuses one used, expired or of another workspace', async () => {
     const { editor, workspaceId, object } = await world();
     const other = (await admin('POST', '/admin/workspaces', { name: 'other' })).body.id as number;
     await admin('PUT', `/admin/workspaces/${other}/members/${editor.id}`, { role: 'editor' });
@@ -208,7 +208,7 @@ describe('a workspace live stream', () => {
     }
   });
 
-  it('closes a stream within a second or so once its key is revoked (4401) or its membership removed (4403)', async () => {
+  it('closes a stream within about a second of its key revoked (4401) or its membership removed (4403)', async () => {
     const { editor, viewer, workspaceId } = await world();
     const keys = (await admin('GET', `/admin/users/${editor.id}/keys`)).body;
     const revoked = await socket(workspaceId, { key: editor.key });
@@ -247,7 +247,7 @@ describe('a workspace live stream', () => {
     expect(s.items[0]).toMatchObject({ type: 'created', recordId: record.id });
   });
 
-  it('shows a member under a role exactly what their feed shows: no hidden field, no record the role hides', async () => {
+  it('shows a member under a role what their feed shows: no hidden field, no record the role hides', async () => {
     const w = await roleWorld();
     const feed = await feedAfter(w.member.key, w.workspaceId);
     const owners = await feedAfter(w.owner.key, w.workspaceId);
@@ -270,7 +270,7 @@ describe('a workspace live stream', () => {
     expect(s.items.map((item) => item.recordId)).not.toContain(w.ownersDeal.id);
   });
 
-  it('closes an event stream that does not keep up (4008) with the cursor to resume from, and buffers no more', async () => {
+  it('closes an event stream that does not keep up (4008) with the cursor to resume from', async () => {
     const { editor, workspaceId, object } = await world();
     const res = await exports.default.fetch(`http://records.test/workspaces/${workspaceId}/live`, {
       headers: { Accept: 'text/event-stream', Authorization: `Bearer ${editor.key}` },

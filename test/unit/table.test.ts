@@ -4,6 +4,7 @@ import { exportOperations } from '../../src/routes/export-table.ts';
 import { historyOperations } from '../../src/routes/history-table.ts';
 import { importOperations } from '../../src/routes/imports-table.ts';
 import { listOperations } from '../../src/routes/lists-table.ts';
+import { liveOperations } from '../../src/routes/live-table.ts';
 import { metaOperations } from '../../src/routes/meta-table.ts';
 import { moveOperations } from '../../src/routes/moves-table.ts';
 import { queryOperations } from '../../src/routes/query-table.ts';
@@ -21,6 +22,7 @@ const groups = [
   historyOperations,
   importOperations,
   listOperations,
+  liveOperations,
   metaOperations,
   moveOperations,
   queryOperations,
