@@ -5,6 +5,7 @@ import { feedItem, type ChangeRow } from './domain/feed-item.ts';
 import {
   CLOSE,
   closeReason,
+  LIVE_HEADERS,
   MAX_BUFFERED_BYTES,
   sseClose,
   sseEvent,

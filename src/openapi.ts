@@ -111,6 +111,7 @@ const TITLES: Record<number, string> = {
   413: 'Body larger than 1 MiB',
   415: 'Content-Type is not application/json',
   422: 'Valid shape, but not applicable to definitions or records (or an Idempotency-Key reused for another request)',
+  426: 'Neither a WebSocket upgrade nor an event stream was asked for',
   429: 'Too many requests for this API key; retry after Retry-After',
   500: 'Internal error',
   503: 'Unavailable; retry after Retry-After when present',

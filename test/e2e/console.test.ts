@@ -160,6 +160,15 @@ describe('/console in headless Chromium', () => {
       expect(await page.evaluate('performance.timeOrigin')).toBe(before);
       await page.waitFor(shows('#live', 'Zed Live'), 'the live change');
       expect(await page.evaluate(`document.activeElement?.getAttribute('href')`)).toBe(`#/records/${hopper.id}`);
+      // It came over the live stream: the page read no page of the feed.
+      const feedReads = `performance.getEntriesByType('resource').filter((e) => e.name.includes('/changes?after')).length`;
+      expect(await page.evaluate('state.feed.socket?.readyState')).toBe(1);
+      expect(await page.evaluate(feedReads)).toBe(0);
+      // The socket lost: the page falls back to reading the feed, and the next change still shows.
+      await page.evaluate('state.feed.socket.close(4000)');
+      await create(bob.key, contact.id, [fv('firstName', 'Yan'), fv('lastName', 'Polled')]);
+      await page.waitFor(`${listed}.startsWith('Yan Polled|')`, 'the record created while polling');
+      expect(await page.evaluate<number>(feedReads)).toBeGreaterThan(0);
 
       // A record created on the page, from the object's fields.
       await page.type('#new-firstName', 'Marie');
@@ -249,14 +258,14 @@ describe('/console in headless Chromium', () => {
         count: true,
         limit: 1,
       });
-      expect(count.count).toEqual({ value: 5 + 2999, exact: true });
+      expect(count.count).toEqual({ value: 6 + 2999, exact: true });
 
       // An export, downloaded as a file.
       await page.send('Page.setDownloadBehavior', { behavior: 'allow', downloadPath: files });
       await activate('#export button');
       await page.waitFor(shows('#exported', 'Downloaded Contact.csv'), 'the export');
       const exported = await waitForFile(join(files, 'Contact.csv'));
-      expect(exported.split('\r\n').filter(Boolean)).toHaveLength(1 + 5 + 2999);
+      expect(exported.split('\r\n').filter(Boolean)).toHaveLength(1 + 6 + 2999);
       expect(exported).toMatch(/^id,name,version,updatedAt,firstName,lastName,stage,email\r\n/);
 
       // Readable at a phone's width: nothing wider than the screen.
