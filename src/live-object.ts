@@ -32,8 +32,10 @@ interface Stream extends Position {
   /** Sends one item; false when the consumer has fallen too far behind (the stream is then closed). */
   send(cursor: string, json: string): boolean;
   close(code: CloseCode, reason: string): void;
-  /** Keeps the position where it survives the object's sleep. */
+  /** Keeps the position where it survives the object's sleep (a WebSocket's attachment). */
   save(): void;
+  /** Whether the stream is still open. */
+  open(): boolean;
 }
 
 /** While streams are open, their keys are checked and the feed read at least this often. */
@@ -52,18 +54,25 @@ const RUN_MS = 2_000;
  * overlap: each item goes to a stream once, in commit order.
  */
 export class LiveObject extends DurableObject<Env> {
-  /** The event streams, by their writer. */
-  private readonly events = new Map<WritableStreamDefaultWriter<Uint8Array>, Position>();
+  /** The open streams: WebSockets (rebuilt from their attachments after a sleep) and event streams. */
+  private readonly held = new Map<WebSocket | WritableStreamDefaultWriter<Uint8Array>, Stream>();
   /** The callers of the streams' keys, as last checked, and when. */
   private callers = new Map<string, Caller | undefined>();
   private checkedAt = 0;
   private running: Promise<void> | undefined;
   private again = false;
+  /** The workspace whose streams these are, once known (kept in storage for an object woken by its alarm). */
+  private workspaceId: number | undefined;
+  /** Whether the WebSockets the runtime kept through a sleep were taken back into `held`. */
+  private restored = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // A client's "ping" is answered without waking the object; anything else a client sends is ignored.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('ping', 'pong'));
+    ctx.storage.sql.exec(
+      'CREATE TABLE IF NOT EXISTS tickets (hash TEXT PRIMARY KEY, key_hash TEXT NOT NULL, expires_at INTEGER NOT NULL)',
+    );
   }
 
   /** A subscriber the Worker has checked (a member, a cursor still kept): its stream starts here. */
@@ -73,13 +82,14 @@ export class LiveObject extends DurableObject<Env> {
       keyHash: request.headers.get(LIVE_HEADERS.keyHash) ?? '',
       seq: Number(request.headers.get(LIVE_HEADERS.after)),
     };
-    await this.ctx.storage.put('workspace', workspaceId);
+    await this.remember(workspaceId);
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + CHECK_MS);
     this.checkedAt = 0;
     if (request.headers.get('Upgrade')?.toLowerCase() === 'websocket') {
       const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
       this.ctx.acceptWebSocket(server);
       server.serializeAttachment(position);
+      this.held.set(server, this.socketStream(server, position));
       this.run();
       return new Response(null, { status: 101, webSocket: client });
     }
@@ -88,7 +98,7 @@ export class LiveObject extends DurableObject<Env> {
       new ByteLengthQueuingStrategy({ highWaterMark: MAX_BUFFERED_BYTES }),
     );
     const writer = writable.getWriter();
-    this.events.set(writer, position);
+    this.held.set(writer, this.eventStream(writer, position));
     this.run();
     return new Response(readable, {
       headers: { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' },
@@ -97,37 +107,46 @@ export class LiveObject extends DurableObject<Env> {
 
   /** A change may have committed: read the feed now (nothing to do without streams). */
   async wake(workspaceId: number): Promise<void> {
-    if (this.ctx.getWebSockets().length === 0 && this.events.size === 0) return;
-    if ((await this.ctx.storage.get<number>('workspace')) === undefined)
-      await this.ctx.storage.put('workspace', workspaceId);
+    if (this.streams().length === 0) return;
+    await this.remember(workspaceId);
     this.run();
+  }
+
+  private async remember(workspaceId: number): Promise<void> {
+    if (this.workspaceId === workspaceId) return;
+    this.workspaceId = workspaceId;
+    await this.ctx.storage.put('workspace', workspaceId);
   }
 
   /** A single-use ticket that stands for `keyHash` on this workspace's stream for TICKET_MS. */
   async issue(keyHash: string): Promise<{ ticket: string; expiresAt: number }> {
     const ticket = `lt_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
     const expiresAt = Date.now() + TICKET_MS;
-    await this.ctx.storage.put(`ticket:${await sha256Hex(ticket)}`, { keyHash, expiresAt });
+    this.ctx.storage.sql.exec('INSERT INTO tickets VALUES (?, ?, ?)', await sha256Hex(ticket), keyHash, expiresAt);
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(expiresAt);
     return { ticket, expiresAt };
   }
 
   /** The key a ticket stands for, once: undefined for a ticket used, expired or never issued here. */
   async redeem(ticket: string): Promise<string | undefined> {
-    const key = `ticket:${await sha256Hex(ticket)}`;
-    const held = await this.ctx.storage.get<{ keyHash: string; expiresAt: number }>(key);
-    if (held === undefined) return undefined;
-    await this.ctx.storage.delete(key);
-    return held.expiresAt > Date.now() ? held.keyHash : undefined;
+    const [held] = this.ctx.storage.sql
+      .exec<{ key_hash: string; expires_at: number }>(
+        'DELETE FROM tickets WHERE hash = ? RETURNING key_hash, expires_at',
+        await sha256Hex(ticket),
+      )
+      .toArray();
+    return held !== undefined && held.expires_at > Date.now() ? held.key_hash : undefined;
   }
 
   override async alarm(): Promise<void> {
-    const nextExpiry = await this.forgetExpiredTickets();
+    const nextExpiry = this.forgetExpiredTickets();
     this.checkedAt = 0;
     this.run();
     await this.running;
-    if (this.ctx.getWebSockets().length > 0 || this.events.size > 0)
-      await this.ctx.storage.setAlarm(Date.now() + CHECK_MS);
+    const streams = this.streams();
+    // Once a second, not on every item: the object sleeps only after quiet seconds, never mid-run.
+    for (const stream of streams) stream.save();
+    if (streams.length > 0) await this.ctx.storage.setAlarm(Date.now() + CHECK_MS);
     else if (nextExpiry !== undefined) await this.ctx.storage.setAlarm(nextExpiry);
   }
 
@@ -156,7 +175,8 @@ export class LiveObject extends DurableObject<Env> {
 
   private async deliver(): Promise<void> {
     let streams = this.streams();
-    const workspaceId = await this.ctx.storage.get<number>('workspace');
+    this.workspaceId ??= await this.ctx.storage.get<number>('workspace');
+    const workspaceId = this.workspaceId;
     if (streams.length === 0 || workspaceId === undefined) return;
     const tenant = tenantOfId(workspaceId);
     const db = await databaseFor(this.env, tenant);
@@ -218,10 +238,7 @@ export class LiveObject extends DurableObject<Env> {
           return stream.send(cursor, json);
         });
       }
-      for (const stream of open) {
-        stream.seq = Math.max(stream.seq, last.seq);
-        stream.save();
-      }
+      for (const stream of open) stream.seq = Math.max(stream.seq, last.seq);
       if (Date.now() - started > RUN_MS) {
         this.again = true;
         return;
@@ -229,57 +246,72 @@ export class LiveObject extends DurableObject<Env> {
     }
   }
 
-  /** Every open stream, WebSockets (from the runtime, after a sleep too) and event streams. */
+  /** Every open stream: the WebSockets the runtime holds (after a sleep too) and the event streams. */
   private streams(): Stream[] {
-    const sockets = this.ctx.getWebSockets().flatMap((socket): Stream[] => {
-      const position = socket.deserializeAttachment() as Position | null;
-      if (position === null || socket.readyState !== WebSocket.OPEN) return [];
-      const stream: Stream = {
-        ...position,
-        send: (cursor, json) => {
-          socket.send(json);
-          // A runtime that does not count what a socket has not sent yet leaves it undefined.
-          const buffered = socket.bufferedAmount as number | undefined;
-          if (buffered === undefined || buffered <= MAX_BUFFERED_BYTES) return true;
-          stream.close(CLOSE.tooSlow, cursor);
-          return false;
-        },
-        close: (code, reason) => socket.close(code, closeReason(reason)),
-        save: () => socket.serializeAttachment({ keyHash: stream.keyHash, seq: stream.seq }),
-      };
-      return [stream];
-    });
-    const events = [...this.events].map(([writer, position]): Stream => {
-      const write = (text: string) => {
-        writer.write(new TextEncoder().encode(text)).catch(() => this.events.delete(writer));
-      };
-      const stream: Stream = {
-        ...position,
-        send: (cursor, json) => {
-          write(sseEvent(cursor, json));
-          if ((writer.desiredSize ?? 0) >= 0) return true;
-          stream.close(CLOSE.tooSlow, cursor);
-          return false;
-        },
-        close: (code, reason) => {
-          this.events.delete(writer);
-          write(sseClose(code, reason));
-          writer.close().catch(() => undefined);
-        },
-        save: () => this.events.set(writer, { keyHash: stream.keyHash, seq: stream.seq }),
-      };
-      return stream;
-    });
-    return [...sockets, ...events];
+    if (!this.restored) {
+      this.restored = true;
+      for (const socket of this.ctx.getWebSockets())
+        if (!this.held.has(socket)) {
+          const position = socket.deserializeAttachment() as Position | null;
+          if (position !== null) this.held.set(socket, this.socketStream(socket, position));
+        }
+    }
+    for (const [key, stream] of this.held) if (!stream.open()) this.held.delete(key);
+    return [...this.held.values()];
+  }
+
+  private socketStream(socket: WebSocket, position: Position): Stream {
+    let saved = position.seq;
+    const stream: Stream = {
+      ...position,
+      send: (cursor, json) => {
+        socket.send(json);
+        // A runtime that does not count what a socket has not sent yet leaves it undefined.
+        const buffered = socket.bufferedAmount as number | undefined;
+        if (buffered === undefined || buffered <= MAX_BUFFERED_BYTES) return true;
+        stream.close(CLOSE.tooSlow, cursor);
+        return false;
+      },
+      close: (code, reason) => socket.close(code, closeReason(reason)),
+      save: () => {
+        if (stream.seq === saved) return;
+        socket.serializeAttachment({ keyHash: stream.keyHash, seq: stream.seq });
+        saved = stream.seq;
+      },
+      open: () => socket.readyState === WebSocket.OPEN,
+    };
+    return stream;
+  }
+
+  private eventStream(writer: WritableStreamDefaultWriter<Uint8Array>, position: Position): Stream {
+    let open = true;
+    const write = (text: string) => {
+      writer.write(new TextEncoder().encode(text)).catch(() => (open = false));
+    };
+    const stream: Stream = {
+      ...position,
+      send: (cursor, json) => {
+        write(sseEvent(cursor, json));
+        if ((writer.desiredSize ?? 0) >= 0) return true;
+        stream.close(CLOSE.tooSlow, cursor);
+        return false;
+      },
+      close: (code, reason) => {
+        open = false;
+        write(sseClose(code, reason));
+        writer.close().catch(() => undefined);
+      },
+      // An event stream does not outlive the object's memory: nothing to keep.
+      save: () => undefined,
+      open: () => open,
+    };
+    return stream;
   }
 
   /** Removes the tickets past their time; the time the next one left expires, if any. */
-  private async forgetExpiredTickets(): Promise<number | undefined> {
-    const now = Date.now();
-    const tickets = [...(await this.ctx.storage.list<{ expiresAt: number }>({ prefix: 'ticket:' }))];
-    const expired = tickets.filter(([, held]) => held.expiresAt <= now).map(([key]) => key);
-    for (let i = 0; i < expired.length; i += 128) await this.ctx.storage.delete(expired.slice(i, i + 128));
-    const left = tickets.filter(([, held]) => held.expiresAt > now).map(([, held]) => held.expiresAt);
-    return left.length === 0 ? undefined : Math.min(...left);
+  private forgetExpiredTickets(): number | undefined {
+    const sql = this.ctx.storage.sql;
+    sql.exec('DELETE FROM tickets WHERE expires_at <= ?', Date.now());
+    return sql.exec<{ next: number | null }>('SELECT min(expires_at) AS next FROM tickets').one().next ?? undefined;
   }
 }

@@ -35,6 +35,8 @@ export interface LocalWorker {
   stop: () => Promise<void>;
   /** CPU time used so far by wrangler dev's whole process tree (workerd included), in ms; undefined without /proc. */
   cpuMs: () => number | undefined;
+  /** Resident memory of that tree now, in bytes; undefined without /proc. */
+  rssBytes: () => number | undefined;
   /** Its local state directory (D1 included), which another Worker may be started on with `state`. */
   state: string;
   /** The port of its DevTools inspector (a CPU profile of the Worker and its objects). */
@@ -123,6 +125,7 @@ export async function startLocalWorker(
     inspectorPort: inspector,
     stop: () => stop(child, keep ? undefined : state),
     cpuMs: () => treeCpuMs(child.pid),
+    rssBytes: () => treeRssBytes(child.pid),
     output: () => output,
   };
 }
@@ -175,10 +178,10 @@ async function migratedState(config: string, replica: boolean): Promise<string> 
 
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || 100);
 
-/** utime + stime of `root` and every process below it, from /proc (Linux). */
-function treeCpuMs(root: number | undefined): number | undefined {
+/** `root` and every process below it, each with a figure read from its /proc/<pid>/stat fields (Linux). */
+function treeSum(root: number | undefined, figure: (fields: string[]) => number): number | undefined {
   if (root === undefined) return undefined;
-  const stats = new Map<number, { parent: number; ticks: number }>();
+  const stats = new Map<number, { parent: number; value: number }>();
   let names: string[];
   try {
     names = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
@@ -187,21 +190,35 @@ function treeCpuMs(root: number | undefined): number | undefined {
   }
   for (const name of names) {
     try {
-      // Fields after the command's closing parenthesis: state, ppid, …, utime (12th), stime (13th).
+      // Fields after the command's closing parenthesis: state (0), ppid (1), …
       const rest = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ').at(-1)?.split(' ') ?? [];
-      stats.set(Number(name), { parent: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) });
+      stats.set(Number(name), { parent: Number(rest[1]), value: figure(rest) });
     } catch {
       // The process ended meanwhile.
     }
   }
-  let ticks = 0;
+  let sum = 0;
   const below = [root];
   while (below.length > 0) {
     const pid = below.pop() as number;
-    ticks += stats.get(pid)?.ticks ?? 0;
+    sum += stats.get(pid)?.value ?? 0;
     for (const [child, { parent }] of stats) if (parent === pid) below.push(child);
   }
-  return (ticks / TICKS_PER_SECOND) * 1000;
+  return sum;
+}
+
+/** utime + stime (fields 11 and 12 after the command) of the tree, in ms. */
+function treeCpuMs(root: number | undefined): number | undefined {
+  const ticks = treeSum(root, (fields) => Number(fields[11]) + Number(fields[12]));
+  return ticks === undefined ? undefined : (ticks / TICKS_PER_SECOND) * 1000;
+}
+
+const PAGE_BYTES = Number(spawnSync('getconf', ['PAGESIZE'], { encoding: 'utf8' }).stdout?.trim() || 4096);
+
+/** Resident memory (field 21 after the command, in pages) of the tree, in bytes. */
+function treeRssBytes(root: number | undefined): number | undefined {
+  const pages = treeSum(root, (fields) => Number(fields[21]));
+  return pages === undefined ? undefined : pages * PAGE_BYTES;
 }
 
 async function waitUntilUp(url: string, child: ChildProcess, output: () => string): Promise<void> {
