@@ -16,7 +16,19 @@ export const CLOSE = {
 export type CloseCode = (typeof CLOSE)[keyof typeof CLOSE];
 
 /** The headers by which the Worker hands an accepted subscriber to the workspace's live object. */
-export const LIVE_HEADERS = { workspace: 'X-Live-Workspace', keyHash: 'X-Live-Key-Hash', after: 'X-Live-After' };
+export const LIVE_HEADERS = {
+  workspace: 'X-Live-Workspace',
+  keyHash: 'X-Live-Key-Hash',
+  after: 'X-Live-After',
+  /** A ticket the stream was opened with: the object uses it up as it takes the stream. */
+  ticket: 'X-Live-Ticket',
+};
+
+/** Streams one key may hold open on one workspace at once. */
+export const MAX_STREAMS_PER_KEY = 100;
+
+/** What a ticket looks like: anything else is refused without asking the object. */
+export const TICKET = /^lt_[A-Za-z0-9_-]{43}$/;
 
 /** A ticket stands for its key this long, once. */
 export const TICKET_MS = 60_000;

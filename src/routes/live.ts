@@ -9,7 +9,7 @@ import { cursorGone, HttpError, invalidQuery, notFound, unauthorized } from '../
 import { pathIds, tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
-import { LIVE_HEADERS } from '../domain/live.ts';
+import { LIVE_HEADERS, MAX_STREAMS_PER_KEY, TICKET } from '../domain/live.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Lists } from '../storage/lists.ts';
 import { databaseFor } from '../tenancy/routes.ts';
@@ -36,12 +36,22 @@ const upgradeRequired = (): HttpError =>
     headers: { Upgrade: 'websocket' },
   });
 
-/** The lists of a workspace's tenant, where a ticket (not the request's key) said who calls. */
-async function listsOf(context: Context, workspaceId: number): Promise<Lists> {
-  const db = await databaseFor(context.env, tenantOfId(workspaceId));
-  if (db === undefined) throw unauthorized();
+/**
+ * The lists of a workspace's tenant, where a ticket (not the request's key) says who calls. A text
+ * that is no ticket, or a workspace of no tenant, is refused before any object is asked.
+ */
+async function listsOf(context: Context, workspaceId: number, ticket: string): Promise<Lists> {
+  const db = TICKET.test(ticket) ? await databaseFor(context.env, tenantOfId(workspaceId)) : undefined;
+  if (db === undefined) throw ticketRefused();
   return new Lists(db, context.meter, tenantOfId(workspaceId));
 }
+
+const tooManyStreams = (): HttpError =>
+  new HttpError(429, {
+    code: 'rate_limited',
+    title: 'Too many live streams',
+    detail: `A key holds at most ${MAX_STREAMS_PER_KEY} live streams of a workspace at once; close one first.`,
+  });
 
 function member(caller: Caller | undefined, workspaceId: number): void {
   if (caller === undefined) throw unauthorized();
@@ -59,9 +69,10 @@ export async function openLive(request: IRequest, context: Context): Promise<Res
     ? tenantPathIds(request.params, context.tenant.id, 'workspaceId')
     : pathIds(request.params, 'workspaceId');
   const live = context.env.LIVE.getByName(String(workspaceId));
-  const keyHash = byKey ? await keyHashOf(request) : await live.redeem(ticket as string);
+  const lists = byKey ? context.lists : await listsOf(context, workspaceId, ticket as string);
+  // A ticket is only looked at here; the object uses it up as it takes the stream.
+  const keyHash = byKey ? await keyHashOf(request) : await live.peek(ticket as string);
   if (keyHash === undefined) throw ticketRefused();
-  const lists = byKey ? context.lists : await listsOf(context, workspaceId);
   const end = await lists.feedEnd(keyHash, workspaceId);
   const problems = [...sent.problems, ...(query.ok ? [] : query.problems)];
   member(end.caller, workspaceId);
@@ -69,8 +80,9 @@ export async function openLive(request: IRequest, context: Context): Promise<Res
   const socket = request.headers.get('Upgrade')?.toLowerCase() === 'websocket';
   if (!socket && !(request.headers.get('Accept') ?? '').includes('text/event-stream')) throw upgradeRequired();
   const secret = await cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
-  const { after, start } = query.value;
-  let seq = start === 'latest' ? end.seq : 0;
+  // An event stream reconnecting on its own sends the id of the last event it had.
+  const after = query.value.after ?? request.headers.get('Last-Event-ID') ?? undefined;
+  let seq = query.value.start === 'latest' ? end.seq : 0;
   if (after !== undefined) {
     seq = await readCursor(secret, after, `changes/${workspaceId}`, 'after');
     if (seq < end.horizon) throw cursorGone({ query: 'after', code: 'gone', message: 'no longer kept' });
@@ -81,8 +93,11 @@ export async function openLive(request: IRequest, context: Context): Promise<Res
       [LIVE_HEADERS.workspace]: String(workspaceId),
       [LIVE_HEADERS.keyHash]: keyHash,
       [LIVE_HEADERS.after]: String(seq),
+      ...(byKey ? {} : { [LIVE_HEADERS.ticket]: ticket as string }),
     },
   });
+  if (handed.status === 401) throw ticketRefused();
+  if (handed.status === 429) throw tooManyStreams();
   if (handed.webSocket !== null) return new Response(null, { status: 101, webSocket: handed.webSocket });
   return new Response(handed.body, { status: handed.status, headers: new Headers(handed.headers) });
 }

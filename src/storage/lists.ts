@@ -13,7 +13,9 @@ import {
   MEMBER_HIDES,
   MEMBER_RULES,
   callerOf,
+  callersOf,
   callerStatement,
+  callersStatement,
   MAX_PAGE_BYTES,
   OBJECTS_IN_VIEW,
   recordsOf,
@@ -68,6 +70,20 @@ const FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data,
       ORDER BY c.seq LIMIT ?3) p) m
   CROSS JOIN changes c ON c.seq = m.seq
   WHERE m.before <= ${MAX_PAGE_BYTES}`;
+// Every change of the workspace (`?1`) after `?2`, at most `?3` and as many as start within a page's
+// bytes, with its record's object and owner now; `listed`: how many the count alone allowed.
+const LIVE_FEED = `SELECT c.seq, c.record_id, c.version, c.type, c.at, c.by, c.data, r.object_id, r.owned_by,
+    m.listed FROM (
+    SELECT p.*, coalesce(sum(p.size) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+      count(*) OVER () AS listed FROM (
+      SELECT c.seq, octet_length(c.data) AS size FROM changes c
+      WHERE c.seq > ?2 AND EXISTS (SELECT 1 FROM record_workspaces rw
+        WHERE rw.workspace_id = ?1 AND rw.record_id = c.record_id)
+      ORDER BY c.seq LIMIT ?3) p) m
+  CROSS JOIN changes c ON c.seq = m.seq
+  LEFT JOIN records r ON r.id = c.record_id
+  WHERE m.before <= ${MAX_PAGE_BYTES}
+  ORDER BY c.seq`;
 // How far the feed of the workspace's (`?1`) tenant was pruned.
 const HORIZON = `SELECT coalesce((SELECT seq FROM feed_horizons
   WHERE tenant = CAST(?1 AS INTEGER) / ${TENANT_BLOCK} + 1), 0) AS seq`;
@@ -85,6 +101,23 @@ const WORKSPACE_OBJECTS = `SELECT v.object_id AS id, v.version, v.name, v.name_t
 
 /** A change as the feed reads it (see domain/feed-item.ts). */
 export type Change = ChangeRow;
+
+/** A change as a live stream reads it: with its record's owner now (its object too). */
+export interface LiveChange extends ChangeRow {
+  ownedBy: number | null;
+}
+
+/** A change as the feed's statements answer it. */
+interface FeedRow {
+  seq: number;
+  record_id: number;
+  version: number;
+  type: Change['type'];
+  at: number;
+  by: number;
+  data: string;
+  object_id: number | null;
+}
 
 /**
  * SQL of lists and the change feed. Each method is one D1 round trip unless it says otherwise.
@@ -152,18 +185,7 @@ export class Lists {
       this.db.prepare(FEED).bind(workspaceId, afterSeq, limit, keyHash),
       this.db.prepare(HORIZON).bind(workspaceId),
     ]);
-    const changes = (
-      (rows?.results ?? []) as {
-        seq: number;
-        record_id: number;
-        version: number;
-        type: Change['type'];
-        at: number;
-        by: number;
-        data: string;
-        object_id: number | null;
-      }[]
-    ).map(({ record_id, object_id, ...row }) => ({
+    const changes = ((rows?.results ?? []) as FeedRow[]).map(({ record_id, object_id, ...row }) => ({
       ...row,
       recordId: record_id,
       ...(object_id === null ? {} : { objectId: object_id }),
@@ -189,15 +211,30 @@ export class Lists {
     return { caller: callerOf(caller), objects: ((rows?.results ?? []) as ObjectRow[]).map(toObjectDef) };
   }
 
-  /** The callers behind these key hashes now (undefined: a key revoked, or its user gone), 50 a round trip. */
-  async callers(keyHashes: readonly string[]): Promise<Map<string, Caller | undefined>> {
-    const callers = new Map<string, Caller | undefined>();
-    for (let i = 0; i < keyHashes.length; i += 50) {
-      const some = keyHashes.slice(i, i + 50);
-      const read = await this.read(some.map((keyHash) => callerStatement(this.db, keyHash, this.tenant)));
-      some.forEach((keyHash, j) => callers.set(keyHash, callerOf(read[j])));
-    }
-    return callers;
+  /**
+   * What a workspace's live streams need at once, in one transaction: the callers of their keys now,
+   * and up to `limit` changes of the workspace after `afterSeq` with each record's object and owner
+   * (who may see a change is decided from them, as the feed decides it in SQL); `more` when others follow.
+   */
+  async live(
+    keyHashes: readonly string[],
+    workspaceId: number,
+    afterSeq: number,
+    limit: number,
+  ): Promise<{ callers: Map<string, Caller>; changes: LiveChange[]; more: boolean }> {
+    const [callers, rows] = await this.read([
+      callersStatement(this.db, keyHashes, this.tenant),
+      this.db.prepare(LIVE_FEED).bind(workspaceId, afterSeq, limit),
+    ]);
+    const read = (rows?.results ?? []) as (FeedRow & { owned_by: number | null; listed: number })[];
+    const changes = read.map(({ record_id, object_id, owned_by, listed: _, ...row }) => ({
+      ...row,
+      recordId: record_id,
+      ...(object_id === null ? {} : { objectId: object_id }),
+      ownedBy: owned_by,
+    }));
+    const listed = read[0]?.listed ?? 0;
+    return { callers: callersOf(callers), changes, more: listed === limit || changes.length < listed };
   }
 
   /**

@@ -109,6 +109,22 @@ export interface Profile {
   workspaces: ProfileWorkspace[];
 }
 
+// The callers behind every key hash of the JSON array bound to `?`, in one statement.
+const CALLERS = (tenant: number): string => `SELECT k.key_hash, k.user_id, m.workspace_id, m.role, m.role_id,
+    ro.objects AS role_objects FROM api_keys k
+  LEFT JOIN memberships m ON m.user_id = k.user_id LEFT JOIN roles ro ON ro.id = m.role_id
+  WHERE k.key_hash IN (SELECT value FROM json_each(?)) AND ${inTenant('k.user_id', tenant)} AND ${HERE('k.user_id')}`;
+
+/** The callers behind these key hashes among `tenant`'s users (a key missing: revoked, or its user gone). */
+export const callersStatement = (db: D1, keyHashes: readonly string[], tenant: number): D1PreparedStatement =>
+  db.prepare(CALLERS(tenant)).bind(JSON.stringify(keyHashes));
+export function callersOf(result: D1Result<unknown> | undefined): Map<string, Caller> {
+  const rows = new Map<string, CallerRow[]>();
+  for (const row of rowsOf<CallerRow & { key_hash: string }>(result))
+    rows.set(row.key_hash, [...(rows.get(row.key_hash) ?? []), row]);
+  return new Map([...rows].map(([keyHash, held]) => [keyHash, toCaller(held) as Caller]));
+}
+
 /** The caller behind a key hash among `tenant`'s users: a statement to batch with others, and how to read it. */
 export const callerStatement = (db: D1, keyHash: string, tenant: number): D1PreparedStatement =>
   db.prepare(CALLER(tenant)).bind(keyHash);

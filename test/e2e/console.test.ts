@@ -161,7 +161,8 @@ describe('/console in headless Chromium', () => {
       await page.waitFor(shows('#live', 'Zed Live'), 'the live change');
       expect(await page.evaluate(`document.activeElement?.getAttribute('href')`)).toBe(`#/records/${hopper.id}`);
       // It came over the live stream: the page read no page of the feed.
-      const feedReads = `performance.getEntriesByType('resource').filter((e) => e.name.includes('/changes?after')).length`;
+      const feedReads = `performance.getEntriesByType('resource')
+        .filter((e) => e.name.includes('/changes?after')).length`;
       expect(await page.evaluate('state.feed.socket?.readyState')).toBe(1);
       expect(await page.evaluate(feedReads)).toBe(0);
       // The socket lost: the page falls back to reading the feed, and the next change still shows.

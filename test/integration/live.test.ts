@@ -2,6 +2,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { roleWorld } from './role-world.ts';
+import { feedAfter, latest, open, socket } from './live-clients.ts';
 import {
   admin,
   call,
@@ -14,54 +15,6 @@ import {
   world,
   type Answer,
 } from './helpers.ts';
-
-/** A WebSocket on a workspace's live stream, as a client holds it: the items so far, and how it closed. */
-interface Socket {
-  items: any[];
-  closed: Promise<{ code: number; reason: string }>;
-  socket: WebSocket;
-}
-
-async function open(workspaceId: number, auth: { key?: string; query?: string }): Promise<Socket | Answer> {
-  const res = await exports.default.fetch(`http://records.test/workspaces/${workspaceId}/live${auth.query ?? ''}`, {
-    headers: { Upgrade: 'websocket', ...(auth.key === undefined ? {} : { Authorization: `Bearer ${auth.key}` }) },
-  });
-  if (res.webSocket === null) {
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
-  }
-  const socket = res.webSocket;
-  socket.accept();
-  const items: any[] = [];
-  socket.addEventListener('message', (event) => {
-    if (event.data !== 'pong') items.push(JSON.parse(event.data as string));
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    socket.addEventListener('close', (event) => resolve({ code: event.code, reason: event.reason })),
-  );
-  return { items, closed, socket };
-}
-
-async function socket(workspaceId: number, auth: { key?: string; query?: string }): Promise<Socket> {
-  const opened = await open(workspaceId, auth);
-  if ('status' in opened) throw new Error(`live: ${opened.status} ${JSON.stringify(opened.body)}`);
-  return opened;
-}
-
-/** Every item of the workspace's feed after `after` (else from its start), as `GET …/changes` shows them to `key`. */
-async function feedAfter(key: string, workspaceId: number, after?: string): Promise<any[]> {
-  const items: any[] = [];
-  for (let cursor = after; ;) {
-    const from = cursor === undefined ? '' : `&after=${encodeURIComponent(cursor)}`;
-    const page = await call('GET', `/workspaces/${workspaceId}/changes?limit=1000${from}`, { key });
-    if (page.body.items.length === 0) return items;
-    items.push(...page.body.items);
-    cursor = page.body.nextCursor;
-  }
-}
-
-const latest = async (key: string, workspaceId: number): Promise<string> =>
-  (await call('GET', `/workspaces/${workspaceId}/changes?start=latest`, { key })).body.nextCursor;
 
 /** `writers` clients at once, each creating a record and patching, deleting and restoring it. */
 async function writeAtOnce(key: string, workspaceId: number, objectId: number, writers = 6): Promise<void> {
