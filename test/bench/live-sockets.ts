@@ -6,15 +6,22 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import WebSocket from 'ws';
 
-const { url, headers, count } = workerData as { url: string; headers: Record<string, string>; count: number };
+const { url, headers, count, first, step } = workerData as {
+  url: string;
+  /** The headers of the run's sockets in turn: this thread's are `first`, `first + step`, … */
+  headers: Record<string, string>[];
+  count: number;
+  first: number;
+  step: number;
+};
 const arrivals = new Map<number, number[]>();
 let received = 0;
 const now = () => Date.now();
 const sockets: WebSocket[] = [];
 for (let opened = 0; opened < count; opened += 50) {
   await Promise.all(
-    Array.from({ length: Math.min(50, count - opened) }, async () => {
-      const socket = new WebSocket(url, { headers });
+    Array.from({ length: Math.min(50, count - opened) }, async (_, i) => {
+      const socket = new WebSocket(url, { headers: headers[(first + (opened + i) * step) % headers.length] ?? {} });
       socket.on('message', (data: Buffer) => {
         const at = now();
         received++;
