@@ -23,6 +23,7 @@ export const PROBLEM_CODES = [
   'record_deleted',
   'idempotency_key_reused',
   'record_referenced',
+  'range_not_satisfiable',
 ] as const;
 
 export type ProblemCode = (typeof PROBLEM_CODES)[number];
@@ -61,6 +62,7 @@ const TITLES: Record<ProblemCode, string> = {
   record_deleted: 'Record deleted',
   idempotency_key_reused: 'Idempotency-Key reused',
   record_referenced: 'Record referenced',
+  range_not_satisfiable: 'Range not satisfiable',
 };
 
 export class HttpError extends Error {

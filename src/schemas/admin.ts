@@ -15,6 +15,7 @@ export const FIELD_TYPES = [
   'url',
   'json',
   'reference',
+  'file',
 ] as const;
 
 export const NamedInput = v.strictObject({ name: EntityName });
@@ -121,7 +122,10 @@ export const FieldDefinition = v.strictObject({
   multiple: v.exactOptional(
     v.pipe(
       v.boolean(),
-      v.description('A reference field only: its value is an array of 1 to 100 distinct record ids, in order.'),
+      v.description(
+        'A reference field: its value is an array of 1 to 100 distinct record ids, in order. A file field: its ' +
+          'value holds 1 to 20 files (else exactly one).',
+      ),
     ),
   ),
   onDelete: v.exactOptional(

@@ -1,0 +1,172 @@
+import type { IRequest } from 'itty-router';
+import type { Context } from '../context.ts';
+import { recordAccess, type Caller } from '../domain/access.ts';
+import {
+  contentDisposition,
+  etagOf,
+  fileKey,
+  fileNameProblem,
+  MAX_UPLOAD_BYTES,
+  noneMatch,
+  rangeOf,
+} from '../domain/files.ts';
+import { tenantOfId } from '../domain/tenant.ts';
+import { keyHashOf } from '../http/auth.ts';
+import { forbidden, HttpError, invalidQuery, notFound, unauthorized } from '../http/errors.ts';
+import { tenantPathIds } from '../http/params.ts';
+import { queryOf } from '../http/query.ts';
+import { json } from '../http/respond.ts';
+import { Files, type FileHeld, type FileRow } from '../storage/files.ts';
+import { BodyCutShort, streamUpload } from '../storage/file-bytes.ts';
+
+/**
+ * Files of records: `POST /workspaces/{id}/files?name=` streams the body into R2 and keeps its row;
+ * `GET /files/{id}` streams it back to whoever may read a live record holding it (or uploaded it,
+ * while no record holds it). Anyone else gets what a missing id gets.
+ */
+
+const tooLarge = (detail: string): HttpError => new HttpError(413, { code: 'payload_too_large', detail });
+
+/** The tenant's cap on its files' bytes (`FILE_QUOTA_BYTES`); unset or not a number: no cap. */
+export function fileQuota(setting: string | undefined): number {
+  const quota = /^\s*[0-9]{1,16}\s*$/.test(setting ?? '') ? Number(setting) : NaN;
+  return Number.isSafeInteger(quota) ? quota : Number.MAX_SAFE_INTEGER;
+}
+
+/** The file as an upload answers it. */
+export const fileOut = (row: FileRow): Record<string, unknown> => ({
+  id: row.id,
+  name: row.name,
+  size: row.size,
+  contentType: row.content_type,
+  sha256: row.sha256,
+  createdAt: row.created_at,
+});
+
+/** Uploading needs a grant in the workspace that may create or change records there. */
+function mayUpload(caller: Caller, workspaceId: number): boolean {
+  const grant = caller.roles.get(workspaceId);
+  if (grant === undefined) return false;
+  if (typeof grant === 'string') return grant === 'editor';
+  return grant.objects.some((rule) => rule.create || rule.update);
+}
+
+/** POST /workspaces/{workspaceId}/files?name=: the body, streamed into R2 with its SHA-256. */
+export async function uploadFile(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await keyHashOf(request);
+  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
+  const { caller } = await context.cached.createContext(keyHash, []);
+  if (caller === undefined) throw unauthorized();
+  const sent = queryOf(request.url);
+  const name = sent.params.get('name') ?? undefined;
+  const nameProblem = fileNameProblem(name);
+  const problems = [...sent.problems, ...(nameProblem === undefined ? [] : [nameProblem])];
+  const declared = request.headers.get('Content-Length') ?? '';
+  const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
+  if (!Number.isSafeInteger(length))
+    problems.push({ header: 'Content-Length', code: 'required', message: 'expected the length of the file' });
+  else if (length === 0 || request.body === null)
+    problems.push({ header: 'Content-Length', code: 'empty', message: 'expected the bytes of the file' });
+  if (problems.length > 0 || name === undefined) throw invalidQuery(problems);
+  if (length > MAX_UPLOAD_BYTES)
+    throw tooLarge(`One request takes at most ${MAX_UPLOAD_BYTES} bytes; upload a larger file in parts.`);
+  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
+  if (!mayUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
+
+  const files = new Files(context.primary, context.meter);
+  const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
+  if ((await files.tenantBytes(context.tenant.id)) + length > quota) throw overQuota(quota);
+  const id = await files.newId(context.tenant.id);
+  const key = fileKey(context.tenant.id, id);
+  const contentType = request.headers.get('Content-Type') || 'application/octet-stream';
+  const sha256 = await streamUpload(context.env.FILES, key, request.body as ReadableStream<Uint8Array>, length, {
+    contentType,
+  }).catch((error: unknown) => {
+    if (!(error instanceof BodyCutShort)) throw error;
+    throw invalidQuery([
+      { header: 'Content-Length', code: 'invalid_value', message: 'the body ended before its length, or ran past it' },
+    ]);
+  });
+  const row: FileRow = {
+    id,
+    workspace_id: workspaceId,
+    name,
+    size: length,
+    content_type: contentType,
+    sha256,
+    created_by: caller.userId,
+    created_at: Date.now(),
+    record_id: null,
+  };
+  let kept: boolean;
+  try {
+    kept = await files.insert(context.tenant.id, row, quota);
+  } catch (error) {
+    await context.env.FILES.delete(key).catch(() => undefined);
+    throw error;
+  }
+  if (!kept) {
+    await context.env.FILES.delete(key);
+    throw overQuota(quota);
+  }
+  return json(fileOut(row), 201, { Location: `/files/${id}` });
+}
+
+const overQuota = (quota: number): HttpError =>
+  tooLarge(`The tenant's files may take at most ${quota} bytes (FILE_QUOTA_BYTES); this one would pass it.`);
+
+/** Whether the caller may download the file: a reader of the live record holding it in a field they see. */
+function mayDownload(caller: Caller, file: FileHeld): boolean {
+  if (file.record_id === null) return file.created_by === caller.userId;
+  if (file.deleted !== 0 || file.object_id === null) return false;
+  const access = recordAccess(caller, {
+    objectId: file.object_id,
+    ownedBy: file.owned_by,
+    sharedWorkspaceIds: JSON.parse(file.shared ?? '[]') as number[],
+  });
+  if (!access.read) return false;
+  const fields = JSON.parse(file.fields ?? '[]') as string[];
+  return fields.some((field) => !access.fields.hidden.has(field));
+}
+
+/** GET /files/{fileId}: the bytes, with their entity tag, a range, or 304 for a tag the caller holds. */
+export async function downloadFile(request: IRequest, context: Context): Promise<Response> {
+  const keyHash = await keyHashOf(request);
+  const { fileId } = tenantPathIds(request.params, context.tenant.id, 'fileId');
+  const [caller, file] = await Promise.all([
+    context.cached.callerOf(keyHash),
+    new Files(context.reads, context.meter).held(fileId),
+  ]);
+  if (caller === undefined) throw unauthorized();
+  if (file === null || tenantOfId(file.id) !== context.tenant.id || !mayDownload(caller, file)) throw notFound('File');
+  const etag = etagOf(file.sha256);
+  const headers: Record<string, string> = {
+    ETag: etag,
+    'Cache-Control': 'private, no-cache',
+    'Content-Security-Policy': 'sandbox',
+    'Content-Disposition': contentDisposition(file.name, file.content_type),
+    'Accept-Ranges': 'bytes',
+  };
+  if (noneMatch(request.headers.get('If-None-Match'), etag)) return new Response(null, { status: 304, headers });
+  const range = rangeOf(request.headers.get('Range'), file.size);
+  if (range.kind === 'none')
+    throw new HttpError(416, {
+      code: 'range_not_satisfiable',
+      detail: `The file has ${file.size} bytes.`,
+      headers: { 'Content-Range': `bytes */${file.size}` },
+    });
+  const key = fileKey(context.tenant.id, file.id);
+  const object = await context.env.FILES.get(
+    key,
+    range.kind === 'part' ? { range: { offset: range.offset, length: range.length } } : {},
+  );
+  if (object === null) throw notFound('File');
+  headers['Content-Type'] = file.content_type;
+  if (range.kind === 'part') {
+    headers['Content-Range'] = `bytes ${range.offset}-${range.offset + range.length - 1}/${file.size}`;
+    headers['Content-Length'] = String(range.length);
+    return new Response(object.body, { status: 206, headers });
+  }
+  headers['Content-Length'] = String(file.size);
+  return new Response(object.body, { status: 200, headers });
+}
