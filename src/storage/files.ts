@@ -77,7 +77,7 @@ export class Files {
   /** Keeps a file's row unless the tenant's files would pass `quota` bytes with it: whether it was kept. */
   async insert(tenantId: number, file: NewFile, quota: number): Promise<boolean> {
     const { lo, hi } = idRange(tenantId);
-    const row = await this.meter.d1(() =>
+    const { results } = await this.meter.d1(() =>
       this.db
         .prepare(INSERT)
         .bind(
@@ -93,14 +93,15 @@ export class Files {
           quota,
           hi,
         )
-        .first<{ id: number }>(),
+        .all<{ id: number }>(),
     );
-    return row !== null;
+    return results.length > 0;
   }
 
   /** A file and the place of the record holding it, if any (one round trip, whether it exists or not). */
-  held(fileId: number): Promise<FileHeld | null> {
-    return this.meter.d1(() => this.db.prepare(HELD).bind(fileId).first<FileHeld>());
+  async held(fileId: number): Promise<FileHeld | undefined> {
+    const { results } = await this.meter.d1(() => this.db.prepare(HELD).bind(fileId).all<FileHeld>());
+    return results[0];
   }
 
   /** Files no record has held since before `before`, oldest first. */
