@@ -212,6 +212,16 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   createImport: { response: { ...importExample, status: 'queued', rows: noRows, bytesRead: 37 } },
   getImport: { response: importExample },
+  uploadFile: {
+    response: {
+      id: 12,
+      name: 'contract.pdf',
+      size: 48213,
+      contentType: 'application/pdf',
+      sha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
+      createdAt: 1767225600000,
+    },
+  },
   listImports: {
     response: {
       items: [

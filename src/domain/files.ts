@@ -14,6 +14,7 @@ export const MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
 export const FREE_FILE_TTL_MS = 24 * 60 * 60 * 1000;
 
 // C0 and C1 control characters, and DEL.
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 
 /** Why `name` cannot name a file (at the query parameter `name`), or undefined when it can. */
@@ -27,7 +28,7 @@ export function fileNameProblem(name: string | undefined): InputProblem | undefi
   return undefined;
 }
 
-/** Types a browser may show in place (under a sandbox): images but SVG (a document that runs scripts), PDF, plain text. */
+/** Shown in place (under a sandbox): images but SVG (a document that runs scripts), PDF and plain text. */
 export function shownInline(contentType: string): boolean {
   const type = (contentType.split(';')[0] ?? '').trim().toLowerCase();
   if (type === 'image/svg+xml') return false;

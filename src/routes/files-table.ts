@@ -12,8 +12,8 @@ export const fileOperations = {
     tag: 'Records',
     summary: 'Upload a file',
     description:
-      'The body is the bytes (any `Content-Type`, with its `Content-Length`: 1 byte to 100 MB), streamed into R2 with ' +
-      "their SHA-256. A member whose role creates or changes records in the workspace. Put the answer's `id`, " +
+      'The body is the bytes (any `Content-Type`, with its `Content-Length`: 1 byte to 100 MB), streamed into R2 ' +
+      "with their SHA-256. A member whose role creates or changes records in the workspace. Put the answer's `id`, " +
       '`name`, `size` and `contentType` in a file field of a record (the uploader only, within 24 h: a file no ' +
       "record holds is removed 24 h after its upload). The tenant's files may take at most `FILE_QUOTA_BYTES`: " +
       '413 past it, nothing kept.',
@@ -24,7 +24,7 @@ export const fileOperations = {
       {
         name: 'name',
         required: true,
-        description: 'The file\'s name: 1–255 characters, no "/", no control characters.',
+        description: 'The file\'s name (required): 1–255 characters, no "/", no control characters.',
         schema: { type: 'string', minLength: 1, maxLength: 255 },
       },
     ],

@@ -138,7 +138,8 @@ export async function downloadFile(request: IRequest, context: Context): Promise
     new Files(context.reads, context.meter).held(fileId),
   ]);
   if (caller === undefined) throw unauthorized();
-  if (file === undefined || tenantOfId(file.id) !== context.tenant.id || !mayDownload(caller, file)) throw notFound('File');
+  if (file === undefined || tenantOfId(file.id) !== context.tenant.id || !mayDownload(caller, file))
+    throw notFound('File');
   const etag = etagOf(file.sha256);
   const headers: Record<string, string> = {
     ETag: etag,

@@ -62,7 +62,11 @@ export const TENANT_TABLES: readonly TenantTable[] = [
       'created_by, updated_at, updated_by, is_template, name_key, terms, folds',
     { parent: true },
   ),
-  table('files', 'id', 'id, workspace_id, name, size, content_type, sha256, created_by, created_at, record_id, free_since'),
+  table(
+    'files',
+    'id',
+    'id, workspace_id, name, size, content_type, sha256, created_by, created_at, record_id, free_since',
+  ),
   table('file_uploads', 'id', 'id, upload_id, workspace_id, name, content_type, created_by, created_at, parts'),
   table('changes', 'seq', 'seq, record_id, version, type, at, by, data, was'),
   table('record_workspaces', 'record_id, workspace_id', 'record_id, workspace_id'),

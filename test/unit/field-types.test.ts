@@ -138,8 +138,18 @@ describe('checkValue: a file field with multiple', () => {
   const many: FieldDef = { name: 'f', type: 'file', multiple: true };
   const file = (id: number): unknown => ({ id, name: `f${id}.txt`, size: 1, contentType: 'text/plain' });
   it('holds 1 to 20 distinct files', () => {
-    expect(checkValue(many, Array.from({ length: 20 }, (_, i) => file(i + 1)))).toBeUndefined();
-    expect(checkValue(many, Array.from({ length: 21 }, (_, i) => file(i + 1)))).toEqual({
+    expect(
+      checkValue(
+        many,
+        Array.from({ length: 20 }, (_, i) => file(i + 1)),
+      ),
+    ).toBeUndefined();
+    expect(
+      checkValue(
+        many,
+        Array.from({ length: 21 }, (_, i) => file(i + 1)),
+      ),
+    ).toEqual({
       code: 'invalid_value',
       message: 'expected 1 to 20 files',
     });
