@@ -313,7 +313,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       nextCursor: null,
     },
   },
-  getTenant: { response: tenant },
+  getTenant: { response: { ...tenant, fileBytes: 734_003_200 } },
   deleteTenant: { response: { ...tenant, status: 'deleting' } },
   moveTenant: { request: { database: 'DB_3' }, response: move },
   getMove: { response: { ...move, status: 'succeeded', rowsCopied: 61_482, finishedAt: AT + 94_000 } },
@@ -321,9 +321,9 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   listDatabases: {
     response: {
       items: [
-        { name: 'DB', tenants: 1, bytes: 1_254_330_368 },
-        { name: 'DB_2', tenants: 1, bytes: 86_016 },
-        { name: 'DB_3', tenants: 0, bytes: 61_440 },
+        { name: 'DB', tenants: 1, bytes: 1_254_330_368, fileBytes: 5_368_709_120 },
+        { name: 'DB_2', tenants: 1, bytes: 86_016, fileBytes: 734_003_200 },
+        { name: 'DB_3', tenants: 0, bytes: 61_440, fileBytes: 0 },
       ],
     },
   },

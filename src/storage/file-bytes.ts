@@ -44,3 +44,13 @@ export async function streamUpload(
 
 /** The body ended before its Content-Length, or ran past it. */
 export class BodyCutShort extends Error {}
+
+/** Keys R2 deletes in one call at most. */
+const DELETE_BATCH = 1000;
+
+/** Removes up to a thousand of a tenant's files from R2 (all under `prefix`): whether more are left. */
+export async function removeSomeFiles(bucket: R2Bucket, prefix: string): Promise<boolean> {
+  const listed = await bucket.list({ prefix, limit: DELETE_BATCH });
+  if (listed.objects.length > 0) await bucket.delete(listed.objects.map((object) => object.key));
+  return listed.truncated;
+}

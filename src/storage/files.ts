@@ -1,4 +1,4 @@
-import { idRange } from '../domain/tenant.ts';
+import { idRange, TENANT_BLOCK } from '../domain/tenant.ts';
 import type { Meter } from './meter.ts';
 import { nextId } from './sequences.ts';
 import type { D1 } from './sessions.ts';
@@ -27,6 +27,8 @@ export interface FileHeld extends FileRow {
 
 export type NewFile = Omit<FileRow, 'record_id'>;
 
+const DATABASE_BYTES = `SELECT coalesce(sum(size), 0) AS bytes FROM files
+  WHERE id / ${TENANT_BLOCK} + 1 NOT IN (SELECT tenant_id FROM departures UNION SELECT tenant_id FROM arrivals)`;
 const TENANT_BYTES = `SELECT coalesce(sum(size), 0) AS bytes FROM files WHERE id >= ?1 AND id < ?2`;
 
 // Kept only while the tenant's files stay within its quota (`?10`), counted in the same statement.
@@ -46,7 +48,11 @@ const HELD = `SELECT f.id, f.workspace_id, f.name, f.size, f.content_type, f.sha
   FROM files f LEFT JOIN records r ON r.id = f.record_id
   WHERE f.id = ?1`;
 
-const FREE = `SELECT id FROM files WHERE record_id IS NULL AND free_since < ?1 ORDER BY free_since LIMIT ?2`;
+// Not of a tenant moving in or gone from this database: its rows here are not the ones that count.
+const FREE = `SELECT id FROM files WHERE record_id IS NULL AND free_since < ?1
+    AND NOT EXISTS (SELECT 1 FROM departures WHERE tenant_id = id / ${TENANT_BLOCK} + 1)
+    AND NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = id / ${TENANT_BLOCK} + 1)
+  ORDER BY free_since LIMIT ?2`;
 const REMOVE = `DELETE FROM files WHERE record_id IS NULL AND id IN (SELECT value FROM json_each(?1))`;
 
 /** The files of records: their rows on the tenant's database (the bytes are in R2). */
@@ -72,6 +78,12 @@ export class Files {
     const { lo, hi } = idRange(tenantId);
     const row = await this.meter.d1(() => this.db.prepare(TENANT_BYTES).bind(lo, hi).first<{ bytes: number }>());
     return row?.bytes ?? 0;
+  }
+
+  /** The bytes of the files of the tenants on this database. */
+  async databaseBytes(): Promise<number> {
+    const { results } = await this.meter.d1(() => this.db.prepare(DATABASE_BYTES).all<{ bytes: number }>());
+    return results[0]?.bytes ?? 0;
   }
 
   /** Keeps a file's row unless the tenant's files would pass `quota` bytes with it: whether it was kept. */

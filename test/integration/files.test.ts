@@ -1,6 +1,18 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, expectProblem, fv, newUser, objectIn, type Answer } from './helpers.ts';
+import {
+  admin,
+  bytesOf,
+  call,
+  createOne,
+  expectProblem,
+  fv,
+  getFile,
+  heldFile,
+  newUser,
+  objectIn,
+  uploadFile,
+} from './helpers.ts';
 
 const FIELDS = [
   { name: 'title', type: 'text', required: true },
@@ -10,45 +22,10 @@ const FIELDS = [
 
 const setup = () => objectIn({ name: 'Case', nameTemplate: '{title}', fields: FIELDS });
 
-/** Bytes 0..255 repeated: every byte value, so an altered byte shows. */
-const bytesOf = (size: number): Uint8Array => Uint8Array.from({ length: size }, (_, i) => (i * 7 + 3) % 256);
-
-async function uploadFile(
-  key: string,
-  workspaceId: number,
-  name: string,
-  bytes: Uint8Array,
-  type = 'application/octet-stream',
-): Promise<Answer> {
-  const res = await exports.default.fetch(
-    `http://records.test/workspaces/${workspaceId}/files?name=${encodeURIComponent(name)}`,
-    {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${key}`, 'Content-Type': type, 'Content-Length': String(bytes.length) },
-      body: bytes,
-    },
-  );
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
-}
-
-function get(key: string, id: number, headers: Record<string, string> = {}): Promise<Response> {
-  return exports.default.fetch(`http://records.test/files/${id}`, {
-    headers: { Authorization: `Bearer ${key}`, ...headers },
-  });
-}
-
 async function sha256(bytes: Uint8Array): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
-
-const held = (file: { id: number; name: string; size: number; contentType: string }) => ({
-  id: file.id,
-  name: file.name,
-  size: file.size,
-  contentType: file.contentType,
-});
 
 /** Whether two byte arrays are equal (vitest's deep equality walks megabytes slowly). */
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -72,7 +49,7 @@ describe('files: upload and download', () => {
       createdAt: expect.any(Number),
     });
     expect(up.headers.get('Location')).toBe(`/files/${up.body.id}`);
-    const down = await get(editor.key, up.body.id);
+    const down = await getFile(editor.key, up.body.id);
     expect(down.status).toBe(200);
     expect(sameBytes(new Uint8Array(await down.arrayBuffer()), bytes)).toBe(true);
     expect(down.headers.get('ETag')).toBe(`"${up.body.sha256}"`);
@@ -95,7 +72,7 @@ describe('files: upload and download', () => {
     ];
     for (const [type, disposition] of cases) {
       const up = await uploadFile(editor.key, workspaceId, 'f', bytesOf(10), type);
-      const down = await get(editor.key, up.body.id);
+      const down = await getFile(editor.key, up.body.id);
       expect(down.headers.get('Content-Type')).toBe(type);
       expect(down.headers.get('Content-Disposition')?.split(';')[0]).toBe(disposition);
       await down.arrayBuffer();
@@ -106,20 +83,20 @@ describe('files: upload and download', () => {
     const { editor, workspaceId } = await setup();
     const bytes = bytesOf(1000);
     const up = await uploadFile(editor.key, workspaceId, 'r.bin', bytes);
-    const part = await get(editor.key, up.body.id, { Range: 'bytes=100-199' });
+    const part = await getFile(editor.key, up.body.id, { Range: 'bytes=100-199' });
     expect(part.status).toBe(206);
     expect(part.headers.get('Content-Range')).toBe('bytes 100-199/1000');
     expect(new Uint8Array(await part.arrayBuffer())).toEqual(bytes.slice(100, 200));
-    const tail = await get(editor.key, up.body.id, { Range: 'bytes=-10' });
+    const tail = await getFile(editor.key, up.body.id, { Range: 'bytes=-10' });
     expect(new Uint8Array(await tail.arrayBuffer())).toEqual(bytes.slice(990));
-    const past = await get(editor.key, up.body.id, { Range: 'bytes=1000-' });
+    const past = await getFile(editor.key, up.body.id, { Range: 'bytes=1000-' });
     expect(past.status).toBe(416);
     expect(past.headers.get('Content-Range')).toBe('bytes */1000');
     await past.arrayBuffer();
-    const same = await get(editor.key, up.body.id, { 'If-None-Match': `"${up.body.sha256}"` });
+    const same = await getFile(editor.key, up.body.id, { 'If-None-Match': `"${up.body.sha256}"` });
     expect(same.status).toBe(304);
     expect(await same.text()).toBe('');
-    const other = await get(editor.key, up.body.id, { 'If-None-Match': '"other"' });
+    const other = await getFile(editor.key, up.body.id, { 'If-None-Match': '"other"' });
     expect(other.status).toBe(200);
     await other.arrayBuffer();
   });
@@ -172,21 +149,21 @@ describe('files: in records', () => {
     const a = (await uploadFile(editor.key, workspaceId, 'a.pdf', bytesOf(50), 'application/pdf')).body;
     const b = (await uploadFile(editor.key, workspaceId, 'b.png', bytesOf(60), 'image/png')).body;
     // Before any record holds it, only its uploader downloads it.
-    expect((await get(viewer.key, a.id)).status).toBe(404);
+    expect((await getFile(viewer.key, a.id)).status).toBe(404);
     const record = await createOne(editor.key, object.id, [
       fv('title', 'One'),
-      fv('doc', [held(a)]),
-      fv('photos', [held(b), held(a)].slice(0, 1)),
+      fv('doc', [heldFile(a)]),
+      fv('photos', [heldFile(b), heldFile(a)].slice(0, 1)),
     ]);
-    expect(record.fieldValues).toEqual([fv('title', 'One'), fv('doc', [held(a)]), fv('photos', [held(b)])]);
+    expect(record.fieldValues).toEqual([fv('title', 'One'), fv('doc', [heldFile(a)]), fv('photos', [heldFile(b)])]);
     const read = await call('GET', `/workspaces/${workspaceId}/records/${record.id}`, { key: viewer.key });
     expect(read.body.fieldValues).toEqual(record.fieldValues);
-    const down = await get(viewer.key, a.id);
+    const down = await getFile(viewer.key, a.id);
     expect(down.status).toBe(200);
     expect(new Uint8Array(await down.arrayBuffer())).toEqual(bytesOf(50));
     // A stranger, a missing id and another tenant's id answer alike.
-    const missing = await get(stranger.key, 999_999_999);
-    const hidden = await get(stranger.key, a.id);
+    const missing = await getFile(stranger.key, 999_999_999);
+    const hidden = await getFile(stranger.key, a.id);
     expect(hidden.status).toBe(404);
     expect(await hidden.json()).toEqual(await missing.json());
   });
@@ -196,10 +173,10 @@ describe('files: in records', () => {
     const other = await newUser('other-editor');
     await admin('PUT', `/admin/workspaces/${workspaceId}/members/${other.id}`, { role: 'editor' });
     const a = (await uploadFile(editor.key, workspaceId, 'a.txt', bytesOf(5), 'text/plain')).body;
-    await createOne(editor.key, object.id, [fv('title', 'First'), fv('doc', [held(a)])]);
+    await createOne(editor.key, object.id, [fv('title', 'First'), fv('doc', [heldFile(a)])]);
     const again = await call('POST', '/records/batch', {
       key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [fv('title', 'Second'), fv('doc', [held(a)])] }],
+      body: [{ objectId: object.id, fieldValues: [fv('title', 'Second'), fv('doc', [heldFile(a)])] }],
     });
     expectProblem(again, 422, 'unprocessable');
     expect(again.body.errors).toEqual([
@@ -208,26 +185,30 @@ describe('files: in records', () => {
     const b = (await uploadFile(editor.key, workspaceId, 'b.txt', bytesOf(5), 'text/plain')).body;
     const theirs = await call('POST', '/records/batch', {
       key: other.key,
-      body: [{ objectId: object.id, fieldValues: [fv('title', 'Theirs'), fv('doc', [held(b)])] }],
+      body: [{ objectId: object.id, fieldValues: [fv('title', 'Theirs'), fv('doc', [heldFile(b)])] }],
     });
     expect(theirs.body.errors).toEqual([
       expect.objectContaining({ pointer: '/0/fieldValues/1/value/0', code: 'invalid_file' }),
     ]);
     const never = await call('POST', '/records/batch', {
       key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [fv('title', 'Never'), fv('doc', [{ ...held(b), id: 123456789 }])] }],
+      body: [
+        { objectId: object.id, fieldValues: [fv('title', 'Never'), fv('doc', [{ ...heldFile(b), id: 123456789 }])] },
+      ],
     });
     expect(never.body.errors).toEqual([
       expect.objectContaining({ pointer: '/0/fieldValues/1/value/0', code: 'invalid_file' }),
     ]);
     const renamed = await call('POST', '/records/batch', {
       key: editor.key,
-      body: [{ objectId: object.id, fieldValues: [fv('title', 'Renamed'), fv('doc', [{ ...held(b), name: 'x' }])] }],
+      body: [
+        { objectId: object.id, fieldValues: [fv('title', 'Renamed'), fv('doc', [{ ...heldFile(b), name: 'x' }])] },
+      ],
     });
     expect(renamed.body.errors).toEqual([
       expect.objectContaining({ pointer: '/0/fieldValues/1/value/0', code: 'invalid_file' }),
     ]);
-    const many = Array.from({ length: 21 }, (_, i) => ({ ...held(b), id: b.id + i }));
+    const many = Array.from({ length: 21 }, (_, i) => ({ ...heldFile(b), id: b.id + i }));
     const tooMany = await call('POST', '/records/batch', {
       key: editor.key,
       body: [{ objectId: object.id, fieldValues: [fv('title', 'Many'), fv('photos', many)] }],
