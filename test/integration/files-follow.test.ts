@@ -15,6 +15,7 @@ import {
   runScheduled,
   uploadFile,
 } from './helpers.ts';
+import { database, mover, stepMove } from './moving.ts';
 
 const FIELDS = [
   { name: 'title', type: 'text', required: true },
@@ -164,5 +165,25 @@ describe('files follow their tenant', () => {
     expect((await r2Keys()).filter((k) => k.startsWith(`files/${a.tenant.id}/`))).toEqual([]);
     const rows = await env.DB_2.prepare('SELECT count(*) AS n FROM files WHERE id = ?').bind(file.id).first();
     expect(rows).toEqual({ n: 0 });
+  });
+
+  it('a moved tenant keeps its files where they are: rows on the new database, bytes served as before', async () => {
+    const { tenant, key, workspaceId, object } = await tenantWithFiles('DB_2');
+    await mover(tenant.id).hold();
+    const file = (await uploadFile(key, workspaceId, 'm.txt', bytesOf(100), 'text/plain')).body;
+    const made = await call('POST', '/records/batch', {
+      key,
+      body: [{ objectId: object.id, fieldValues: [fv('title', 'x'), fv('doc', [heldFile(file)])] }],
+    });
+    expect(made.status).toBe(201);
+    const keysBefore = await r2Keys();
+    const started = await admin('POST', `/tenants/${tenant.id}/move`, { database: 'DB_3' });
+    expect(started.status).toBe(202);
+    expect((await stepMove(tenant.id, started.body.id)).status).toBe('succeeded');
+    const row = await database('DB_3').prepare('SELECT record_id FROM files WHERE id = ?').bind(file.id).first();
+    expect(row).toEqual({ record_id: made.body[0].record.id });
+    expect(await r2Keys()).toEqual(keysBefore);
+    const down = await getFile(key, file.id);
+    expect(new Uint8Array(await down.arrayBuffer())).toEqual(bytesOf(100));
   });
 });
