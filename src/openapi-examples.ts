@@ -212,6 +212,20 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   createImport: { response: { ...importExample, status: 'queued', rows: noRows, bytesRead: 37 } },
   getImport: { response: importExample },
+  startUpload: {
+    response: { id: 14, name: 'survey.mp4', contentType: 'video/mp4', parts: [], createdAt: 1767225600000 },
+  },
+  uploadPart: { response: { partNumber: 1, size: 104857600 } },
+  completeUpload: {
+    response: {
+      id: 14,
+      name: 'survey.mp4',
+      size: 1073741824,
+      contentType: 'video/mp4',
+      sha256: '2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae',
+      createdAt: 1767225600000,
+    },
+  },
   uploadFile: {
     response: {
       id: 12,

@@ -82,3 +82,34 @@ export const etagOf = (sha256: string): string => `"${sha256}"`;
 /** Where a tenant's file lies in R2: one prefix per tenant, so a deleted tenant's files go by prefix. */
 export const fileKey = (tenantId: number, fileId: number): string => `files/${tenantId}/${fileId}`;
 export const tenantFilesPrefix = (tenantId: number): string => `files/${tenantId}/`;
+
+/** The smallest part of a multipart upload but the last: R2's floor. */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+/** The largest file, sent in parts. */
+export const MAX_FILE_BYTES = 5 * 1024 * 1024 * 1024;
+/** Parts of one upload at most (R2's limit). */
+export const MAX_PARTS = 10_000;
+
+/**
+ * Why a part may not join an upload whose parts so far have `sizes`, or undefined. Parts go up in
+ * order, each the size of the first (at least 5 MiB) but the last, which may be smaller: a part
+ * after a smaller one (a part too small to be anything but the last) or larger than the first is
+ * refused, as R2 would refuse the whole upload at its end.
+ */
+export function partProblem(sizes: readonly number[], partNumber: number, length: number): InputProblem | undefined {
+  const at = { parameter: 'partNumber', status: 422 };
+  if (partNumber !== sizes.length + 1)
+    return { ...at, code: 'part_out_of_order', message: `expected part ${sizes.length + 1}: parts go up in order` };
+  const first = sizes[0];
+  const previous = sizes.at(-1);
+  if (first === undefined || previous === undefined) return undefined;
+  if (previous < MIN_PART_BYTES || previous < first)
+    return {
+      ...at,
+      code: 'part_too_small',
+      message: `part ${sizes.length} has ${previous} bytes: every part but the last has ${first}, at least 5 MiB`,
+    };
+  if (length > first)
+    return { ...at, code: 'part_too_large', message: `expected at most ${first} bytes, the size of part 1` };
+  return undefined;
+}

@@ -1,4 +1,5 @@
-import { FileSchema } from '../schemas/files.ts';
+import { FileSchema, PartSchema, UploadSchema } from '../schemas/files.ts';
+import { abortUpload, completeUpload, startUpload, uploadPart } from './file-uploads.ts';
 import { downloadFile, uploadFile } from './files.ts';
 import type { Operation } from './operation.ts';
 
@@ -29,6 +30,75 @@ export const fileOperations = {
       },
     ],
     errors: [403, 413],
+  },
+  startUpload: {
+    method: 'POST',
+    path: '/workspaces/:workspaceId/files/uploads',
+    handler: startUpload,
+    operationId: 'startUpload',
+    tag: 'Records',
+    summary: 'Start uploading a large file in parts',
+    description:
+      "For a file past 100 MB (up to 5 GB): R2's multipart upload. No body; its `Content-Type` header is the " +
+      "file's. Send the parts in order with `PUT /files/uploads/{id}/parts/{n}`, then `POST " +
+      '/files/uploads/{id}/complete`. Who may upload as for `POST /workspaces/{workspaceId}/files`. An upload not ' +
+      'completed within 24 h is given up.',
+    auth: 'key',
+    bodyOptional: true,
+    ok: { status: 201, schema: UploadSchema, location: true },
+    query: [
+      {
+        name: 'name',
+        required: true,
+        description: 'The file\'s name (required): 1–255 characters, no "/", no control characters.',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+      },
+    ],
+    errors: [403, 413],
+  },
+  uploadPart: {
+    method: 'PUT',
+    path: '/files/uploads/:uploadId/parts/:partNumber',
+    handler: uploadPart,
+    operationId: 'uploadPart',
+    tag: 'Records',
+    summary: 'Send one part of a file',
+    description:
+      'The body is the part (with its `Content-Length`, up to 100 MB). Parts go in order from 1; every part but the ' +
+      'last has the size of part 1, at least 5 MiB; the last may be smaller. A part out of order, after a smaller ' +
+      "one, or larger than part 1: 422 at `partNumber`. Past 5 GB in all or the tenant's `FILE_QUOTA_BYTES`: 413. " +
+      'The uploader only; anyone else: 404.',
+    auth: 'key',
+    fileBody: { 'application/octet-stream': 'the bytes of the part' },
+    ok: { status: 200, schema: PartSchema },
+    errors: [409, 413, 422],
+  },
+  completeUpload: {
+    method: 'POST',
+    path: '/files/uploads/:uploadId/complete',
+    handler: completeUpload,
+    operationId: 'completeUpload',
+    tag: 'Records',
+    summary: 'Join the parts into the file',
+    description:
+      'No body. The parts become one file, answered as `POST /workspaces/{workspaceId}/files` answers (its SHA-256 ' +
+      'read back from R2). No part yet: 422. The uploader only; anyone else: 404.',
+    auth: 'key',
+    bodyOptional: true,
+    ok: { status: 201, schema: FileSchema, location: true },
+    errors: [413, 422],
+  },
+  abortUpload: {
+    method: 'DELETE',
+    path: '/files/uploads/:uploadId',
+    handler: abortUpload,
+    operationId: 'abortUpload',
+    tag: 'Records',
+    summary: 'Give up an upload in parts',
+    description: 'Its parts are removed from R2. The uploader only; anyone else: 404.',
+    auth: 'key',
+    ok: { status: 204 },
+    errors: [],
   },
   downloadFile: {
     method: 'GET',

@@ -12,7 +12,7 @@ import {
 } from '../domain/files.ts';
 import { tenantOfId } from '../domain/tenant.ts';
 import { keyHashOf } from '../http/auth.ts';
-import { forbidden, HttpError, invalidQuery, notFound, unauthorized } from '../http/errors.ts';
+import { forbidden, HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
 import { tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
@@ -25,13 +25,33 @@ import { BodyCutShort, streamUpload } from '../storage/file-bytes.ts';
  * while no record holds it). Anyone else gets what a missing id gets.
  */
 
-const tooLarge = (detail: string): HttpError => new HttpError(413, { code: 'payload_too_large', detail });
+export const tooLarge = (detail: string): HttpError => new HttpError(413, { code: 'payload_too_large', detail });
 
 /** The tenant's cap on its files' bytes (`FILE_QUOTA_BYTES`); unset or not a number: no cap. */
 export function fileQuota(setting: string | undefined): number {
   const quota = /^\s*[0-9]{1,16}\s*$/.test(setting ?? '') ? Number(setting) : NaN;
   return Number.isSafeInteger(quota) ? quota : Number.MAX_SAFE_INTEGER;
 }
+
+/** The body's declared length: required, and at least one byte. */
+export function bodyLength(request: Request): { length: number; problem?: InputProblem } {
+  const declared = request.headers.get('Content-Length') ?? '';
+  const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
+  if (!Number.isSafeInteger(length))
+    return {
+      length,
+      problem: { header: 'Content-Length', code: 'required', message: 'expected the length of the body' },
+    };
+  if (length === 0 || request.body === null)
+    return { length, problem: { header: 'Content-Length', code: 'empty', message: 'expected the bytes of the file' } };
+  return { length };
+}
+
+/** The body ended before its length or ran past it: as the upload's problem. */
+export const cutShort = (): HttpError =>
+  invalidQuery([
+    { header: 'Content-Length', code: 'invalid_value', message: 'the body ended before its length, or ran past it' },
+  ]);
 
 /** The file as an upload answers it. */
 export const fileOut = (row: FileRow): Record<string, unknown> => ({
@@ -44,7 +64,7 @@ export const fileOut = (row: FileRow): Record<string, unknown> => ({
 });
 
 /** Uploading needs a grant in the workspace that may create or change records there. */
-function mayUpload(caller: Caller, workspaceId: number): boolean {
+export function mayUpload(caller: Caller, workspaceId: number): boolean {
   const grant = caller.roles.get(workspaceId);
   if (grant === undefined) return false;
   if (typeof grant === 'string') return grant === 'editor';
@@ -61,12 +81,8 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
   const name = sent.params.get('name') ?? undefined;
   const nameProblem = fileNameProblem(name);
   const problems = [...sent.problems, ...(nameProblem === undefined ? [] : [nameProblem])];
-  const declared = request.headers.get('Content-Length') ?? '';
-  const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
-  if (!Number.isSafeInteger(length))
-    problems.push({ header: 'Content-Length', code: 'required', message: 'expected the length of the file' });
-  else if (length === 0 || request.body === null)
-    problems.push({ header: 'Content-Length', code: 'empty', message: 'expected the bytes of the file' });
+  const { length, problem } = bodyLength(request);
+  if (problem !== undefined) problems.push(problem);
   if (problems.length > 0 || name === undefined) throw invalidQuery(problems);
   if (length > MAX_UPLOAD_BYTES)
     throw tooLarge(`One request takes at most ${MAX_UPLOAD_BYTES} bytes; upload a larger file in parts.`);
@@ -82,10 +98,7 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
   const sha256 = await streamUpload(context.env.FILES, key, request.body as ReadableStream<Uint8Array>, length, {
     contentType,
   }).catch((error: unknown) => {
-    if (!(error instanceof BodyCutShort)) throw error;
-    throw invalidQuery([
-      { header: 'Content-Length', code: 'invalid_value', message: 'the body ended before its length, or ran past it' },
-    ]);
+    throw error instanceof BodyCutShort ? cutShort() : error;
   });
   const row: FileRow = {
     id,
@@ -112,7 +125,7 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
   return json(fileOut(row), 201, { Location: `/files/${id}` });
 }
 
-const overQuota = (quota: number): HttpError =>
+export const overQuota = (quota: number): HttpError =>
   tooLarge(`The tenant's files may take at most ${quota} bytes (FILE_QUOTA_BYTES); this one would pass it.`);
 
 /** Whether the caller may download the file: a reader of the live record holding it in a field they see. */

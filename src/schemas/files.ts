@@ -10,3 +10,15 @@ export const FileSchema = v.strictObject({
   sha256: v.pipe(v.string(), v.description("The SHA-256 of the bytes, in hex: the download's ETag.")),
   createdAt: Id,
 });
+
+/** A file going up in parts, as its uploader follows it. */
+export const UploadSchema = v.strictObject({
+  id: v.pipe(Id, v.description('The upload, and the id its file will have.')),
+  name: FileSchema.entries.name,
+  contentType: FileSchema.entries.contentType,
+  parts: v.array(v.strictObject({ partNumber: Id, size: Id })),
+  createdAt: Id,
+});
+
+/** A part as R2 now holds it. */
+export const PartSchema = v.strictObject({ partNumber: Id, size: Id });

@@ -45,6 +45,38 @@ export async function streamUpload(
 /** The body ended before its Content-Length, or ran past it. */
 export class BodyCutShort extends Error {}
 
+/** One part of a multipart upload, streamed into R2 at its declared length. */
+export async function streamPart(
+  upload: R2MultipartUpload,
+  partNumber: number,
+  body: ReadableStream<Uint8Array>,
+  length: number,
+): Promise<R2UploadedPart> {
+  const fixed = new FixedLengthStream(length);
+  const piping = body.pipeTo(fixed.writable).then(
+    () => undefined,
+    (error: unknown) => error ?? new Error('part stream failed'),
+  );
+  try {
+    const part = await upload.uploadPart(partNumber, fixed.readable);
+    const failure = await piping;
+    if (failure !== undefined) throw failure;
+    return part;
+  } catch {
+    await piping;
+    throw new BodyCutShort();
+  }
+}
+
+/** The SHA-256 of an object in R2, read back as a stream (a file that went up in parts had none taken). */
+export async function sha256Of(bucket: R2Bucket, key: string): Promise<string> {
+  const object = await bucket.get(key);
+  if (object === null) throw new Error(`no object ${key}`);
+  const digest = new crypto.DigestStream('SHA-256');
+  await object.body.pipeTo(digest);
+  return [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 /** Keys R2 deletes in one call at most. */
 const DELETE_BATCH = 1000;
 

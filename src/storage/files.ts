@@ -86,28 +86,29 @@ export class Files {
     return results[0]?.bytes ?? 0;
   }
 
-  /** Keeps a file's row unless the tenant's files would pass `quota` bytes with it: whether it was kept. */
-  async insert(tenantId: number, file: NewFile, quota: number): Promise<boolean> {
+  /**
+   * Keeps a file's row unless the tenant's files would pass `quota` bytes with it, in one batch with
+   * `then` (statements that must act only if it was kept): whether it was kept.
+   */
+  async insert(tenantId: number, file: NewFile, quota: number, then: D1PreparedStatement[] = []): Promise<boolean> {
     const { lo, hi } = idRange(tenantId);
-    const { results } = await this.meter.d1(() =>
-      this.db
-        .prepare(INSERT)
-        .bind(
-          file.id,
-          file.workspace_id,
-          file.name,
-          file.size,
-          file.content_type,
-          file.sha256,
-          file.created_by,
-          file.created_at,
-          lo,
-          quota,
-          hi,
-        )
-        .all<{ id: number }>(),
-    );
-    return results.length > 0;
+    const insert = this.db
+      .prepare(INSERT)
+      .bind(
+        file.id,
+        file.workspace_id,
+        file.name,
+        file.size,
+        file.content_type,
+        file.sha256,
+        file.created_by,
+        file.created_at,
+        lo,
+        quota,
+        hi,
+      );
+    const [kept] = await this.meter.d1(() => this.db.batch<{ id: number }>([insert, ...then]));
+    return (kept?.results.length ?? 0) > 0;
   }
 
   /** A file and the place of the record holding it, if any (one round trip, whether it exists or not). */
