@@ -13,6 +13,7 @@ import { Catalog } from './tenancy/catalog.ts';
 import { changeRetention } from './domain/retention.ts';
 import { Moves } from './tenancy/moves.ts';
 import { Files } from './storage/files.ts';
+import { FileUploads } from './storage/file-uploads.ts';
 import { fileKey, FREE_FILE_TTL_MS } from './domain/files.ts';
 import { tenantOfId } from './domain/tenant.ts';
 import { onPrimary } from './storage/sessions.ts';
@@ -79,6 +80,7 @@ async function runOn(env: Env, db: D1Database, database: string, now: number): P
     // An import whose start was lost (or whose object lost its alarm) goes on.
     ['imports started', () => startImports(env, db, meter)],
     ['files no record held for 24 h', () => removeFreeFiles(env, db, meter, now)],
+    ['uploads in parts left for 24 h', () => giveUpUploads(env, db, meter, now)],
   ];
   for (const [what, step] of steps) {
     try {
@@ -136,4 +138,17 @@ async function removeFreeFiles(env: Env, db: D1Database, meter: Meter, now: numb
     if (ids.length < FREE_FILES_CHUNK) break;
   }
   return removed;
+}
+
+/** Uploads in parts started more than 24 h ago: given up, their parts removed from R2. */
+async function giveUpUploads(env: Env, db: D1Database, meter: Meter, now: number): Promise<number> {
+  const uploads = new FileUploads(onPrimary(db, meter), meter);
+  const stale = await uploads.stale(now - FREE_FILE_TTL_MS, FREE_FILES_CHUNK);
+  for (const row of stale) {
+    await env.FILES.resumeMultipartUpload(fileKey(tenantOfId(row.id), row.id), row.upload_id)
+      .abort()
+      .catch(() => undefined);
+    await uploads.remove(row.id);
+  }
+  return stale.length;
 }

@@ -237,6 +237,10 @@ const PROBES: Record<string, Probe[] | string> = {
     },
   ],
   uploadFile: 'an upload names no record and no field: who may download it is decided on download',
+  startUpload: 'an upload names no record and no field: who may download it is decided on download',
+  uploadPart: 'an upload in parts is its starter\u2019s alone and names no record or field',
+  completeUpload: 'an upload in parts is its starter\u2019s alone and names no record or field',
+  abortUpload: 'an upload in parts is its starter\u2019s alone and names no record or field',
   downloadFile: [
     fileHeld('own rows', (w, file) =>
       call('POST', '/records/batch', {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { contentDisposition, fileNameProblem, noneMatch, rangeOf, shownInline } from '../../src/domain/files.ts';
+import {
+  contentDisposition,
+  fileNameProblem,
+  noneMatch,
+  partProblem,
+  rangeOf,
+  shownInline,
+} from '../../src/domain/files.ts';
 
 describe('file names', () => {
   it('takes 1 to 255 characters without "/" or control characters', () => {
@@ -56,5 +63,25 @@ describe('ranges', () => {
     expect(noneMatch('*', '"abc"')).toBe(true);
     expect(noneMatch('"abcd"', '"abc"')).toBe(false);
     expect(noneMatch(null, '"abc"')).toBe(false);
+  });
+});
+
+describe('parts of an upload', () => {
+  const MiB = 1024 * 1024;
+  it('go in order, each the size of the first (at least 5 MiB) but the last, which may be smaller', () => {
+    expect(partProblem([], 1, 10)).toBeUndefined();
+    expect(partProblem([6 * MiB], 2, 6 * MiB)).toBeUndefined();
+    expect(partProblem([6 * MiB, 6 * MiB], 3, 1)).toBeUndefined();
+    expect(partProblem([], 2, 10)?.code).toBe('part_out_of_order');
+    expect(partProblem([6 * MiB], 1, 10)?.code).toBe('part_out_of_order');
+    expect(partProblem([6 * MiB], 3, 10)?.code).toBe('part_out_of_order');
+    expect(partProblem([5 * MiB - 1], 2, 10)?.code).toBe('part_too_small');
+    expect(partProblem([6 * MiB, 1], 3, 1)?.code).toBe('part_too_small');
+    expect(partProblem([6 * MiB], 2, 6 * MiB + 1)).toEqual({
+      parameter: 'partNumber',
+      status: 422,
+      code: 'part_too_large',
+      message: `expected at most ${6 * MiB} bytes, the size of part 1`,
+    });
   });
 });
