@@ -35,6 +35,8 @@ export interface LocalWorker {
   stop: () => Promise<void>;
   /** CPU time used so far by wrangler dev's whole process tree (workerd included), in ms; undefined without /proc. */
   cpuMs: () => number | undefined;
+  /** The resident memory of that process tree now, in KiB; undefined without /proc. */
+  rssKb: () => number | undefined;
   /** Its local state directory (D1 included), which another Worker may be started on with `state`. */
   state: string;
   /** The port of its DevTools inspector (a CPU profile of the Worker and its objects). */
@@ -123,6 +125,7 @@ export async function startLocalWorker(
     inspectorPort: inspector,
     stop: () => stop(child, keep ? undefined : state),
     cpuMs: () => treeCpuMs(child.pid),
+    rssKb: () => treeRssKb(child.pid),
     output: () => output,
   };
 }
@@ -202,6 +205,36 @@ function treeCpuMs(root: number | undefined): number | undefined {
     for (const [child, { parent }] of stats) if (parent === pid) below.push(child);
   }
   return (ticks / TICKS_PER_SECOND) * 1000;
+}
+
+/** VmRSS of `root` and every process below it, from /proc (Linux). */
+function treeRssKb(root: number | undefined): number | undefined {
+  if (root === undefined) return undefined;
+  const procs = new Map<number, { parent: number; kb: number }>();
+  let names: string[];
+  try {
+    names = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    try {
+      const status = readFileSync(`/proc/${name}/status`, 'utf8');
+      const parent = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      procs.set(Number(name), { parent, kb });
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  let kb = 0;
+  const below = [root];
+  while (below.length > 0) {
+    const pid = below.pop() as number;
+    kb += procs.get(pid)?.kb ?? 0;
+    for (const [child, { parent }] of procs) if (parent === pid) below.push(child);
+  }
+  return kb;
 }
 
 async function waitUntilUp(url: string, child: ChildProcess, output: () => string): Promise<void> {
