@@ -80,9 +80,10 @@ async function download(side: Side, ref: string, hash: boolean): Promise<{ size:
   if (res.status !== 200 || res.body === null) throw new Error(`download: ${res.status}`);
   const digest = hash ? createHash('sha256') : undefined;
   let size = 0;
-  for await (const chunk of res.body) {
-    size += (chunk as Uint8Array).length;
-    digest?.update(chunk as Uint8Array);
+  const reader = res.body.getReader();
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    size += next.value.length;
+    digest?.update(next.value);
   }
   return digest === undefined ? { size } : { size, sha256: digest.digest('hex') };
 }
