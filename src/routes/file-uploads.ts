@@ -41,8 +41,8 @@ export async function startUpload(request: IRequest, context: Context): Promise<
   if (!mayUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
   const files = new Files(context.primary, context.meter);
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
-  if ((await files.tenantBytes(context.tenant.id)) >= quota) throw overQuota(quota);
-  const id = await files.newId(context.tenant.id);
+  const { id, tenantBytes } = await files.newId(context.tenant.id);
+  if (tenantBytes >= quota) throw overQuota(quota);
   const contentType = request.headers.get('Content-Type') || 'application/octet-stream';
   const upload = await context.env.FILES.createMultipartUpload(fileKey(context.tenant.id, id), {
     httpMetadata: { contentType },

@@ -91,8 +91,8 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
 
   const files = new Files(context.primary, context.meter);
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
-  if ((await files.tenantBytes(context.tenant.id)) + length > quota) throw overQuota(quota);
-  const id = await files.newId(context.tenant.id);
+  const { id, tenantBytes } = await files.newId(context.tenant.id);
+  if (tenantBytes + length > quota) throw overQuota(quota);
   const key = fileKey(context.tenant.id, id);
   const contentType = request.headers.get('Content-Type') || 'application/octet-stream';
   const sha256 = await streamUpload(context.env.FILES, key, request.body as ReadableStream<Uint8Array>, length, {

@@ -62,15 +62,22 @@ export class Files {
     private readonly meter: Meter,
   ) {}
 
-  /** A new file's id, taken from the tenant's sequence (one round trip): its bytes go up under it. */
-  async newId(tenantId: number): Promise<number> {
+  /**
+   * A new file's id, taken from the tenant's sequence (its bytes go up under it), and the bytes of
+   * the tenant's files so far: one round trip.
+   */
+  async newId(tenantId: number): Promise<{ id: number; tenantBytes: number }> {
     const { take, id } = nextId(this.db, 'files', tenantId);
+    const { lo, hi } = idRange(tenantId);
     const [, read] = await this.meter.d1(() =>
-      this.db.batch<{ id: number }>([take, this.db.prepare(`SELECT ${id} AS id`)]),
+      this.db.batch<{ id: number; bytes: number }>([
+        take,
+        this.db.prepare(`SELECT ${id} AS id, (${TENANT_BYTES}) AS bytes`).bind(lo, hi),
+      ]),
     );
-    const taken = read?.results[0]?.id;
-    if (taken === undefined) throw new Error('no file id taken');
-    return taken;
+    const row = read?.results[0];
+    if (row === undefined) throw new Error('no file id taken');
+    return { id: row.id, tenantBytes: row.bytes };
   }
 
   /** The bytes of a tenant's files. */

@@ -16,6 +16,18 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    rule: "a file's download decided without its record's readers",
+    file: 'src/routes/files.ts',
+    from: '  if (!access.read) return false;',
+    to: '  if (access === undefined) return false;',
+  },
+  {
+    rule: "a file's download ignores hidden fields",
+    file: 'src/routes/files.ts',
+    from: '  return fields.some((field) => !access.fields.hidden.has(field));',
+    to: '  return fields.length >= 0;',
+  },
+  {
     rule: "a record's read decided by membership alone (its role's objects and rows ignored)",
     file: 'src/storage/store.ts',
     from: "      AND ${ROLE_READS('ro.objects', 'm.user_id')})`;",
