@@ -1,7 +1,8 @@
 -- Files on records. A field of type `file` holds an array of files, each `{id, name, size,
--- contentType}` as its upload answered it. The bytes are in R2 under `files/<tenant>/<id>`; a row
--- here says what they are, who uploaded them and which record holds them. Ids are in the tenant's
--- block, so the bytes need no copying when the tenant moves and a tenant's files are one prefix.
+-- contentType}` as its upload answered it. The bytes are in R2 under `object_key`, which starts
+-- `files/<tenant>/`; a row here says what they are, who uploaded them and which record holds them.
+-- Ids are in the tenant's block; the bytes need no copying when the tenant moves, and a tenant's
+-- files are one prefix.
 CREATE TABLE files (
   id           INTEGER PRIMARY KEY CHECK (id >= 1),
   workspace_id INTEGER NOT NULL,
@@ -11,6 +12,7 @@ CREATE TABLE files (
   sha256       TEXT    NOT NULL,
   created_by   INTEGER NOT NULL,
   created_at   INTEGER NOT NULL CHECK (created_at >= 0),
+  object_key   TEXT    NOT NULL,
   -- The record holding the file (live or deleted: a deleted record can be restored); NULL while no
   -- record holds it, since `free_since`.
   record_id    INTEGER,

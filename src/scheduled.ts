@@ -132,10 +132,10 @@ async function removeFreeFiles(env: Env, db: D1Database, meter: Meter, now: numb
   const files = new Files(onPrimary(db, meter), meter);
   let removed = 0;
   while (removed < FREE_FILES_PER_RUN) {
-    const ids = await files.remove(await files.free(now - FREE_FILE_TTL_MS, FREE_FILES_CHUNK));
-    if (ids.length > 0) await env.FILES.delete(ids.map((id) => fileKey(tenantOfId(id), id)));
-    removed += ids.length;
-    if (ids.length < FREE_FILES_CHUNK) break;
+    const keys = await files.remove(await files.free(now - FREE_FILE_TTL_MS, FREE_FILES_CHUNK));
+    if (keys.length > 0) await env.FILES.delete(keys);
+    removed += keys.length;
+    if (keys.length < FREE_FILES_CHUNK) break;
   }
   return removed;
 }

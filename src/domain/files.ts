@@ -79,8 +79,13 @@ export function noneMatch(header: string | null, etag: string): boolean {
 /** A file's entity tag: its SHA-256, quoted. */
 export const etagOf = (sha256: string): string => `"${sha256}"`;
 
-/** Where a tenant's file lies in R2: one prefix per tenant, so a deleted tenant's files go by prefix. */
+/**
+ * Where a tenant's file lies in R2: one prefix per tenant, so a deleted tenant's files go by prefix.
+ * An upload in parts is known by its id from its start; an upload in one request by a random name
+ * (its id is taken as its row is kept, in the same round trip). A row names its file's key.
+ */
 export const fileKey = (tenantId: number, fileId: number): string => `files/${tenantId}/${fileId}`;
+export const uploadKey = (tenantId: number, random: string): string => `files/${tenantId}/u-${random}`;
 export const tenantFilesPrefix = (tenantId: number): string => `files/${tenantId}/`;
 
 /** The smallest part of a multipart upload but the last: R2's floor. */

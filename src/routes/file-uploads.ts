@@ -9,7 +9,7 @@ import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { BodyCutShort, sha256Of, streamPart } from '../storage/file-bytes.ts';
 import { FileUploads, partsOf, type UploadRow } from '../storage/file-uploads.ts';
-import { Files, type FileRow } from '../storage/files.ts';
+import { Files, type NewFile } from '../storage/files.ts';
 import { bodyLength, cutShort, fileOut, fileQuota, mayUpload, overQuota, tooLarge } from './files.ts';
 
 /**
@@ -41,8 +41,8 @@ export async function startUpload(request: IRequest, context: Context): Promise<
   if (!mayUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
   const files = new Files(context.primary, context.meter);
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
-  const { id, tenantBytes } = await files.newId(context.tenant.id);
-  if (tenantBytes >= quota) throw overQuota(quota);
+  if (quota < Number.MAX_SAFE_INTEGER && (await files.tenantBytes(context.tenant.id)) >= quota) throw overQuota(quota);
+  const id = await files.newId(context.tenant.id);
   const contentType = request.headers.get('Content-Type') || 'application/octet-stream';
   const upload = await context.env.FILES.createMultipartUpload(fileKey(context.tenant.id, id), {
     httpMetadata: { contentType },
@@ -125,7 +125,7 @@ export async function completeUpload(request: IRequest, context: Context): Promi
   const key = fileKey(context.tenant.id, row.id);
   const upload = context.env.FILES.resumeMultipartUpload(key, row.upload_id);
   await upload.complete(parts.map(([partNumber, etag]) => ({ partNumber, etag })));
-  const file: FileRow = {
+  const file: NewFile & { id: number } = {
     id: row.id,
     workspace_id: row.workspace_id,
     name: row.name,
@@ -134,10 +134,10 @@ export async function completeUpload(request: IRequest, context: Context): Promi
     sha256: await sha256Of(context.env.FILES, key),
     created_by: row.created_by,
     created_at: Date.now(),
-    record_id: null,
+    object_key: key,
   };
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
-  let kept: boolean;
+  let kept: number | undefined;
   try {
     kept = await new Files(context.primary, context.meter).insert(context.tenant.id, file, quota, [
       uploads.done(row.id),
@@ -146,7 +146,7 @@ export async function completeUpload(request: IRequest, context: Context): Promi
     await context.env.FILES.delete(key).catch(() => undefined);
     throw error;
   }
-  if (!kept) {
+  if (kept === undefined) {
     await context.env.FILES.delete(key);
     await uploads.remove(row.id);
     throw overQuota(quota);

@@ -4,11 +4,11 @@ import { recordAccess, type Caller } from '../domain/access.ts';
 import {
   contentDisposition,
   etagOf,
-  fileKey,
   fileNameProblem,
   MAX_UPLOAD_BYTES,
   noneMatch,
   rangeOf,
+  uploadKey,
 } from '../domain/files.ts';
 import { tenantOfId } from '../domain/tenant.ts';
 import { keyHashOf } from '../http/auth.ts';
@@ -16,7 +16,7 @@ import { forbidden, HttpError, invalidQuery, notFound, unauthorized, type InputP
 import { tenantPathIds } from '../http/params.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
-import { Files, type FileHeld, type FileRow } from '../storage/files.ts';
+import { Files, type FileHeld, type NewFile } from '../storage/files.ts';
 import { BodyCutShort, streamUpload } from '../storage/file-bytes.ts';
 
 /**
@@ -54,7 +54,7 @@ export const cutShort = (): HttpError =>
   ]);
 
 /** The file as an upload answers it. */
-export const fileOut = (row: FileRow): Record<string, unknown> => ({
+export const fileOut = (row: NewFile & { id: number }): Record<string, unknown> => ({
   id: row.id,
   name: row.name,
   size: row.size,
@@ -91,17 +91,17 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
 
   const files = new Files(context.primary, context.meter);
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
-  const { id, tenantBytes } = await files.newId(context.tenant.id);
-  if (tenantBytes + length > quota) throw overQuota(quota);
-  const key = fileKey(context.tenant.id, id);
+  // With a cap, a file that would pass it is refused before its bytes are read (and checked again as kept).
+  if (quota < Number.MAX_SAFE_INTEGER && (await files.tenantBytes(context.tenant.id)) + length > quota)
+    throw overQuota(quota);
+  const key = uploadKey(context.tenant.id, crypto.randomUUID());
   const contentType = request.headers.get('Content-Type') || 'application/octet-stream';
   const sha256 = await streamUpload(context.env.FILES, key, request.body as ReadableStream<Uint8Array>, length, {
     contentType,
   }).catch((error: unknown) => {
     throw error instanceof BodyCutShort ? cutShort() : error;
   });
-  const row: FileRow = {
-    id,
+  const row: NewFile = {
     workspace_id: workspaceId,
     name,
     size: length,
@@ -109,20 +109,20 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
     sha256,
     created_by: caller.userId,
     created_at: Date.now(),
-    record_id: null,
+    object_key: key,
   };
-  let kept: boolean;
+  let id: number | undefined;
   try {
-    kept = await files.insert(context.tenant.id, row, quota);
+    id = await files.insert(context.tenant.id, row, quota);
   } catch (error) {
     await context.env.FILES.delete(key).catch(() => undefined);
     throw error;
   }
-  if (!kept) {
+  if (id === undefined) {
     await context.env.FILES.delete(key);
     throw overQuota(quota);
   }
-  return json(fileOut(row), 201, { Location: `/files/${id}` });
+  return json(fileOut({ ...row, id }), 201, { Location: `/files/${id}` });
 }
 
 export const overQuota = (quota: number): HttpError =>
@@ -169,9 +169,8 @@ export async function downloadFile(request: IRequest, context: Context): Promise
       detail: `The file has ${file.size} bytes.`,
       headers: { 'Content-Range': `bytes */${file.size}` },
     });
-  const key = fileKey(context.tenant.id, file.id);
   const object = await context.env.FILES.get(
-    key,
+    file.object_key,
     range.kind === 'part' ? { range: { offset: range.offset, length: range.length } } : {},
   );
   if (object === null) throw notFound('File');

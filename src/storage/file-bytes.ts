@@ -1,7 +1,11 @@
+/** Bytes read from a body at a time (at least a quarter of it each read, but its last). */
+const CHUNK = 1024 * 1024;
+
 /**
- * A file's bytes into R2 as they arrive: never held whole in memory. The body passes through a
- * stream of its declared length (R2 needs the length; a body shorter or longer fails) and, beside
- * it, a SHA-256 digest. Whatever fails, nothing is left in R2 under the key.
+ * A file's bytes into R2 as they arrive: never held whole in memory. The body is read a megabyte
+ * at a time (a few JavaScript turns a file, not one a network packet) and each piece is written
+ * both into a stream of the declared length that R2 reads (a body shorter or longer fails) and
+ * into a SHA-256 digest. Whatever fails, nothing is left in R2 under the key.
  */
 export async function streamUpload(
   bucket: R2Bucket,
@@ -10,23 +14,29 @@ export async function streamUpload(
   length: number,
   httpMetadata: R2HTTPMetadata,
 ): Promise<string> {
-  // Two native branches, no JavaScript per chunk: one into R2 at the declared length, one into the digest.
-  const [toFile, toDigest] = body.tee();
   const digest = new crypto.DigestStream('SHA-256');
-  const settled = (stream: Promise<void>): Promise<unknown> =>
-    stream.then(
-      () => undefined,
-      (error: unknown) => error ?? new Error('upload stream failed'),
-    );
-  const hashing = settled(toDigest.pipeTo(digest));
+  const hashing = digest.getWriter();
   const fixed = new FixedLengthStream(length);
-  const piping = settled(toFile.pipeTo(fixed.writable));
+  const writing = fixed.writable.getWriter();
+  const putting = bucket.put(key, fixed.readable, { httpMetadata }).then(
+    () => undefined,
+    (error: unknown) => error ?? new Error('put failed'),
+  );
   try {
-    await bucket.put(key, fixed.readable, { httpMetadata });
-    const failure = (await Promise.all([piping, hashing])).find((error) => error !== undefined);
+    const reader = body.getReader({ mode: 'byob' });
+    for (let done = false; !done;) {
+      const read = await reader.readAtLeast(CHUNK / 4, new Uint8Array(CHUNK));
+      done = read.done;
+      if (read.value !== undefined && read.value.byteLength > 0)
+        await Promise.all([writing.write(read.value), hashing.write(read.value)]);
+    }
+    await Promise.all([writing.close(), hashing.close()]);
+    const failure = await putting;
     if (failure !== undefined) throw failure;
-  } catch {
-    await Promise.all([piping, hashing]);
+  } catch (error) {
+    await writing.abort(error).catch(() => undefined);
+    await hashing.abort(error).catch(() => undefined);
+    await putting;
     await bucket.delete(key).catch(() => undefined);
     throw new BodyCutShort();
   }

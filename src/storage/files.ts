@@ -3,7 +3,7 @@ import type { Meter } from './meter.ts';
 import { nextId } from './sequences.ts';
 import type { D1 } from './sessions.ts';
 
-/** A file's row: what its upload answered, who uploaded it and which record holds it. */
+/** A file's row: what its upload answered, who uploaded it, where its bytes are and which record holds it. */
 export interface FileRow {
   id: number;
   workspace_id: number;
@@ -13,6 +13,7 @@ export interface FileRow {
   sha256: string;
   created_by: number;
   created_at: number;
+  object_key: string;
   record_id: number | null;
 }
 
@@ -25,22 +26,23 @@ export interface FileHeld extends FileRow {
   fields: string | null;
 }
 
-export type NewFile = Omit<FileRow, 'record_id'>;
+/** A file to keep: its id already taken (an upload in parts), or to take now. */
+export type NewFile = Omit<FileRow, 'record_id' | 'id'> & { id?: number };
 
 const DATABASE_BYTES = `SELECT coalesce(sum(size), 0) AS bytes FROM files
   WHERE id / ${TENANT_BLOCK} + 1 NOT IN (SELECT tenant_id FROM departures UNION SELECT tenant_id FROM arrivals)`;
 const TENANT_BYTES = `SELECT coalesce(sum(size), 0) AS bytes FROM files WHERE id >= ?1 AND id < ?2`;
 
 // Kept only while the tenant's files stay within its quota (`?10`), counted in the same statement.
-const INSERT = `INSERT INTO files (id, workspace_id, name, size, content_type, sha256, created_by, created_at,
-    record_id, free_since)
-  SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?8
+const INSERT = (id: string): string => `INSERT INTO files (id, workspace_id, name, size, content_type, sha256,
+    created_by, created_at, object_key, record_id, free_since)
+  SELECT ${id}, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?12, NULL, ?8
   WHERE (SELECT coalesce(sum(size), 0) FROM files WHERE id >= ?9 AND id < ?11) + ?4 <= ?10
   RETURNING id`;
 
 // The record's facts, never its values: only the names of the fields holding the file.
 const HELD = `SELECT f.id, f.workspace_id, f.name, f.size, f.content_type, f.sha256, f.created_by, f.created_at,
-    f.record_id, r.object_id, r.owned_by, r.deleted,
+    f.object_key, f.record_id, r.object_id, r.owned_by, r.deleted,
     (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = r.id) AS shared,
     (SELECT json_group_array(e.value ->> '$.fieldName') FROM json_each(r.field_values) e
       WHERE EXISTS (SELECT 1 FROM json_each(e.value, '$.value') t
@@ -53,7 +55,8 @@ const FREE = `SELECT id FROM files WHERE record_id IS NULL AND free_since < ?1
     AND NOT EXISTS (SELECT 1 FROM departures WHERE tenant_id = id / ${TENANT_BLOCK} + 1)
     AND NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = id / ${TENANT_BLOCK} + 1)
   ORDER BY free_since LIMIT ?2`;
-const REMOVE = `DELETE FROM files WHERE record_id IS NULL AND id IN (SELECT value FROM json_each(?1))`;
+const REMOVE = `DELETE FROM files WHERE record_id IS NULL AND id IN (SELECT value FROM json_each(?1))
+  RETURNING id, object_key`;
 
 /** The files of records: their rows on the tenant's database (the bytes are in R2). */
 export class Files {
@@ -62,29 +65,22 @@ export class Files {
     private readonly meter: Meter,
   ) {}
 
-  /**
-   * A new file's id, taken from the tenant's sequence (its bytes go up under it), and the bytes of
-   * the tenant's files so far: one round trip.
-   */
-  async newId(tenantId: number): Promise<{ id: number; tenantBytes: number }> {
+  /** A new id from the tenant's file sequence: an upload in parts is known by it before its file is kept. */
+  async newId(tenantId: number): Promise<number> {
     const { take, id } = nextId(this.db, 'files', tenantId);
-    const { lo, hi } = idRange(tenantId);
     const [, read] = await this.meter.d1(() =>
-      this.db.batch<{ id: number; bytes: number }>([
-        take,
-        this.db.prepare(`SELECT ${id} AS id, (${TENANT_BYTES}) AS bytes`).bind(lo, hi),
-      ]),
+      this.db.batch<{ id: number }>([take, this.db.prepare(`SELECT ${id} AS id`)]),
     );
-    const row = read?.results[0];
-    if (row === undefined) throw new Error('no file id taken');
-    return { id: row.id, tenantBytes: row.bytes };
+    const taken = read?.results[0]?.id;
+    if (taken === undefined) throw new Error('no file id taken');
+    return taken;
   }
 
   /** The bytes of a tenant's files. */
   async tenantBytes(tenantId: number): Promise<number> {
     const { lo, hi } = idRange(tenantId);
-    const row = await this.meter.d1(() => this.db.prepare(TENANT_BYTES).bind(lo, hi).first<{ bytes: number }>());
-    return row?.bytes ?? 0;
+    const { results } = await this.meter.d1(() => this.db.prepare(TENANT_BYTES).bind(lo, hi).all<{ bytes: number }>());
+    return results[0]?.bytes ?? 0;
   }
 
   /** The bytes of the files of the tenants on this database. */
@@ -94,15 +90,22 @@ export class Files {
   }
 
   /**
-   * Keeps a file's row unless the tenant's files would pass `quota` bytes with it, in one batch with
-   * `then` (statements that must act only if it was kept): whether it was kept.
+   * Keeps a file's row (a new id taken for it in the same batch unless it has one) unless the
+   * tenant's files would pass `quota` bytes with it, in one batch with `then` (statements that must
+   * act only if it was kept): its id, or undefined when it was not kept.
    */
-  async insert(tenantId: number, file: NewFile, quota: number, then: D1PreparedStatement[] = []): Promise<boolean> {
+  async insert(
+    tenantId: number,
+    file: NewFile,
+    quota: number,
+    then: D1PreparedStatement[] = [],
+  ): Promise<number | undefined> {
     const { lo, hi } = idRange(tenantId);
+    const taking = file.id === undefined ? nextId(this.db, 'files', tenantId) : undefined;
     const insert = this.db
-      .prepare(INSERT)
+      .prepare(INSERT(taking?.id ?? '?1'))
       .bind(
-        file.id,
+        file.id ?? null,
         file.workspace_id,
         file.name,
         file.size,
@@ -113,9 +116,12 @@ export class Files {
         lo,
         quota,
         hi,
+        file.object_key,
       );
-    const [kept] = await this.meter.d1(() => this.db.batch<{ id: number }>([insert, ...then]));
-    return (kept?.results.length ?? 0) > 0;
+    const results = await this.meter.d1(() =>
+      this.db.batch<{ id: number }>([...(taking === undefined ? [] : [taking.take]), insert, ...then]),
+    );
+    return results[taking === undefined ? 0 : 1]?.results[0]?.id;
   }
 
   /** A file and the place of the record holding it, if any (one round trip, whether it exists or not). */
@@ -130,11 +136,11 @@ export class Files {
     return results.map((row) => row.id);
   }
 
-  /** Removes the rows of these files if still no record holds them: the ids removed. */
-  async remove(ids: readonly number[]): Promise<number[]> {
+  /** Removes the rows of these files if still no record holds them: where the bytes of those removed are. */
+  async remove(ids: readonly number[]): Promise<string[]> {
     const { results } = await this.meter.d1(() =>
-      this.db.prepare(`${REMOVE} RETURNING id`).bind(JSON.stringify(ids)).all<{ id: number }>(),
+      this.db.prepare(REMOVE).bind(JSON.stringify(ids)).all<{ id: number; object_key: string }>(),
     );
-    return results.map((row) => row.id);
+    return results.map((row) => row.object_key);
   }
 }

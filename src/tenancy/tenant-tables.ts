@@ -65,7 +65,7 @@ export const TENANT_TABLES: readonly TenantTable[] = [
   table(
     'files',
     'id',
-    'id, workspace_id, name, size, content_type, sha256, created_by, created_at, record_id, free_since',
+    'id, workspace_id, name, size, content_type, sha256, created_by, created_at, object_key, record_id, free_since',
   ),
   table('file_uploads', 'id', 'id, upload_id, workspace_id, name, content_type, created_by, created_at, parts'),
   table('changes', 'seq', 'seq, record_id, version, type, at, by, data, was'),
