@@ -24,12 +24,20 @@ export async function streamUpload(
   );
   try {
     const reader = body.getReader({ mode: 'byob' });
+    // The next piece is read while the last one is written: the network and R2 both keep moving.
+    let written: Promise<unknown> = Promise.resolve();
     for (let done = false; !done;) {
       const read = await reader.readAtLeast(CHUNK / 4, new Uint8Array(CHUNK));
       done = read.done;
-      if (read.value !== undefined && read.value.byteLength > 0)
-        await Promise.all([writing.write(read.value), hashing.write(read.value)]);
+      await written;
+      const piece = read.value;
+      if (piece !== undefined && piece.byteLength > 0) {
+        written = Promise.all([writing.write(piece), hashing.write(piece)]);
+        // Its failure is met when it is awaited, after the next read.
+        written.catch(() => undefined);
+      }
     }
+    await written;
     await Promise.all([writing.close(), hashing.close()]);
     const failure = await putting;
     if (failure !== undefined) throw failure;
