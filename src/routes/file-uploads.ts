@@ -10,7 +10,8 @@ import { json } from '../http/respond.ts';
 import { BodyCutShort, sha256Of, streamPart } from '../storage/file-bytes.ts';
 import { FileUploads, partsOf, type UploadRow } from '../storage/file-uploads.ts';
 import { Files, type NewFile } from '../storage/files.ts';
-import { bodyLength, cutShort, fileOut, fileQuota, mayUpload, overQuota, tooLarge } from './files.ts';
+import { canUpload } from '../domain/access.ts';
+import { bodyLength, cutShort, fileOut, fileQuota, overQuota, tooLarge } from './files.ts';
 
 /**
  * A file larger than one request takes goes up in parts through R2's multipart upload: started
@@ -38,7 +39,7 @@ export async function startUpload(request: IRequest, context: Context): Promise<
   const problems = [...sent.problems, ...(nameProblem === undefined ? [] : [nameProblem])];
   if (problems.length > 0 || name === undefined) throw invalidQuery(problems);
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
-  if (!mayUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
+  if (!canUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
   const files = new Files(context.primary, context.meter);
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
   if (quota < Number.MAX_SAFE_INTEGER && (await files.tenantBytes(context.tenant.id)) >= quota) throw overQuota(quota);

@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { recordAccess, type Caller } from '../domain/access.ts';
+import { canDownload, canUpload, type FileHolder } from '../domain/access.ts';
 import {
   contentDisposition,
   etagOf,
@@ -63,14 +63,6 @@ export const fileOut = (row: NewFile & { id: number }): Record<string, unknown> 
   createdAt: row.created_at,
 });
 
-/** Uploading needs a grant in the workspace that may create or change records there. */
-export function mayUpload(caller: Caller, workspaceId: number): boolean {
-  const grant = caller.roles.get(workspaceId);
-  if (grant === undefined) return false;
-  if (typeof grant === 'string') return grant === 'editor';
-  return grant.objects.some((rule) => rule.create || rule.update);
-}
-
 /** POST /workspaces/{workspaceId}/files?name=: the body, streamed into R2 with its SHA-256. */
 export async function uploadFile(request: IRequest, context: Context): Promise<Response> {
   const keyHash = await keyHashOf(request);
@@ -87,7 +79,7 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
   if (length > MAX_UPLOAD_BYTES)
     throw tooLarge(`One request takes at most ${MAX_UPLOAD_BYTES} bytes; upload a larger file in parts.`);
   if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
-  if (!mayUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
+  if (!canUpload(caller, workspaceId)) throw forbidden('Uploading needs a role that creates or changes records here.');
 
   const files = new Files(context.primary, context.meter);
   const quota = fileQuota(context.env.FILE_QUOTA_BYTES);
@@ -128,18 +120,21 @@ export async function uploadFile(request: IRequest, context: Context): Promise<R
 export const overQuota = (quota: number): HttpError =>
   tooLarge(`The tenant's files may take at most ${quota} bytes (FILE_QUOTA_BYTES); this one would pass it.`);
 
-/** Whether the caller may download the file: a reader of the live record holding it in a field they see. */
-function mayDownload(caller: Caller, file: FileHeld): boolean {
-  if (file.record_id === null) return file.created_by === caller.userId;
-  if (file.deleted !== 0 || file.object_id === null) return false;
-  const access = recordAccess(caller, {
-    objectId: file.object_id,
-    ownedBy: file.owned_by,
-    sharedWorkspaceIds: JSON.parse(file.shared ?? '[]') as number[],
-  });
-  if (!access.read) return false;
-  const fields = JSON.parse(file.fields ?? '[]') as string[];
-  return fields.some((field) => !access.fields.hidden.has(field));
+/** A file's row as the access layer decides on it. */
+function holderOf(file: FileHeld): FileHolder {
+  if (file.record_id === null || file.object_id === null) return { uploadedBy: file.created_by };
+  return {
+    uploadedBy: file.created_by,
+    record: {
+      place: {
+        objectId: file.object_id,
+        ownedBy: file.owned_by,
+        sharedWorkspaceIds: JSON.parse(file.shared ?? '[]') as number[],
+      },
+      deleted: file.deleted !== 0,
+      fields: JSON.parse(file.fields ?? '[]') as string[],
+    },
+  };
 }
 
 /** GET /files/{fileId}: the bytes, with their entity tag, a range, or 304 for a tag the caller holds. */
@@ -151,7 +146,7 @@ export async function downloadFile(request: IRequest, context: Context): Promise
     new Files(context.reads, context.meter).held(fileId),
   ]);
   if (caller === undefined) throw unauthorized();
-  if (file === undefined || tenantOfId(file.id) !== context.tenant.id || !mayDownload(caller, file))
+  if (file === undefined || tenantOfId(file.id) !== context.tenant.id || !canDownload(caller, holderOf(file)))
     throw notFound('File');
   const etag = etagOf(file.sha256);
   const headers: Record<string, string> = {

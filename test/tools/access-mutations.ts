@@ -17,15 +17,15 @@ interface Mutation {
 const MUTATIONS: Mutation[] = [
   {
     rule: "a file's download decided without its record's readers",
-    file: 'src/routes/files.ts',
-    from: '  if (!access.read) return false;',
-    to: '  if (access === undefined) return false;',
+    file: 'src/domain/access.ts',
+    from: '  if (!access.read) return false;\n  return file.record.fields',
+    to: '  return file.record.fields',
   },
   {
     rule: "a file's download ignores hidden fields",
-    file: 'src/routes/files.ts',
-    from: '  return fields.some((field) => !access.fields.hidden.has(field));',
-    to: '  return fields.length >= 0;',
+    file: 'src/domain/access.ts',
+    from: '  return file.record.fields.some((field) => !access.fields.hidden.has(field));',
+    to: '  return file.record.fields.length >= 0;',
   },
   {
     rule: "a record's read decided by membership alone (its role's objects and rows ignored)",
