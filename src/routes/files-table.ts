@@ -17,7 +17,7 @@ export const fileOperations = {
       "with their SHA-256. A member whose role creates or changes records in the workspace. Put the answer's `id`, " +
       '`name`, `size` and `contentType` in a file field of a record (the uploader only, within 24 h: a file no ' +
       "record holds is removed 24 h after its upload). The tenant's files may take at most `FILE_QUOTA_BYTES`: " +
-      '413 past it, nothing kept.',
+      '413 past it, nothing kept. No `Idempotency-Key`: a file sent again is another file.',
     auth: 'key',
     fileBody: { 'application/octet-stream': 'the bytes of the file' },
     ok: { status: 201, schema: FileSchema, location: true },

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { canDownload, canUpload, type Caller } from '../../src/domain/access.ts';
 import {
   contentDisposition,
   fileNameProblem,
@@ -83,5 +84,48 @@ describe('parts of an upload', () => {
       code: 'part_too_large',
       message: `expected at most ${6 * MiB} bytes, the size of part 1`,
     });
+  });
+});
+
+describe('who may upload and download a file', () => {
+  const role = {
+    id: 9,
+    objects: [
+      {
+        objectId: 1,
+        read: true,
+        create: false,
+        update: false,
+        delete: false,
+        rows: 'own' as const,
+        fields: { scan: 'hidden' as const },
+      },
+    ],
+  };
+  const caller = (roles: Caller['roles']): Caller => ({ userId: 7, roles });
+  const held = (fields: string[], ownedBy = 7, deleted = false) => ({
+    uploadedBy: 3,
+    record: { place: { objectId: 1, ownedBy, sharedWorkspaceIds: [5] }, deleted, fields },
+  });
+
+  it('uploads: an editor, or a role that creates or changes records there', () => {
+    expect(canUpload(caller(new Map([[5, 'editor']])), 5)).toBe(true);
+    expect(canUpload(caller(new Map([[5, 'viewer']])), 5)).toBe(false);
+    expect(canUpload(caller(new Map([[5, role]])), 5)).toBe(false);
+    expect(canUpload(caller(new Map([[5, 'editor']])), 6)).toBe(false);
+  });
+
+  it('downloads: a reader of the live record in a field they see; while no record holds it, its uploader', () => {
+    const viewer = caller(new Map([[5, 'viewer']]));
+    expect(canDownload(viewer, held(['doc']))).toBe(true);
+    expect(canDownload(viewer, held(['doc'], 7, true))).toBe(false);
+    expect(canDownload(caller(new Map([[6, 'editor']])), held(['doc']))).toBe(false);
+    const limited = caller(new Map([[5, role]]));
+    expect(canDownload(limited, held(['doc']))).toBe(true);
+    expect(canDownload(limited, held(['scan']))).toBe(false);
+    expect(canDownload(limited, held(['scan', 'doc']))).toBe(true);
+    expect(canDownload(limited, held(['doc'], 8))).toBe(false);
+    expect(canDownload(viewer, { uploadedBy: 7 })).toBe(true);
+    expect(canDownload(viewer, { uploadedBy: 3 })).toBe(false);
   });
 });
