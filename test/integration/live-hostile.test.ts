@@ -16,7 +16,7 @@ import {
   world,
 } from './helpers.ts';
 import { mover, movingTenant, stepMove } from './moving.ts';
-import { feedAfter, latest, socket } from './live-clients.ts';
+import { feedAfter, latest, socket, type Socket } from './live-clients.ts';
 
 /**
  * The live stream attacked: role changes while streams are open, many keys of mixed grants on one
@@ -124,7 +124,7 @@ describe('live streams under attack: access', () => {
     await sleep(1_200);
     const keys = [w.member.key, w.owner.key, viewer.key, w.member.key];
     const starts = await Promise.all(keys.map((k) => latest(k, w.workspaceId)));
-    const sockets = [];
+    const sockets: Socket[] = [];
     for (const [i, k] of keys.entries())
       sockets.push(await socket(w.workspaceId, { key: k, query: `?after=${starts[i]}` }));
     for (let i = 0; i < 3; i++) {
@@ -210,10 +210,8 @@ describe('live streams under attack: leaks', () => {
     await stream.cancel();
     await createOne(editor.key, object.id, [fv('firstName', 'x')]);
     await sleep(2_500);
-    const held = await runInDurableObject(
-      env.LIVE.getByName(String(workspaceId)),
-      (instance: any) => instance.held.size,
-    );
+    const live = env.LIVE.getByName(String(workspaceId)) as unknown as DurableObjectStub;
+    const held = await runInDurableObject(live, (instance: any) => instance.held.size as number);
     expect(held).toBe(0);
   });
 
