@@ -187,5 +187,6 @@ row("wrangler dev's CPU per message, µs", (f) => (f.cpuMsPerMessage * 1000).toF
 row("wrangler dev's memory per open socket, KiB", (f) => (f.bytesPerSocket / 1024).toFixed(1));
 console.log(
   `\nD1 feed reads a second for ${SOCKETS} open consoles: polling every ${POLL_MS} ms, ` +
-    `${Math.round((SOCKETS * 1000) / POLL_MS)}; live, at most ${RATE + 1} (a round trip a run: one a wake-up, one a second).`,
+    `${Math.round((SOCKETS * 1000) / POLL_MS)}; live, at most ${RATE + 1} ` +
+    '(a round trip a run: one a wake-up, one a second).',
 );

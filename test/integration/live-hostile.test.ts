@@ -362,7 +362,7 @@ describe('live streams under attack: once and in order', () => {
     }
   });
 
-  it('~1 MB changes past a page of 4 MiB, resumed at the cut; a fast event-stream reader is not closed 4008', async () => {
+  it('~1 MB changes past a page of 4 MiB, resumed at the cut; a fast event-stream reader is not closed', async () => {
     const { editor, workspaceId } = await world();
     const made = await admin('POST', '/admin/objects', {
       name: 'Big',

@@ -229,12 +229,13 @@ describe('a workspace live stream', () => {
     });
     const big = 'x'.repeat(90_000);
     const created: number[] = [];
-    for (let i = 0; i < 40; i++) created.push((await createOne(editor.key, object.id, [fv('firstName', big)])).id);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    for (let i = 0; i < 120; i++) created.push((await createOne(editor.key, object.id, [fv('firstName', big)])).id);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     const text = await res.text();
     const events = text
       .split('\n\n')
-      .filter((event) => event !== '')
+      // A comment line keeps a quiet stream open; it is no event.
+      .filter((event) => event !== '' && !event.startsWith(':'))
       .map((event) => Object.fromEntries(event.split('\n').map((line) => line.split(': ', 2))));
     const last = events.at(-1) as { event: string; data: string };
     expect(last.event).toBe('close');
