@@ -19,7 +19,6 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   url: false,
   json: false,
   reference: false,
-  file: false,
 };
 
 /** Types whose values an index keeps (scalars). */
@@ -74,7 +73,7 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
       }
     } else {
       for (const key of REFERENCE_ONLY)
-        if (field[key] !== undefined && !(key === 'multiple' && field.type === 'file'))
+        if (field[key] !== undefined)
           add(pointer('', 'fields', i, key), 'not_allowed', 'only reference fields take it');
     }
     if (field.indexed === true && !INDEXABLE.has(field.type) && field.type !== 'reference')
