@@ -16,7 +16,7 @@ import {
   world,
 } from './helpers.ts';
 import { mover, movingTenant, stepMove } from './moving.ts';
-import { feedAfter, latest, socket } from './live-clients.ts';
+import { feedAfter, latest, socket, type Socket } from './live-clients.ts';
 
 /**
  * The live stream attacked: role changes while streams are open, many keys of mixed grants on one
@@ -130,7 +130,7 @@ describe('live streams under attack: access', () => {
     await sleep(1_200);
     const keys = [w.member.key, w.owner.key, viewer.key, w.member.key];
     const starts = await Promise.all(keys.map((k) => latest(k, w.workspaceId)));
-    const sockets = [];
+    const sockets: Socket[] = [];
     for (const [i, k] of keys.entries())
       sockets.push(await socket(w.workspaceId, { key: k, query: `?after=${starts[i]}` }));
     for (let i = 0; i < 3; i++) {
