@@ -160,7 +160,7 @@ describe('a workspace live stream', () => {
     }
   });
 
-  it('closes a stream within about a second of its key revoked (4401) or its membership removed (4403)', async () => {
+  it('closes a stream once its key is revoked (4401) or its membership removed (4403)', async () => {
     const { editor, viewer, workspaceId } = await world();
     const keys = (await admin('GET', `/admin/users/${editor.id}/keys`)).body;
     const revoked = await socket(workspaceId, { key: editor.key });
@@ -250,7 +250,7 @@ describe('a workspace live stream', () => {
     expect(rest.items.map((item) => item.recordId)).toEqual(created.slice(sent.length));
   });
 
-  it('delivers a change whose wake-up was lost at the next check (within about a second)', async () => {
+  it('delivers a change whose wake-up was lost, at the next check', async () => {
     const { editor, workspaceId, object } = await world();
     const live = env.LIVE.getByName(String(workspaceId)) as unknown as { deafen(deaf: boolean): Promise<void> };
     const s = await socket(workspaceId, { key: editor.key });
@@ -264,7 +264,7 @@ describe('a workspace live stream', () => {
     }
   });
 
-  it('ignores megabytes a client sends (nothing of them is kept) and streams on', async () => {
+  it('ignores megabytes a client sends and streams on, to it and to the others', async () => {
     const { editor, workspaceId, object } = await world();
     const loud = await socket(workspaceId, { key: editor.key });
     const quiet = await socket(workspaceId, { key: editor.key });
