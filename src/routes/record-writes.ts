@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
-import { hiddenNames, isLimited, shownTo } from '../domain/access.ts';
+import { hiddenNames, isLimited, shownTo, type Caller } from '../domain/access.ts';
+import { unauthorized } from '../http/errors.ts';
 import { answeredWorkspaces } from '../http/respond.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { admitBatch, admitCreate, admitPatch, admitUpsert } from '../write/admit.ts';
@@ -13,8 +14,12 @@ import type { WriteAnswer, WriteCall } from '../write/write.ts';
  */
 
 async function written(context: Context, call: WriteCall): Promise<Response> {
+  // The caller as the write was admitted: its answer is cut for them even if, by the time it comes
+  // back, their key is gone or their tenant has moved on from this database.
+  const caller = call.read?.caller ?? (await context.cached.callerOf(call.keyHash));
+  if (caller === undefined) throw unauthorized();
   const answer: WriteAnswer = await submit(context, call);
-  const body = answer.status < 300 ? await shownBody(context, call, answer.body) : answer.body;
+  const body = answer.status < 300 ? shownBody(caller, call, answer.body) : answer.body;
   const response = new Response(body, { status: answer.status, headers: answer.headers });
   if (answer.workspaceIds !== undefined) answeredWorkspaces.set(response, answer.workspaceIds);
   return response;
@@ -49,9 +54,8 @@ export const upsertRecords = async (request: IRequest, context: Context): Promis
  * retry and a key's replay), and fields the caller's role hides leave them here. A caller whose
  * roles hide nothing gets the bytes as they came.
  */
-async function shownBody(context: Context, call: WriteCall, body: Uint8Array): Promise<Uint8Array> {
-  const caller = call.read?.caller ?? (await context.cached.callerOf(call.keyHash));
-  if (caller === undefined || !isLimited(caller)) return body;
+function shownBody(caller: Caller, call: WriteCall, body: Uint8Array): Uint8Array {
+  if (!isLimited(caller)) return body;
   // Nothing to take out unless the answer names a field some grant of the caller's hides.
   const text = new TextDecoder().decode(body);
   if (![...hiddenNames(caller)].some((name) => text.includes(`"fieldName":"${name}"`))) return body;
