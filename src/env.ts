@@ -7,7 +7,7 @@
  * generated type names the record objects' class through a global declaration, not an import:
  * no module imports the object's code to know its environment.
  */
-type Bound = 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES' | 'TENANTS' | 'LIVE';
+type Bound = 'DB' | 'RECORDS' | 'WEBHOOKS' | 'INDEX_BUILDS' | 'IMPORTS' | 'IMPORT_FILES' | 'FILES' | 'TENANTS' | 'LIVE';
 export type Env = Pick<GeneratedEnv, Bound> &
   Partial<Omit<GeneratedEnv, Bound>> & {
     /** `off` turns the limiter off: only the chaos build and the benchmark set it. */

@@ -216,6 +216,30 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   createImport: { response: { ...importExample, status: 'queued', rows: noRows, bytesRead: 37 } },
   getImport: { response: importExample },
+  startUpload: {
+    response: { id: 14, name: 'survey.mp4', contentType: 'video/mp4', parts: [], createdAt: 1767225600000 },
+  },
+  uploadPart: { response: { partNumber: 1, size: 104857600 } },
+  completeUpload: {
+    response: {
+      id: 14,
+      name: 'survey.mp4',
+      size: 1073741824,
+      contentType: 'video/mp4',
+      sha256: '2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae',
+      createdAt: 1767225600000,
+    },
+  },
+  uploadFile: {
+    response: {
+      id: 12,
+      name: 'contract.pdf',
+      size: 48213,
+      contentType: 'application/pdf',
+      sha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
+      createdAt: 1767225600000,
+    },
+  },
   listImports: {
     response: {
       items: [
@@ -307,7 +331,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       nextCursor: null,
     },
   },
-  getTenant: { response: tenant },
+  getTenant: { response: { ...tenant, fileBytes: 734_003_200 } },
   deleteTenant: { response: { ...tenant, status: 'deleting' } },
   moveTenant: { request: { database: 'DB_3' }, response: move },
   getMove: { response: { ...move, status: 'succeeded', rowsCopied: 61_482, finishedAt: AT + 94_000 } },
@@ -315,9 +339,9 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   listDatabases: {
     response: {
       items: [
-        { name: 'DB', tenants: 1, bytes: 1_254_330_368 },
-        { name: 'DB_2', tenants: 1, bytes: 86_016 },
-        { name: 'DB_3', tenants: 0, bytes: 61_440 },
+        { name: 'DB', tenants: 1, bytes: 1_254_330_368, fileBytes: 5_368_709_120 },
+        { name: 'DB_2', tenants: 1, bytes: 86_016, fileBytes: 734_003_200 },
+        { name: 'DB_3', tenants: 0, bytes: 61_440, fileBytes: 0 },
       ],
     },
   },

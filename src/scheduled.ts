@@ -12,6 +12,11 @@ import { databaseNamed, databaseNames } from './tenancy/routes.ts';
 import { Catalog } from './tenancy/catalog.ts';
 import { changeRetention } from './domain/retention.ts';
 import { Moves } from './tenancy/moves.ts';
+import { Files } from './storage/files.ts';
+import { FileUploads } from './storage/file-uploads.ts';
+import { fileKey, FREE_FILE_TTL_MS } from './domain/files.ts';
+import { tenantOfId } from './domain/tenant.ts';
+import { onPrimary } from './storage/sessions.ts';
 
 /** How long a write's ledger row is kept: as long as a key may name it, and an hour more. */
 export const LEDGER_TTL_MS = KEY_TTL_MS + 60 * 60 * 1000;
@@ -74,6 +79,8 @@ async function runOn(env: Env, db: D1Database, database: string, now: number): P
     ['index builds started', () => startIndexBuilds(env, db)],
     // An import whose start was lost (or whose object lost its alarm) goes on.
     ['imports started', () => startImports(env, db, meter)],
+    ['files no record held for 24 h', () => removeFreeFiles(env, db, meter, now)],
+    ['uploads in parts left for 24 h', () => giveUpUploads(env, db, meter, now)],
   ];
   for (const [what, step] of steps) {
     try {
@@ -111,4 +118,37 @@ async function startIndexBuilds(env: Env, db: D1Database): Promise<number> {
   const ids = await objectsBuilding(db);
   await Promise.all(ids.map((id) => startIndexBuild(env, id)));
   return ids.length;
+}
+
+/** Files removed a run at most, a chunk of rows (then their bytes) at a time. */
+const FREE_FILES_CHUNK = 500;
+const FREE_FILES_PER_RUN = 10_000;
+
+/**
+ * Files no record has held for 24 h: their rows go first, then their bytes, so no write can take a
+ * file whose bytes are gone (bytes a failure leaves behind are only room).
+ */
+async function removeFreeFiles(env: Env, db: D1Database, meter: Meter, now: number): Promise<number> {
+  const files = new Files(onPrimary(db, meter), meter);
+  let removed = 0;
+  while (removed < FREE_FILES_PER_RUN) {
+    const keys = await files.remove(await files.free(now - FREE_FILE_TTL_MS, FREE_FILES_CHUNK));
+    if (keys.length > 0) await env.FILES.delete(keys);
+    removed += keys.length;
+    if (keys.length < FREE_FILES_CHUNK) break;
+  }
+  return removed;
+}
+
+/** Uploads in parts started more than 24 h ago: given up, their parts removed from R2. */
+async function giveUpUploads(env: Env, db: D1Database, meter: Meter, now: number): Promise<number> {
+  const uploads = new FileUploads(onPrimary(db, meter), meter);
+  const stale = await uploads.stale(now - FREE_FILE_TTL_MS, FREE_FILES_CHUNK);
+  for (const row of stale) {
+    await env.FILES.resumeMultipartUpload(fileKey(tenantOfId(row.id), row.id), row.upload_id)
+      .abort()
+      .catch(() => undefined);
+    await uploads.remove(row.id);
+  }
+  return stale.length;
 }

@@ -6,6 +6,8 @@ import { Meter } from './storage/meter.ts';
 import { databaseNamed, forgetRoute } from './tenancy/routes.ts';
 import { onPrimary } from './storage/sessions.ts';
 import { TenantData } from './tenancy/tenant-data.ts';
+import { removeSomeFiles } from './storage/file-bytes.ts';
+import { tenantFilesPrefix } from './domain/files.ts';
 
 /** After a failed step (D1 unreachable, say), the next try waits this long. */
 const RETRY_MS = 2_000;
@@ -73,6 +75,8 @@ export class TenantObject extends DurableObject<Env> {
     const meter = new Meter();
     const data = new TenantData(onPrimary(db, meter), meter, tenantId);
     const { files, importIds, webhookIds } = await data.outside();
+    // A tenant's files are one prefix in R2, whatever database its rows are on.
+    if (await removeSomeFiles(this.env.FILES, tenantFilesPrefix(tenantId))) return true;
     await Promise.all([
       ...files.map((file) => this.env.IMPORT_FILES.delete(file)),
       ...importIds.map((id) => this.env.IMPORTS.getByName(String(id)).forget()),

@@ -159,6 +159,33 @@ export function visibleDef(def: ObjectDef, limits: FieldLimits): ObjectDef {
   return { ...def, fields: def.fields.filter((field) => !limits.hidden.has(field.name)) };
 }
 
+/** Uploading a file into a workspace needs a grant there that creates or changes records. */
+export function canUpload(caller: Caller, workspaceId: number): boolean {
+  const grant = caller.roles.get(workspaceId);
+  if (grant === undefined) return false;
+  if (typeof grant === 'string') return grant === 'editor';
+  return grant.objects.some((rule) => rule.create || rule.update);
+}
+
+/** What decides on a file's download: its uploader, and the record holding it (none: `place` absent). */
+export interface FileHolder {
+  uploadedBy: number;
+  /** The live or deleted record holding the file, and the fields of it that hold the file. */
+  record?: { place: RecordPlace; deleted: boolean; fields: readonly string[] };
+}
+
+/**
+ * A file is downloaded by whoever reads the live record holding it in a field they see, or, while
+ * no record holds it, by its uploader alone.
+ */
+export function canDownload(caller: Caller, file: FileHolder): boolean {
+  if (file.record === undefined) return file.uploadedBy === caller.userId;
+  if (file.record.deleted) return false;
+  const access = recordAccess(caller, file.record.place);
+  if (!access.read) return false;
+  return file.record.fields.some((field) => !access.fields.hidden.has(field));
+}
+
 /** Whether the caller's grants anywhere limit something (an object, rows or fields): the common case is not. */
 export function isLimited(caller: Caller): boolean {
   for (const grant of caller.roles.values()) if (typeof grant !== 'string') return true;

@@ -19,6 +19,7 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   url: false,
   json: false,
   reference: false,
+  file: false,
 };
 
 /** Types whose values an index keeps (scalars). */
@@ -73,7 +74,7 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
       }
     } else {
       for (const key of REFERENCE_ONLY)
-        if (field[key] !== undefined)
+        if (field[key] !== undefined && !(key === 'multiple' && field.type === 'file'))
           add(pointer('', 'fields', i, key), 'not_allowed', 'only reference fields take it');
     }
     if (field.indexed === true && !INDEXABLE.has(field.type) && field.type !== 'reference')

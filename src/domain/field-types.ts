@@ -57,6 +57,8 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
         : isRecordId(value)
           ? undefined
           : wrongType('a record id');
+    case 'file':
+      return checkFiles(value, field.multiple === true ? MAX_FILES : 1);
     default:
       return unhandled(field.type, 'field type');
   }
@@ -78,6 +80,33 @@ function checkReferences(value: unknown): ValueProblem | undefined {
   if (value.length === 0 || value.length > MAX_REFERENCES)
     return wrongValue(`expected 1 to ${MAX_REFERENCES} record ids`);
   return new Set(value).size === value.length ? undefined : wrongValue('expected distinct record ids');
+}
+
+/** The files a `multiple` file field holds at most. */
+export const MAX_FILES = 20;
+
+const FILE_KEYS = ['id', 'name', 'size', 'contentType'];
+
+/** A file as its upload answered it: `{id, name, size, contentType}`, nothing more. */
+function isFile(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const file = value as Record<string, unknown>;
+  const keys = Object.keys(file);
+  return (
+    keys.length === FILE_KEYS.length &&
+    FILE_KEYS.every((key) => key in file) &&
+    isRecordId(file.id) &&
+    typeof file.name === 'string' &&
+    Number.isSafeInteger(file.size) &&
+    typeof file.contentType === 'string'
+  );
+}
+
+function checkFiles(value: unknown, max: number): ValueProblem | undefined {
+  if (!Array.isArray(value) || !value.every(isFile)) return wrongType('array of files {id, name, size, contentType}');
+  if (value.length === 0 || value.length > max) return wrongValue(`expected 1 to ${max} files`);
+  const ids = value.map((file: { id: number }) => file.id);
+  return new Set(ids).size === ids.length ? undefined : wrongValue('expected distinct files');
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;

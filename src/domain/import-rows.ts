@@ -241,6 +241,7 @@ export function cellValue(field: FieldDef, cell: string): CellValue {
     case 'boolean':
       return cellValueOf(cell === 'true' ? true : cell === 'false' ? false : cell);
     case 'json':
+    case 'file':
       return jsonCell(cell);
     case 'reference':
       return field.multiple === true ? listCell(cell, numberCell) : numberCell(cell);

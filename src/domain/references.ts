@@ -14,7 +14,20 @@ export interface ReferenceClaim {
   pointer: string;
   target: number;
   id: number;
+  /** A file a file field names: it must be as its upload answered it, free, and uploaded by the writer. */
+  file?: FileOut;
 }
+
+/** A file as a record holds it. */
+export interface FileOut {
+  id: number;
+  name: string;
+  size: number;
+  contentType: string;
+}
+
+/** The files a value of a file field holds. */
+export const filesOf = (value: unknown): FileOut[] => (Array.isArray(value) ? (value as FileOut[]) : []);
 
 /** The ids a value of a reference field holds: one, or the array's. */
 export const idsOf = (value: unknown): number[] =>
@@ -33,8 +46,15 @@ export function referenceClaims(
   prefix: string,
 ): ReferenceClaim[] {
   const held = new Map(current.map((entry) => [entry.fieldName, new Set(idsOf(entry.value))]));
+  const heldFiles = new Set(current.flatMap((entry) => filesOf(entry.value).map((file) => file.id)));
   return changes.flatMap(({ fieldName, value }, index) => {
     const field = def.fields.find((f) => f.name === fieldName);
+    if (field?.type === 'file' && value !== null) {
+      const at = pointer(prefix, 'fieldValues', index, 'value');
+      return filesOf(value).flatMap((file, k) =>
+        heldFiles.has(file.id) ? [] : [{ pointer: pointer(at, k), target: -1, id: file.id, file }],
+      );
+    }
     if (field?.type !== 'reference' || field.target === undefined || value === null) return [];
     const at = pointer(prefix, 'fieldValues', index, 'value');
     const target = field.target;

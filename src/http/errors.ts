@@ -24,6 +24,7 @@ export const PROBLEM_CODES = [
   'idempotency_key_reused',
   'record_referenced',
   'upgrade_required',
+  'range_not_satisfiable',
 ] as const;
 
 export type ProblemCode = (typeof PROBLEM_CODES)[number];
@@ -63,6 +64,7 @@ const TITLES: Record<ProblemCode, string> = {
   idempotency_key_reused: 'Idempotency-Key reused',
   record_referenced: 'Record referenced',
   upgrade_required: 'Upgrade required',
+  range_not_satisfiable: 'Range not satisfiable',
 };
 
 export class HttpError extends Error {

@@ -1,5 +1,6 @@
 import { adminOperations } from './admin-table.ts';
 import { exportOperations } from './export-table.ts';
+import { fileOperations } from './files-table.ts';
 import { historyOperations } from './history-table.ts';
 import { importOperations } from './imports-table.ts';
 import { listOperations } from './lists-table.ts';
@@ -35,6 +36,12 @@ export const operations: Operation[] = [
   importOperations.getImport,
   importOperations.cancelImport,
   importOperations.listImportErrors,
+  fileOperations.uploadFile,
+  fileOperations.startUpload,
+  fileOperations.uploadPart,
+  fileOperations.completeUpload,
+  fileOperations.abortUpload,
+  fileOperations.downloadFile,
   recordWriteOperations.patchRecord,
   listOperations.listRecords,
   listOperations.listChanges,

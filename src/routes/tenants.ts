@@ -20,6 +20,7 @@ import { json } from '../http/respond.ts';
 import { TenantInput } from '../schemas/admin.ts';
 import { parseObject } from '../schemas/parse.ts';
 import { AdminWrites, afterId } from '../storage/admin-writes.ts';
+import { Files } from '../storage/files.ts';
 import { Catalog, type TenantRow } from '../tenancy/catalog.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Meter } from '../storage/meter.ts';
@@ -156,8 +157,11 @@ export async function getTenant(request: IRequest, context: Context): Promise<Re
   await requireOperator(request, context);
   const { tenantId } = pathIds(request.params, 'tenantId');
   const tenant = await catalogOf(context).get(tenantId);
+  const db = tenant === undefined ? undefined : databaseNamed(context.env, tenant.database);
   if (tenant === undefined) throw notFound('Tenant');
-  return json(tenantOut(tenant));
+  const fileBytes =
+    db === undefined ? 0 : await new Files(onPrimary(db, context.meter), context.meter).tenantBytes(tenantId);
+  return json({ ...tenantOut(tenant), fileBytes });
 }
 
 /**
@@ -188,12 +192,23 @@ export async function deleteTenant(request: IRequest, context: Context): Promise
 /** GET /databases: every database records are served from, its tenants and its size. */
 export async function listDatabases(request: IRequest, context: Context): Promise<Response> {
   await requireOperator(request, context);
-  const [bytes, counts] = await Promise.all([sizes(context), catalogOf(context).counts()]);
+  const names = databaseNames(context.env);
+  const [bytes, counts, fileBytes] = await Promise.all([
+    sizes(context),
+    catalogOf(context).counts(),
+    Promise.all(
+      names.map((name) => {
+        const db = databaseNamed(context.env, name);
+        return db === undefined ? 0 : new Files(onPrimary(db, context.meter), context.meter).databaseBytes();
+      }),
+    ),
+  ]);
   return json({
-    items: databaseNames(context.env).map((name) => ({
+    items: names.map((name, i) => ({
       name,
       tenants: counts.get(name) ?? 0,
       bytes: bytes.get(name) ?? 0,
+      fileBytes: fileBytes[i] ?? 0,
     })),
   });
 }

@@ -15,6 +15,7 @@ export const FIELD_TYPES = [
   'url',
   'json',
   'reference',
+  'file',
 ] as const;
 
 export const NamedInput = v.strictObject({ name: EntityName });
@@ -121,7 +122,10 @@ export const FieldDefinition = v.strictObject({
   multiple: v.exactOptional(
     v.pipe(
       v.boolean(),
-      v.description('A reference field only: its value is an array of 1 to 100 distinct record ids, in order.'),
+      v.description(
+        'A reference field: its value is an array of 1 to 100 distinct record ids, in order. A file field: its ' +
+          'value holds 1 to 20 files (else exactly one).',
+      ),
     ),
   ),
   onDelete: v.exactOptional(
@@ -189,6 +193,9 @@ export const Tenant = v.strictObject({
   database: v.string(),
   status: TenantStatus,
   createdAt: Id,
+  fileBytes: v.exactOptional(
+    v.pipe(Id, v.description("GET /tenants/{id}: the bytes of the tenant's files (what FILE_QUOTA_BYTES caps).")),
+  ),
 });
 export const NewTenant = v.strictObject({
   ...Tenant.entries,
@@ -199,6 +206,7 @@ export const DatabaseInfo = v.strictObject({
   name: v.pipe(v.string(), v.description('The D1 binding.')),
   tenants: v.pipe(Id, v.description('Tenants on it, the default tenant counted where it is.')),
   bytes: v.pipe(Id, v.description('Its size, as D1 reports it.')),
+  fileBytes: v.pipe(Id, v.description('The bytes of the files (in R2) of the tenants on it.')),
 });
 export const DatabaseList = v.strictObject({ items: v.array(DatabaseInfo) });
 

@@ -14,7 +14,7 @@ import type { D1 } from './sessions.ts';
 
 /** D1 refused a write: a reference it adds names no live record of its target that the writer can read. */
 export const isInvalidReference = (error: unknown): boolean =>
-  error instanceof Error && /\binvalid_reference\b/.test(error.message);
+  error instanceof Error && /\binvalid_(reference|file)\b/.test(error.message);
 
 /** D1 refused a delete: live records reference the record by a field that restricts its deletion. */
 export const isRecordReferenced = (error: unknown): boolean =>
@@ -32,11 +32,24 @@ export const invalidReference = (at: string, target?: number): InputProblem => (
 
 // As the triggers decide (a record of an object the writer's role lists as readable, owned by them
 // for `own` rows): a reference refused for a record the role hides is answered as one to none.
-const REFUSED = `SELECT j.key AS i FROM json_each(?1) j WHERE NOT EXISTS (SELECT 1 FROM records x
+// A file (`[file]`) as the file triggers decide a file newly written into a record.
+const REFUSED = `SELECT j.key AS i FROM json_each(?1) j WHERE CASE WHEN json_array_length(j.value) = 1
+  THEN NOT EXISTS (SELECT 1 FROM files f WHERE f.id = j.value ->> '$[0].id' AND f.name = j.value ->> '$[0].name'
+    AND f.size = j.value ->> '$[0].size' AND f.content_type = j.value ->> '$[0].contentType'
+    AND f.record_id IS NULL AND f.created_by = ?2)
+  ELSE NOT EXISTS (SELECT 1 FROM records x
   WHERE x.id = j.value ->> 0 AND x.object_id = j.value ->> 1 AND x.deleted = 0 AND EXISTS (SELECT 1
     FROM record_workspaces w JOIN memberships m ON m.workspace_id = w.workspace_id AND m.user_id = ?2
     LEFT JOIN roles ro ON ro.id = m.role_id
-    WHERE w.record_id = x.id AND ${ROLE_READS('ro.objects', 'm.user_id', 'x')}))`;
+    WHERE w.record_id = x.id AND ${ROLE_READS('ro.objects', 'm.user_id', 'x')})) END`;
+
+/** The problem of a file a write names that it may not: the same whatever the reason. */
+export const invalidFile = (at: string): InputProblem => ({
+  pointer: at,
+  code: 'invalid_file',
+  message: 'expected a file of this tenant as its upload answered it, uploaded by you and held by no other record',
+  status: 422,
+});
 
 /**
  * The claims D1 would refuse now, each a 422 `invalid_reference` at its pointer (one round trip):
@@ -55,12 +68,13 @@ export async function referenceProblems(
       : (
           await db
             .prepare(REFUSED)
-            .bind(JSON.stringify(claims.map((c) => [c.id, c.target])), userId)
+            .bind(JSON.stringify(claims.map((c) => (c.file === undefined ? [c.id, c.target] : [c.file]))), userId)
             .all<{ i: number }>()
         ).results;
   const refused = rows.flatMap(({ i }) => {
     const claim = claims[i];
-    return claim === undefined ? [] : [invalidReference(claim.pointer, claim.target)];
+    if (claim === undefined) return [];
+    return [claim.file === undefined ? invalidReference(claim.pointer, claim.target) : invalidFile(claim.pointer)];
   });
   return refused.length > 0 ? refused : [invalidReference(fallback)];
 }

@@ -6,7 +6,7 @@ import type { D1 } from './sessions.ts';
  * the next one in the tenant's block, never one handed out before (see migration 0019). Records
  * and changes are never deleted and take the highest of their block plus one instead.
  */
-export type Sequenced = 'users' | 'workspaces' | 'api_keys' | 'objects' | 'webhooks' | 'imports' | 'roles';
+export type Sequenced = 'users' | 'workspaces' | 'api_keys' | 'objects' | 'webhooks' | 'imports' | 'roles' | 'files';
 
 const TAKE = `INSERT INTO sequences (name, tenant, last) VALUES (?1, ?2, ?3)
   ON CONFLICT (name, tenant) DO UPDATE SET last = last + 1`;

@@ -62,6 +62,12 @@ export const TENANT_TABLES: readonly TenantTable[] = [
       'created_by, updated_at, updated_by, is_template, name_key, terms, folds',
     { parent: true },
   ),
+  table(
+    'files',
+    'id',
+    'id, workspace_id, name, size, content_type, sha256, created_by, created_at, object_key, record_id, free_since',
+  ),
+  table('file_uploads', 'id', 'id, upload_id, workspace_id, name, content_type, created_by, created_at, parts'),
   table('changes', 'seq', 'seq, record_id, version, type, at, by, data, was'),
   table('record_workspaces', 'record_id, workspace_id', 'record_id, workspace_id'),
   table('name_terms', 'workspace_id, term, record_id', 'workspace_id, term, record_id'),

@@ -317,6 +317,80 @@ describe('/console in headless Chromium', () => {
 });
 
 describe('/console over HTTP', () => {
+  it.skipIf(!browserTestsRun)(
+    'uploads into a file field with a progress bar, shows an image as a thumbnail and links the others',
+    async () => {
+      const cleo = await user('Cleo');
+      const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Cases' });
+      await call('PUT', `/admin/workspaces/${ws}/members/${cleo.id}`, ADMIN, { role: 'editor' });
+      const object = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Case',
+        workspaceIds: [ws],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text', required: true },
+          { name: 'docs', type: 'file', multiple: true },
+        ],
+      });
+      const made = await create(cleo.key, object.id, [fv('title', 'Broken window')]);
+      // A 1x1 PNG and 2 MiB of text: an image shown as a thumbnail, a file shown as a link.
+      const png = Buffer.from(
+        'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+        'base64',
+      );
+      writeFileSync(join(files, 'photo.png'), png);
+      writeFileSync(join(files, 'notes.txt'), 'n'.repeat(2 * 1024 * 1024));
+      const page = await openTab(`${worker.url}/console`);
+      try {
+        await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
+        await page.type('#api-key', cleo.key);
+        await page.press('Enter');
+        await page.waitFor(linkNamed('Cases', 'nav'), 'the workspace');
+        await page.evaluate(`location.hash = '#/workspaces/${ws}'`);
+        await page.waitFor(linkNamed('Broken window', '#records'), 'the record in the list');
+        await page.evaluate(`location.hash = '#/records/${made.id}'`);
+        await page.waitFor(`document.querySelector('input[type=file][aria-label="Upload into docs"]')`, 'the picker');
+        await page.evaluate(`(() => { window.progressSeen = [];
+          const bar = document.querySelector('progress[aria-label="Uploading into docs"]');
+          new MutationObserver(() => progressSeen.push([bar.hidden, bar.value]))
+            .observe(bar, { attributes: true }); })()`);
+        const { result } = await page.send('Runtime.evaluate', {
+          expression: `document.querySelector('input[type=file][aria-label="Upload into docs"]')`,
+        });
+        await page.send('DOM.setFileInputFiles', {
+          files: [join(files, 'photo.png'), join(files, 'notes.txt')],
+          objectId: result.objectId,
+        });
+        await page.waitFor(
+          `document.querySelector('#field-docs').value.includes('notes.txt')`,
+          'both files uploaded into the box',
+        );
+        // The bar was shown while the bytes went up, and hidden once they were in.
+        const seen = await page.evaluate<[boolean, number][]>('window.progressSeen');
+        expect(seen.some(([hidden]) => !hidden)).toBe(true);
+        expect(seen.at(-1)?.[0]).toBe(true);
+        await page.evaluate(`document.querySelector('form[data-field="docs"] button').focus()`);
+        await page.press('Enter');
+        await page.waitFor(shows('#record-meta', 'version 2'), 'the save');
+        const saved = await call('GET', `/records/${made.id}`, cleo.key);
+        const docs = saved.fieldValues.find((f: { fieldName: string }) => f.fieldName === 'docs').value;
+        expect(docs.map((f: { name: string; size: number }) => [f.name, f.size])).toEqual([
+          ['photo.png', png.length],
+          ['notes.txt', 2 * 1024 * 1024],
+        ]);
+        // The image as a thumbnail, loaded with the key; the text file as a link.
+        await page.waitFor(
+          `(() => { const img = document.querySelector('form[data-field="docs"] img.thumb');
+            return img && img.alt === 'photo.png' && img.complete && img.naturalWidth === 1; })()`,
+          'the thumbnail',
+        );
+        expect(await page.evaluate(shows('form[data-field="docs"] a.file', 'notes.txt'))).toBe(true);
+      } finally {
+        await page.close();
+      }
+    },
+  );
+
   it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
     const res = await fetch(`${worker.url}/console`);
     expect(res.status).toBe(200);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { operations } from '../../src/routes/table.ts';
-import { call, fv, liveEvents, until, type Answer } from './helpers.ts';
+import { call, download, fv, liveEvents, until, type Answer } from './helpers.ts';
 import { roleWorld, same, type RoleWorld } from './role-world.ts';
 
 /**
@@ -55,6 +55,32 @@ const records = (place: string, ask: (w: RoleWorld, id: number) => Promise<Answe
       same(await ask(w, w.secretRecord.id), await ask(w, missingRecord(w)), [w.secretRecord.id, missingRecord(w)]),
   },
 ];
+
+/**
+ * The owner uploads a file and puts it in a record (`hold`) the member reads only in part or not at
+ * all; the member downloading it is answered as for a file id never issued.
+ */
+const fileHeld = (
+  kind: Kind,
+  hold: (w: RoleWorld, file: { id: number; name: string; size: number; contentType: string }) => Promise<Answer>,
+): Probe => ({
+  place: 'path fileId',
+  kind,
+  check: async (w) => {
+    const up = await call('POST', `/workspaces/${w.workspaceId}/files?name=f.txt`, {
+      key: w.owner.key,
+      raw: 'bytes',
+      headers: { 'Content-Type': 'text/plain' },
+    });
+    expect(up.status).toBe(201);
+    const { id, name, size, contentType } = up.body;
+    expect((await hold(w, { id, name, size, contentType })).status).toBeLessThan(300);
+    const owners = await download(w.owner.key, `/files/${id}`);
+    expect(await owners.text()).toBe('bytes');
+    const missing = id + 1_000_000;
+    same(await as(w, 'GET', `/files/${id}`), await as(w, 'GET', `/files/${missing}`), [id, missing]);
+  },
+});
 
 /** The member naming an unlisted object, then one that does not exist. */
 const object = (place: string, ask: (w: RoleWorld, id: number) => Promise<Answer>): Probe => ({
@@ -219,6 +245,31 @@ const PROBES: Record<string, Probe[] | string> = {
         expect(answer.status).toBe(403);
       },
     },
+  ],
+  uploadFile: 'an upload names no record and no field: who may download it is decided on download',
+  startUpload: 'an upload names no record and no field: who may download it is decided on download',
+  uploadPart: 'an upload in parts is its starter\u2019s alone and names no record or field',
+  completeUpload: 'an upload in parts is its starter\u2019s alone and names no record or field',
+  abortUpload: 'an upload in parts is its starter\u2019s alone and names no record or field',
+  downloadFile: [
+    fileHeld('own rows', (w, file) =>
+      call('POST', '/records/batch', {
+        key: w.owner.key,
+        body: [{ objectId: w.deal.id, fieldValues: [fv('title', 'Owned'), fv('scan', [file])] }],
+      }),
+    ),
+    fileHeld('unlisted object', (w, file) =>
+      call('POST', '/records/batch', {
+        key: w.owner.key,
+        body: [{ objectId: w.secret.id, fieldValues: [fv('papers', [file])] }],
+      }),
+    ),
+    fileHeld('hidden field', (w, file) =>
+      call('PATCH', `/workspaces/${w.workspaceId}/records/${w.mine.id}`, {
+        key: w.owner.key,
+        body: { fieldValues: [fv('scan', [file])] },
+      }),
+    ),
   ],
   listImports: 'a member lists only imports they made, and only editors may import',
   getImport: 'an import is its maker\u2019s, and only editors may import',

@@ -330,6 +330,43 @@ export async function holdNextImport(): Promise<number> {
   return next?.id ?? 1;
 }
 
+/** Files of records: uploaded and downloaded as a client would. */
+/** Bytes 0..255 repeated: every byte value, so an altered byte shows. */
+export const bytesOf = (size: number): Uint8Array => Uint8Array.from({ length: size }, (_, i) => (i * 7 + 3) % 256);
+
+export async function uploadFile(
+  key: string,
+  workspaceId: number,
+  name: string,
+  bytes: Uint8Array,
+  type = 'application/octet-stream',
+): Promise<Answer> {
+  const res = await exports.default.fetch(
+    `http://records.test/workspaces/${workspaceId}/files?name=${encodeURIComponent(name)}`,
+    {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': type, 'Content-Length': String(bytes.length) },
+      body: bytes,
+    },
+  );
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+export function getFile(key: string, id: number, headers: Record<string, string> = {}): Promise<Response> {
+  return exports.default.fetch(`http://records.test/files/${id}`, {
+    headers: { Authorization: `Bearer ${key}`, ...headers },
+  });
+}
+
+/** A file as a record holds it. */
+export const heldFile = (file: { id: number; name: string; size: number; contentType: string }) => ({
+  id: file.id,
+  name: file.name,
+  size: file.size,
+  contentType: file.contentType,
+});
+
 export { byName, foldFeed } from '../feed-fold.ts';
 
 /** An event stream read as it arrives: its events so far, and how it ended (if it did). */

@@ -26,9 +26,16 @@ export async function roleWorld() {
       { name: 'link', type: 'reference', target: account.id },
       { name: 'note', type: 'text' },
       { name: 'code', type: 'text', unique: true },
+      { name: 'scan', type: 'file' },
     ],
   });
-  const secret = await object({ name: 'Secret', fields: [{ name: 'code', type: 'text' }] });
+  const secret = await object({
+    name: 'Secret',
+    fields: [
+      { name: 'code', type: 'text' },
+      { name: 'papers', type: 'file' },
+    ],
+  });
   const note = await object({ name: 'Note', fields: [{ name: 'deal', type: 'reference', target: deal.id }] });
   const role = await admin('POST', '/admin/roles', {
     name: `sales ${Math.random()}`,
@@ -40,7 +47,7 @@ export async function roleWorld() {
         update: true,
         delete: true,
         rows: 'own',
-        fields: { salary: 'hidden', link: 'hidden', stage: 'read' },
+        fields: { salary: 'hidden', link: 'hidden', stage: 'read', scan: 'hidden' },
       },
       { objectId: account.id, read: true },
       { objectId: note.id, read: true, create: true },

@@ -79,7 +79,7 @@ describe("the operator's API", () => {
       });
       expect(tenant.id).toBeGreaterThan(1);
       const { adminKey: _shownOnce, ...shown } = tenant;
-      expect((await admin('GET', `/tenants/${tenant.id}`)).body).toEqual(shown);
+      expect((await admin('GET', `/tenants/${tenant.id}`)).body).toEqual({ ...shown, fileBytes: 0 });
       const listed = await admin('GET', '/tenants?limit=100');
       expect(listed.body.items[0]).toEqual({ id: 1, name: 'default', database: 'DB', status: 'active', createdAt: 0 });
       expect(listed.body.items).toContainEqual(shown);
@@ -107,7 +107,12 @@ describe("the operator's API", () => {
       const before = (await admin('GET', '/databases')).body;
       expect(before.items.map((d: any) => d.name)).toEqual(['DB', 'DB_2', 'DB_3']);
       for (const item of before.items)
-        expect(item).toEqual({ name: item.name, tenants: expect.any(Number), bytes: expect.any(Number) });
+        expect(item).toEqual({
+          name: item.name,
+          tenants: expect.any(Number),
+          bytes: expect.any(Number),
+          fileBytes: expect.any(Number),
+        });
       expect(before.items[0].tenants).toBeGreaterThanOrEqual(1);
       const smallest = [...before.items].sort((a: any, b: any) => a.bytes - b.bytes || a.tenants - b.tenants)[0];
       const placed = await newTenant('Placed');

@@ -134,6 +134,8 @@ export class Cluster {
       // Runs send no imports through the Worker (they run chunks themselves): never called.
       IMPORTS: {} as Env['IMPORTS'],
       IMPORT_FILES: {} as Env['IMPORT_FILES'],
+      // Runs upload no files: never called.
+      FILES: {} as Env['FILES'],
       TENANTS: this.namespace('TENANTS') as unknown as Env['TENANTS'],
       // Runs open no live streams: a wake-up is answered and does nothing.
       LIVE: { getByName: () => ({ wake: () => Promise.resolve() }) } as unknown as Env['LIVE'],

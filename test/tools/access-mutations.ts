@@ -16,6 +16,18 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    rule: "a file's download decided without its record's readers",
+    file: 'src/domain/access.ts',
+    from: '  if (!access.read) return false;\n  return file.record.fields',
+    to: '  return file.record.fields',
+  },
+  {
+    rule: "a file's download ignores hidden fields",
+    file: 'src/domain/access.ts',
+    from: '  return file.record.fields.some((field) => !access.fields.hidden.has(field));',
+    to: '  return file.record.fields.length >= 0;',
+  },
+  {
     rule: "a record's read decided by membership alone (its role's objects and rows ignored)",
     file: 'src/storage/store.ts',
     from: "      AND ${ROLE_READS('ro.objects', 'm.user_id')})`;",

@@ -115,7 +115,47 @@ const cases: Record<
       [[1], 'invalid_type'],
     ],
   },
+  file: {
+    accepts: [[{ id: 1, name: 'a.pdf', size: 3, contentType: 'application/pdf' }]],
+    rejects: [
+      [1, 'invalid_type'],
+      [[1], 'invalid_type'],
+      [[{ id: 1, name: 'a.pdf', size: 3 }], 'invalid_type'],
+      [[{ id: 1, name: 'a.pdf', size: 3, contentType: 'x', sha256: 'y' }], 'invalid_type'],
+      [[], 'invalid_value'],
+      [
+        [
+          { id: 1, name: 'a', size: 3, contentType: 'x' },
+          { id: 2, name: 'b', size: 3, contentType: 'x' },
+        ],
+        'invalid_value',
+      ],
+    ],
+  },
 };
+
+describe('checkValue: a file field with multiple', () => {
+  const many: FieldDef = { name: 'f', type: 'file', multiple: true };
+  const file = (id: number): unknown => ({ id, name: `f${id}.txt`, size: 1, contentType: 'text/plain' });
+  it('holds 1 to 20 distinct files', () => {
+    expect(
+      checkValue(
+        many,
+        Array.from({ length: 20 }, (_, i) => file(i + 1)),
+      ),
+    ).toBeUndefined();
+    expect(
+      checkValue(
+        many,
+        Array.from({ length: 21 }, (_, i) => file(i + 1)),
+      ),
+    ).toEqual({
+      code: 'invalid_value',
+      message: 'expected 1 to 20 files',
+    });
+    expect(checkValue(many, [file(1), file(1)])?.message).toBe('expected distinct files');
+  });
+});
 
 describe('checkValue: a reference with multiple', () => {
   const many: FieldDef = { name: 'f', type: 'reference', target: 1, multiple: true };

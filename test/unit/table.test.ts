@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { adminOperations } from '../../src/routes/admin-table.ts';
 import { exportOperations } from '../../src/routes/export-table.ts';
+import { fileOperations } from '../../src/routes/files-table.ts';
 import { historyOperations } from '../../src/routes/history-table.ts';
 import { importOperations } from '../../src/routes/imports-table.ts';
 import { listOperations } from '../../src/routes/lists-table.ts';
@@ -19,6 +20,7 @@ import { webhookOperations } from '../../src/routes/webhooks-table.ts';
 const groups = [
   adminOperations,
   exportOperations,
+  fileOperations,
   historyOperations,
   importOperations,
   listOperations,
