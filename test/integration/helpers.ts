@@ -397,8 +397,11 @@ export async function liveEvents(key: string | undefined, workspaceId: number, q
         const field = (name: string) => lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
         const id = field('id');
         const event = field('event');
+        const data = field('data');
+        // A block without data (a comment line, the stream's heartbeat) is no event.
+        if (data === undefined) continue;
         events.push({
-          data: field('data') ?? '',
+          data,
           ...(id === undefined ? {} : { id }),
           ...(event === undefined ? {} : { event }),
         });
