@@ -2,7 +2,9 @@ import { DurableObject } from 'cloudflare:workers';
 import type { Env } from './env.ts';
 import { databaseFor } from './tenancy/routes.ts';
 import { tenantOfId } from './domain/tenant.ts';
-import { buildStep, buildsOf } from './storage/record-index.ts';
+import { wakeWorkspaces } from './push/wake.ts';
+import { buildStep, buildsOf, FORMULAS_BUILD } from './storage/record-index.ts';
+import { formulaStep } from './write/formula-build.ts';
 
 /** After a failed chunk (D1 unreachable, say), the next try waits this long. */
 const RETRY_MS = 5_000;
@@ -25,20 +27,32 @@ export class IndexBuildObject extends DurableObject<Env> {
     const objectId = await this.ctx.storage.get<number>('objectId');
     if (objectId === undefined) return;
     try {
-      if (await this.step(objectId)) await this.ctx.storage.setAlarm(Date.now());
+      const next = await this.step(objectId);
+      if (next !== undefined) await this.ctx.storage.setAlarm(next);
     } catch (error) {
       console.error(JSON.stringify({ message: 'index build step failed', objectId, error: String(error) }));
       await this.ctx.storage.setAlarm(Date.now() + RETRY_MS);
     }
   }
 
-  /** Builds one chunk of the object's first build due; false when none is due. */
-  protected async step(objectId: number): Promise<boolean> {
+  /**
+   * Runs one chunk of the object's formula computation, if one is due (the index follows formula
+   * values, so they go first), and while it waits, one chunk of an index build: when the next
+   * chunk is due, undefined when nothing is.
+   */
+  protected async step(objectId: number): Promise<number | undefined> {
     const db = await databaseFor(this.env, tenantOfId(objectId));
-    if (db === undefined) return false;
-    const [build] = await buildsOf(db, objectId);
-    if (build === undefined) return false;
-    await buildStep(db, objectId, build);
-    return true;
+    if (db === undefined) return undefined;
+    const builds = await buildsOf(db, objectId);
+    let next: number | undefined;
+    if (builds.some((build) => build.field === FORMULAS_BUILD)) {
+      const step = await formulaStep(db, objectId);
+      if (step.workspaceIds.length > 0) this.ctx.waitUntil(wakeWorkspaces(this.env, step.workspaceIds));
+      next = step.next;
+    }
+    const index = builds.find((build) => build.field !== FORMULAS_BUILD);
+    if (index === undefined || (next !== undefined && next <= Date.now())) return next;
+    await buildStep(db, objectId, index);
+    return Date.now();
   }
 }

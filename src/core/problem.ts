@@ -13,6 +13,8 @@ export interface InputProblem {
   column?: string;
   /** A record the problem names (one that references the record a delete was refused for). */
   recordId?: number;
+  /** A formula's expression: where in it (0-based, in UTF-16 code units) the problem is. */
+  position?: number;
   code: string;
   message: string;
   /** Present when this problem alone would answer another status than the response's. */

@@ -5,6 +5,7 @@ import { canCreate, createLimits, visibleDef, type Caller } from './access.ts';
 import { readOnlyProblems } from './patch.ts';
 import type { ObjectDef } from './definition.ts';
 import { applyFieldValues } from './field-values.ts';
+import { withFormulas } from './formula-values.ts';
 import { renderTemplate } from './name.ts';
 
 /** A record ready to insert: everything but the id, which storage allocates. */
@@ -53,12 +54,13 @@ export function planCreate(
     const readOnly = readOnlyProblems(limits.readOnly, item.fieldValues, pointer('', index));
     const applied = applyFieldValues(visibleDef(def, limits), [], item.fieldValues, pointer('', index), 'create');
     problems.push(...(readOnly.length > 0 ? readOnly : applied.problems));
+    const values = withFormulas(def, applied.values, { createdAt: now, updatedAt: now });
     records.push({
       objectId: def.id,
       objectVersion: def.version,
-      name: renderTemplate(def, applied.values),
+      name: renderTemplate(def, values),
       objectName: def.name,
-      fieldValues: applied.values,
+      fieldValues: values,
       sharedWorkspaceIds: def.workspaceIds,
       userId: caller.userId,
       now,

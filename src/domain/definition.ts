@@ -1,5 +1,7 @@
 import { pointer, type InputProblem } from '../core/problem.ts';
 import type { ObjectDefinitionIn } from '../schemas/admin.ts';
+import { valueType } from './field-types.ts';
+import { compileFormulas } from './formula-language.ts';
 import { templateFields } from './name.ts';
 import type { FieldDef, FieldType, ObjectDef } from './object-def.ts';
 
@@ -20,6 +22,7 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   json: false,
   reference: false,
   file: false,
+  formula: false,
 };
 
 /** Types whose values an index keeps (scalars). */
@@ -43,6 +46,8 @@ export const isIndexed = (field: FieldDef): boolean =>
 
 /** The properties only a reference field takes. */
 const REFERENCE_ONLY = ['target', 'multiple', 'onDelete'] as const;
+/** The properties only a formula field takes, and needs. */
+const FORMULA_ONLY = ['expression', 'resultType'] as const;
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
@@ -77,9 +82,24 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
         if (field[key] !== undefined && !(key === 'multiple' && field.type === 'file'))
           add(pointer('', 'fields', i, key), 'not_allowed', 'only reference fields take it');
     }
-    if (field.indexed === true && !INDEXABLE.has(field.type) && field.type !== 'reference')
+    for (const key of FORMULA_ONLY) {
+      if (field.type === 'formula' && field[key] === undefined)
+        add(
+          pointer('', 'fields', i, key),
+          'required',
+          `a formula field needs ${key === 'expression' ? 'an' : 'a'} ${key}`,
+        );
+      if (field.type !== 'formula' && field[key] !== undefined)
+        add(pointer('', 'fields', i, key), 'not_allowed', 'only formula fields take it');
+    }
+    if (field.type === 'formula' && field.required !== undefined)
+      add(pointer('', 'fields', i, 'required'), 'not_allowed', 'a formula is computed, never required');
+    if (field.indexed === true && !INDEXABLE.has(valueType(field)) && field.type !== 'reference')
       add(pointer('', 'fields', i, 'indexed'), 'not_allowed', `a ${field.type} field cannot be indexed`);
-    if (field.unique === true && !UNIQUE_TYPES.has(field.type) && field.type !== 'reference')
+    if (
+      field.unique === true &&
+      (field.type === 'formula' || (!UNIQUE_TYPES.has(field.type) && field.type !== 'reference'))
+    )
       add(pointer('', 'fields', i, 'unique'), 'not_allowed', `a ${field.type} field cannot be unique`);
     if (field.options !== undefined && new Set(field.options).size !== field.options.length) {
       add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
@@ -89,6 +109,23 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
     if (!names.has(name)) add('/nameTemplate', 'unknown_field', `the template names ${name}, which is not a field`);
   }
   return problems;
+}
+
+/**
+ * Formula fields whose expression does not compile against the definition (an unknown field, a
+ * type that does not fit, a cycle, too long or deep): each 422 at its expression, with the position.
+ */
+export function formulaProblems(input: ObjectDefinitionIn): InputProblem[] {
+  if (!input.fields.some((field) => field.type === 'formula' && field.expression !== undefined)) return [];
+  const compiled = compileFormulas(input.fields);
+  if (compiled.ok) return [];
+  return compiled.problems.map(({ field, position, code, message }) => ({
+    pointer: pointer('', 'fields', field, 'expression'),
+    position,
+    code: `formula_${code}`,
+    message,
+    status: 422,
+  }));
 }
 
 /** The definition as the admin API answers it (the shape PUT accepts, plus id and version). */

@@ -1,6 +1,6 @@
 import type { InputProblem } from '../core/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import { neutralised } from './formulas.ts';
+import { neutralised } from './csv-injection.ts';
 import { single } from './list-query.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
 

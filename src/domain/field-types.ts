@@ -1,7 +1,7 @@
 import { characters } from '../core/characters.ts';
 import { nesting } from '../core/json.ts';
 import { unhandled } from '../core/result.ts';
-import type { FieldDef } from './object-def.ts';
+import type { FieldDef, FieldType } from './object-def.ts';
 
 export const MAX_TEXT = 100_000;
 /** Levels of arrays and objects a `json` value may hold; deeper is 422. */
@@ -17,6 +17,10 @@ export interface ValueProblem {
 
 const wrongType = (expected: string): ValueProblem => ({ code: 'invalid_type', message: `expected ${expected}` });
 const wrongValue = (message: string): ValueProblem => ({ code: 'invalid_value', message });
+
+/** The type of a field's values: a formula's is the type its expression yields. */
+export const valueType = (field: FieldDef): FieldType =>
+  field.type === 'formula' ? (field.resultType ?? 'text') : field.type;
 
 /** Checks one non-null value against its field's type; undefined when it fits. */
 export function checkValue(field: FieldDef, value: unknown): ValueProblem | undefined {
@@ -59,6 +63,8 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
           : wrongType('a record id');
     case 'file':
       return checkFiles(value, field.multiple === true ? MAX_FILES : 1);
+    case 'formula':
+      return checkValue({ name: field.name, type: valueType(field) }, value);
     default:
       return unhandled(field.type, 'field type');
   }

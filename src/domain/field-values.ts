@@ -38,6 +38,10 @@ export function applyFieldValues(
       );
       return;
     }
+    if (field.type === 'formula') {
+      problems.push(problem(pointer(prefix, 'fieldValues', index), 'read_only_field', `${fieldName} is computed`));
+      return;
+    }
     if (value === null) {
       if (field.required === true) {
         problems.push(problem(pointer(prefix, 'fieldValues', index, 'value'), 'required', `${fieldName} is required`));
@@ -84,7 +88,12 @@ export function sameValues(a: readonly FieldValueOut[], b: readonly FieldValueOu
   return b.every((entry) => before.get(entry.fieldName) === JSON.stringify(entry.value));
 }
 
-function ordered(def: ObjectDef, current: readonly FieldValueOut[], values: Map<string, unknown>): FieldValueOut[] {
+/** `values` in the definition's order, then fields it no longer has in their order in `current`. */
+export function ordered(
+  def: ObjectDef,
+  current: readonly FieldValueOut[],
+  values: ReadonlyMap<string, unknown>,
+): FieldValueOut[] {
   const known = new Set(def.fields.map((field) => field.name));
   const names = [
     ...def.fields.map((field) => field.name),

@@ -5,7 +5,7 @@ import type { Result } from '../core/result.ts';
 import { FieldValue, RecordSchema, type FieldValueOut } from '../schemas/record.ts';
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { SYSTEM_COLUMNS } from './export.ts';
-import { restored } from './formulas.ts';
+import { restored } from './csv-injection.ts';
 import type { ImportMode } from './imports.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
 
@@ -57,6 +57,16 @@ export interface ImportRow {
   ownedBy?: number | null;
   /** A CSV update's fields whose cells are empty: no value after it (a stored empty text stays). */
   blank?: string[];
+}
+
+/**
+ * The row without the values of formula fields: they are computed, so an export's values of them
+ * are not written back (an export goes back in unchanged).
+ */
+export function withoutFormulas(row: ImportRow, def: ObjectDef): ImportRow {
+  const computed = new Set(def.fields.filter((field) => field.type === 'formula').map((field) => field.name));
+  if (computed.size === 0 || !row.fieldValues.some((entry) => computed.has(entry.fieldName))) return row;
+  return { ...row, fieldValues: row.fieldValues.filter((entry) => !computed.has(entry.fieldName)) };
 }
 
 /** A row read: its write, or why it is not one. */
@@ -280,6 +290,7 @@ export function csvRow(record: CsvRecord, columns: readonly string[], def: Objec
     const name = columns[i] as string;
     const cell = restored(raw);
     const field = def.fields.find((f) => f.name === name);
+    if (field?.type === 'formula') continue;
     if (field === undefined) problems.push(...ownCell(row, name, cell, mode));
     else if (cell === '') {
       if (mode === 'update') (row.blank ??= []).push(name);

@@ -2,6 +2,7 @@ import { pointer, type InputProblem } from '../core/problem.ts';
 import type { PatchIn, RecordOut } from '../schemas/record.ts';
 import { visibleDef, type Access } from './access.ts';
 import type { ObjectDef } from './definition.ts';
+import { withFormulas } from './formula-values.ts';
 import { applyFieldValues, sameValues } from './field-values.ts';
 import { recordName } from './name.ts';
 
@@ -88,16 +89,22 @@ export function applyPatch(
   const merged = applyFieldValues(def, record.fieldValues, patch.fieldValues ?? [], prefix, 'patch');
   const problem = merged.problems[0];
   if (problem !== undefined) return { ok: false, problem };
-  if (sameValues(record.fieldValues, merged.values)) return { ok: true, record, changed: false };
+  // Nothing changes unless a value does, a formula's included (one new or changed since the
+  // record was written is computed now); a formula reading updatedAt reads the new one.
+  const { createdAt } = record;
+  if (sameValues(record.fieldValues, withFormulas(def, merged.values, { createdAt, updatedAt: record.updatedAt })))
+    return { ok: true, record, changed: false };
+  const updatedAt = Math.max(now, record.updatedAt);
+  const values = withFormulas(def, merged.values, { createdAt, updatedAt });
   return {
     ok: true,
     changed: true,
     record: {
       ...record,
-      fieldValues: merged.values,
-      name: recordName(def, merged.values, record.id),
+      fieldValues: values,
+      name: recordName(def, values, record.id),
       version: record.version + 1,
-      updatedAt: Math.max(now, record.updatedAt),
+      updatedAt,
       updatedBy: userId,
     },
   };
@@ -148,11 +155,21 @@ export function applyDeletion(record: RecordOut, deleted: boolean, userId: numbe
   };
 }
 
+/** The record with its formulas (and so its name) computed by the definition `def`. */
+function recomputed(record: RecordOut, def: ObjectDef): RecordOut {
+  const fieldValues = withFormulas(def, record.fieldValues, record);
+  return sameValues(fieldValues, record.fieldValues)
+    ? record
+    : { ...record, fieldValues, name: recordName(def, fieldValues, record.id) };
+}
+
 function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
   if (!ifMatchAllows(item.ifMatch, current.version)) return { ok: false, status: 412 };
   if (item.action !== undefined) {
-    const record = applyDeletion(current, item.action === 'delete', item.userId, now);
-    if (record === current) return { ok: true, record };
+    const flipped = applyDeletion(current, item.action === 'delete', item.userId, now);
+    if (flipped === current) return { ok: true, record: current };
+    // Formulas are not computed for deleted records: a restored one gets them as they are now.
+    const record = item.action === 'restore' ? recomputed(flipped, item.def) : flipped;
     return { ok: true, record, change: item.action === 'delete' ? 'deleted' : 'restored' };
   }
   const applied = applyPatch(current, item.def, item.patch, item.userId, now);

@@ -3,7 +3,7 @@ import { characters } from '../core/characters.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import { FIELD_NAME } from '../schemas/common.ts';
 import { INDEXABLE, isIndexed } from './definition.ts';
-import { isDate, isDateTime, isEmail, isHttpUrl } from './field-types.ts';
+import { isDate, isDateTime, isEmail, isHttpUrl, valueType } from './field-types.ts';
 import type { FieldType, ObjectDef } from './object-def.ts';
 
 /**
@@ -124,9 +124,11 @@ export function catalogOf(
       const indexed = isIndexed(field);
       const ready = indexed && !(building.get(def.id) ?? []).includes(field.name);
       const multiple = field.type === 'reference' ? field.multiple === true : undefined;
+      // A formula is queried as the type of what it yields.
+      const type = valueType(field);
       if (known === undefined)
-        catalog.set(field.name, { type: field.type, indexed, ready, ...(multiple === undefined ? {} : { multiple }) });
-      else if (known === 'conflict' || known.type !== field.type || known.multiple !== multiple)
+        catalog.set(field.name, { type, indexed, ready, ...(multiple === undefined ? {} : { multiple }) });
+      else if (known === 'conflict' || known.type !== type || known.multiple !== multiple)
         catalog.set(field.name, 'conflict');
       else {
         known.indexed &&= indexed;

@@ -2,6 +2,7 @@ import { pointer, type InputProblem } from '../core/problem.ts';
 import type { ObjectRuleIn } from '../schemas/admin.ts';
 import type { ObjectRule } from './access.ts';
 import type { ObjectDef } from './definition.ts';
+import { formulasShowing } from './formula-access.ts';
 import { templateFields } from './name.ts';
 
 /**
@@ -30,6 +31,13 @@ export function roleRules(
     const named = new Set(def?.fields.map((field) => field.name) ?? []);
     const inName = new Set(templateFields(def?.nameTemplate ?? ''));
     const required = new Set(def?.fields.filter((field) => field.required === true).map((field) => field.name) ?? []);
+    const hidden = new Set(Object.keys(fields).filter((name) => fields[name] === 'hidden'));
+    for (const [formula, input] of formulasShowing(def?.fields ?? [], hidden))
+      add(
+        pointer('', 'objects', i, 'fields', input),
+        'formula_field',
+        `the formula ${formula} reads this field: hide the formula too, or its value would show this one`,
+      );
     for (const [name, limit] of Object.entries(fields)) {
       const at = pointer('', 'objects', i, 'fields', name);
       if (def !== undefined && !named.has(name)) add(at, 'unknown_field', 'not a field of the object');

@@ -11,6 +11,7 @@ import {
   UserInput,
   NewApiKey,
   ObjectDefinition,
+  ObjectDefinitionRead,
   ObjectDefinitionInput,
   ObjectDefinitionPage,
   UserPage,
@@ -241,9 +242,11 @@ export const adminOperations = {
     operationId: 'getObject',
     tag: 'Admin',
     summary: 'Read the current object definition',
-    description: 'In the shape `PUT` accepts, with `id` and `version`.',
+    description:
+      'In the shape `PUT` accepts, with `id` and `version`, and `computing` while formulas new in this version are ' +
+      'computed for the records written before it.',
     auth: 'admin',
-    ok: { status: 200, schema: ObjectDefinition },
+    ok: { status: 200, schema: ObjectDefinitionRead },
     errors: [],
   },
   getObjectVersion: {

@@ -1,5 +1,6 @@
 import { templateFields } from '../domain/name.ts';
 import { duplicateValues, isUniqueViolation } from '../storage/record-index.ts';
+import { hiddenInputProblems } from '../domain/formula-access.ts';
 import { startIndexBuild } from '../push/index-builds.ts';
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
@@ -7,6 +8,7 @@ import {
   definitionOut,
   definitionProblems,
   referenceChanges,
+  formulaProblems,
   reservedNames,
   type ObjectDef,
 } from '../domain/definition.ts';
@@ -364,11 +366,13 @@ async function definitionBody(
     adminStore(context).existingWorkspaces(input.workspaceIds.map((id) => own(context, id))),
     adminStore(context).objects(targets),
     objectId === undefined ? [] : adminStore(context).fieldHistory(objectId),
-    objectId === undefined ? new Set<string>() : adminStore(context).hiddenFields(objectId),
+    objectId === undefined ? [] : adminStore(context).hiddenFields(objectId),
   ]);
-  // A role that hides a field keeps it out of the name, which every member sees.
+  // A role that hides a field keeps it out of the name, which every member sees, and out of a
+  // formula that role shows.
+  const anyHides = new Set(hidden.flatMap((fields) => [...fields]));
   const shown = templateFields(input.nameTemplate ?? '').flatMap((name) =>
-    hidden.has(name)
+    anyHides.has(name)
       ? [{ pointer: '/nameTemplate', code: 'hidden_field', message: `a role hides ${name}`, status: 422 }]
       : [],
   );
@@ -398,7 +402,8 @@ async function definitionBody(
         ],
   );
   const reserved = reservedNames(history.at(-1) ?? [], input);
-  const problems = [...missing, ...unknownTargets, ...changed, ...reserved, ...shown];
+  const formulas = [...formulaProblems(input), ...hiddenInputProblems(input.fields, hidden)];
+  const problems = [...missing, ...unknownTargets, ...changed, ...reserved, ...formulas, ...shown];
   if (problems.length > 0) throw rejected(problems);
   return input;
 }
@@ -455,12 +460,14 @@ export async function updateObject(request: IRequest, context: Context): Promise
     failure: () => notFound('Object'),
     // A field newly indexed is built after the answer, in chunks. Should this call be lost, the
     // scheduled run starts the build.
-    done: (effects) =>
-      effects === undefined
-        ? undefined
-        : startIndexBuild(context.env, objectId).catch((error: unknown) => {
-            console.error(JSON.stringify({ message: 'index build not started', objectId, error: String(error) }));
-          }),
+    // This isolate's writes use the new definition at once (others within the memory's 30 s).
+    done: (effects) => {
+      if (effects === undefined) return undefined;
+      isolateCache.forgetObject(objectId);
+      return startIndexBuild(context.env, objectId).catch((error: unknown) => {
+        console.error(JSON.stringify({ message: 'index build not started', objectId, error: String(error) }));
+      });
+    },
   }).catch(async (error: unknown) => {
     // A field made unique while live records share a value: nothing was written; say which.
     if (!isUniqueViolation(error)) throw error;
@@ -500,7 +507,12 @@ export async function getObjectVersion(request: IRequest, context: Context): Pro
 export async function getObject(request: IRequest, context: Context): Promise<Response> {
   await requireAdmin(request, context);
   const { objectId } = pathIds(request.params, 'objectId');
-  const def = await adminStore(context).getObject(own(context, objectId));
+  const id = own(context, objectId);
+  const [def, computed] = await Promise.all([
+    adminStore(context).getObject(id),
+    adminStore(context).formulasComputed(id),
+  ]);
   if (def === undefined) throw notFound('Object');
-  return json(definitionOut(def));
+  const computing = computed === undefined ? {} : { computing: { formulas: { afterRecordId: computed } } };
+  return json({ ...definitionOut(def), ...computing });
 }

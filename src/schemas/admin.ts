@@ -16,7 +16,11 @@ export const FIELD_TYPES = [
   'json',
   'reference',
   'file',
+  'formula',
 ] as const;
+
+/** What a formula field's expression yields. */
+export const FORMULA_RESULT_TYPES = ['number', 'text', 'boolean', 'date', 'datetime'] as const;
 
 export const NamedInput = v.strictObject({ name: EntityName });
 export const Named = v.strictObject({ id: Id, name: EntityName });
@@ -137,6 +141,28 @@ export const FieldDefinition = v.strictObject({
       ),
     ),
   ),
+  expression: v.exactOptional(
+    v.pipe(
+      v.string(),
+      maxChars(100_000),
+      v.description(
+        "A formula field only (required there): what it computes from the record's other fields, e.g. " +
+          '`IF({Deal amount} > 1000, "large", "small")`. Fields by name (`amount`) or in braces (`{Deal amount}`), ' +
+          'and `createdAt`, `updatedAt`; numbers, "texts", TRUE, FALSE, NULL; `+ - * / %`, `&` (joins texts), ' +
+          '`= != < <= > >=`, `AND OR NOT`; IF, IFS, COALESCE, ISBLANK, ROUND, FLOOR, CEIL, ABS, MIN, MAX, LEN, ' +
+          'LOWER, UPPER, TRIM, LEFT, RIGHT, CONTAINS, DATEADD(d, n, "days"|"weeks"|"months"|"years"|"hours"|' +
+          '"minutes"|"seconds"), DATEDIFF(d1, d2, unit), YEAR, MONTH, DAY (UTC). At most 2,000 characters and 32 ' +
+          'levels. A blank input, a division by zero or an overflow gives no value. Checked when the definition ' +
+          'is written: 422 at the expression, with `position`.',
+      ),
+    ),
+  ),
+  resultType: v.exactOptional(
+    v.pipe(
+      v.picklist(FORMULA_RESULT_TYPES),
+      v.description('A formula field only (required there): the type of what the expression yields.'),
+    ),
+  ),
   unique: v.exactOptional(
     v.pipe(
       v.boolean(),
@@ -163,6 +189,28 @@ export const ObjectDefinition = v.strictObject({
   id: Id,
   version: v.pipe(Id, v.minValue(1)),
   ...ObjectDefinitionInput.entries,
+});
+
+/** An object's current definition as `GET /admin/objects/{id}` reads it: with the work its last change left. */
+export const ObjectDefinitionRead = v.strictObject({
+  ...ObjectDefinition.entries,
+  computing: v.exactOptional(
+    v.pipe(
+      v.strictObject({
+        formulas: v.strictObject({
+          afterRecordId: v.pipe(
+            v.number(),
+            v.integer(),
+            v.description("Records up to this id (-1: none yet) hold the current formulas' values."),
+          ),
+        }),
+      }),
+      v.description(
+        'Present while a formula new or changed in this version is computed for the records written before ' +
+          "it: until then such a record holds the formula's old value, or none.",
+      ),
+    ),
+  ),
 });
 
 /** A keyset page of the admin API's lists: `nextCursor` continues after the last item, null on the last page. */

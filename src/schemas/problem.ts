@@ -14,6 +14,13 @@ export const InputProblem = v.pipe(
     recordId: v.exactOptional(
       v.pipe(v.number(), v.integer(), v.description('A record the problem names: one that references the record.')),
     ),
+    position: v.exactOptional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.description("A formula's expression: where in it the problem is, 0-based, counted in UTF-16 code units."),
+      ),
+    ),
     code: v.pipe(
       v.string(),
       v.description(

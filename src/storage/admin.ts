@@ -3,6 +3,7 @@ import { idRange } from '../domain/tenant.ts';
 import type { FieldDef, ObjectDef } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
+import { FORMULAS_BUILD } from './record-index.ts';
 import { OBJECTS, toObjectDef, type ObjectRow } from './store.ts';
 import type { D1 } from './sessions.ts';
 
@@ -109,18 +110,18 @@ export class AdminStore {
     return rows.map(roleOf);
   }
 
-  /** The fields of `objectId` that a role of the tenant hides. */
-  async hiddenFields(objectId: number): Promise<Set<string>> {
-    const rows = await this.all<{ field: string }>(
+  /** The fields of `objectId` that each role of the tenant hides (roles hiding none left out). */
+  async hiddenFields(objectId: number): Promise<Set<string>[]> {
+    const rows = await this.all<{ fields: string }>(
       this.db
         .prepare(
-          `SELECT DISTINCT f.key AS field FROM roles ro, json_each(ro.objects) j, json_each(j.value, '$.fields') f
-           WHERE ro.id > ?1 AND ro.id < ?2 AND j.value ->> '$.objectId' = ?3 AND f.value = 'hidden'`,
+          `SELECT json_group_array(f.key) AS fields FROM roles ro, json_each(ro.objects) j, json_each(j.value, '$.fields') f
+           WHERE ro.id > ?1 AND ro.id < ?2 AND j.value ->> '$.objectId' = ?3 AND f.value = 'hidden' GROUP BY ro.id`,
         )
         .bind(...this.block(0), objectId),
       true,
     );
-    return new Set(rows.map((row) => row.field));
+    return rows.map((row) => new Set(JSON.parse(row.fields) as string[]));
   }
 
   /** A role the tenant defined. */
@@ -165,6 +166,17 @@ export class AdminStore {
   async getObject(id: number): Promise<ObjectDef | undefined> {
     const rows = await this.all<ObjectRow>(this.db.prepare(OBJECTS(this.tenant)).bind(JSON.stringify([id])), true);
     return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
+  }
+
+  /** Where the computation of the object's formulas for its records is (a record id), if one is due. */
+  async formulasComputed(id: number): Promise<number | undefined> {
+    const rows = await this.all<{ after: number }>(
+      this.db
+        .prepare('SELECT after_record_id AS after FROM index_builds WHERE object_id = ? AND field = ?')
+        .bind(id, FORMULAS_BUILD),
+      true,
+    );
+    return rows[0]?.after;
   }
 
   /** The current definitions of objects with an id above `after`, ascending, at most `limit`. */

@@ -128,6 +128,11 @@ export class IsolateCache {
     for (const keyHash of this.callers.keysWhere(holds)) this.callers.revoke(keyHash);
   }
 
+  /** An object's definition changed: this isolate reads it afresh (others within the memory's 30 s). */
+  forgetObject(objectId: number): void {
+    this.objects.revoke(objectId);
+  }
+
   /** A tenant left where this isolate thought it was (deleted, or moved): every key of its users is read afresh. */
   revokeTenant(tenantId: number): void {
     for (const keyHash of this.callers.keysWhere((caller) => tenantOfId(caller.userId) === tenantId))

@@ -11,6 +11,9 @@ import type { D1 } from './sessions.ts';
  * else reads or rebuilds it.
  */
 
+/** The build (a row of `index_builds`) that computes an object's formulas for its records: no field is so named. */
+export const FORMULAS_BUILD = '=formulas';
+
 /**
  * A field value as the index compares it, from a `json_each` row `e` of a record's field values
  * of a field of type `f.type`: the value itself (a boolean as 1 or 0), a date-time as epoch
@@ -28,7 +31,7 @@ export const datetimeKey = (param: string): string => `CAST(round(1000 * coalesc
 
 /** The indexed fields (name, type, unique) of version `current_version + delta` of object ?1, as JSON. */
 const indexedOf = (delta: number): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
-    f.value ->> '$.type', coalesce(f.value ->> '$.unique', 0)))
+    coalesce(f.value ->> '$.resultType', f.value ->> '$.type'), coalesce(f.value ->> '$.unique', 0)))
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
     json_each(v.fields) f
   WHERE o.id = ?1 AND (coalesce(f.value ->> '$.indexed', 0) OR coalesce(f.value ->> '$.unique', 0)))`;
@@ -68,14 +71,27 @@ const BUILD_UNIQUE = BUILD_FROM(
 const UNCLAIM = `UPDATE record_index SET unique_key = NULL
   WHERE object_id = ?1 AND unique_key IS NOT NULL AND ${CHANGED}
     AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1 AND is_unique)`;
-// Builds no longer due: the field is no longer indexed, or is unique (built above).
-const CANCEL = `DELETE FROM index_builds WHERE object_id = ?1
+// Builds no longer due: the field is no longer indexed, or is unique (built above). The
+// computation of formulas is not an index's build: it goes on.
+const CANCEL = `DELETE FROM index_builds WHERE object_id = ?1 AND field <> '${FORMULAS_BUILD}'
   AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1 AND NOT is_unique)`;
 // A field newly indexed (or indexed with another type) is built later, in chunks; a build
 // already under way for it starts again.
 const DUE = `INSERT INTO index_builds (object_id, field, after_record_id, started_at)
   SELECT ?1, f.name, -1, ?2 FROM index_fields f
   WHERE f.object_id = ?1 AND NOT f.is_unique AND ${NEW_IN('p.value ->> 0 = f.name AND p.value ->> 1 = f.type')}
+  ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
+
+/** The formula fields (name, expression, result type) of version `current_version + delta` of object ?1, as JSON. */
+const formulasOf = (delta: number): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
+    f.value ->> '$.expression', f.value ->> '$.resultType'))
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
+    json_each(v.fields) f
+  WHERE o.id = ?1 AND f.value ->> '$.type' = 'formula')`;
+// A version whose formulas differ from the last one's (a formula new or changed) has the records
+// written before it computed again, from the first; a computation under way starts again.
+const FORMULAS_DUE = `INSERT INTO index_builds (object_id, field, after_record_id, started_at)
+  SELECT ?1, '${FORMULAS_BUILD}', -1, ?2 WHERE ${formulasOf(0)} <> '[]' AND ${formulasOf(0)} IS NOT ${formulasOf(-1)}
   ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
 
 /**
@@ -88,6 +104,7 @@ export function reindexObject(db: D1, objectId: number, now: number): D1Prepared
   return [
     ...[DROP, BUILD_UNIQUE, UNCLAIM, CANCEL].map((sql) => db.prepare(sql).bind(objectId)),
     db.prepare(DUE).bind(objectId, now),
+    db.prepare(FORMULAS_DUE).bind(objectId, now),
   ];
 }
 

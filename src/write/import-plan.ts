@@ -4,7 +4,7 @@ import { recordAccess, type Caller } from '../domain/access.ts';
 import { planCreate, type NewRecord } from '../domain/create.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import type { Row } from '../domain/import-file.ts';
-import { inColumns, type ImportRow } from '../domain/import-rows.ts';
+import { inColumns, withoutFormulas, type ImportRow } from '../domain/import-rows.ts';
 import { modeOf, type ImportState } from '../domain/imports.ts';
 import { applyPatch, patchProblems } from '../domain/patch.ts';
 import type { FieldValueOut, PatchIn, RecordOut } from '../schemas/record.ts';
@@ -90,7 +90,11 @@ function goodRows(input: ChunkInput, plan: ChunkPlan): GoodRow[] {
     else if (!row.read.ok) plan.errors.push({ row: row.number, errors: row.read.problems });
     else
       return [
-        { number: row.number, row: row.read.row, ...(row.read.row.id === undefined ? {} : { key: row.read.row.id }) },
+        {
+          number: row.number,
+          row: withoutFormulas(row.read.row, input.def),
+          ...(row.read.row.id === undefined ? {} : { key: row.read.row.id }),
+        },
       ];
     return [];
   });

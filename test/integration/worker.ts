@@ -68,8 +68,8 @@ export class IndexBuildObject extends ProductionIndexBuild {
   }
 
   /** One step, as an alarm would run it: false when no build was due. */
-  stepOnce(objectId: number): Promise<boolean> {
-    return this.step(objectId);
+  async stepOnce(objectId: number): Promise<boolean> {
+    return (await this.step(objectId)) !== undefined;
   }
 
   async release(objectId: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { foldCase } from '../../src/core/fold.ts';
-import { neutralised } from '../../src/domain/formulas.ts';
+import { neutralised } from '../../src/domain/csv-injection.ts';
 import type { World } from './world.ts';
 
 /**

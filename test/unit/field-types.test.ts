@@ -132,6 +132,14 @@ const cases: Record<
       ],
     ],
   },
+  // A formula's values are those of its result type (text here: the field names none).
+  formula: {
+    accepts: ['computed', ''],
+    rejects: [
+      [1, 'invalid_type'],
+      ['x'.repeat(100_001), 'invalid_value'],
+    ],
+  },
 };
 
 describe('checkValue: a file field with multiple', () => {

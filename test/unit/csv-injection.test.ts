@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { neutralised, restored } from '../../src/domain/formulas.ts';
+import { neutralised, restored } from '../../src/domain/csv-injection.ts';
 
 const FORMULA_START = ['=', '+', '-', '@', '\t', '\r'];
 
