@@ -391,6 +391,74 @@ describe('/console over HTTP', () => {
     },
   );
 
+  it.skipIf(!browserTestsRun)(
+    'an administrator adds a formula: a wrong one is shown at its position, a right one read-only on records',
+    async () => {
+      const fay = await user('Fay', true);
+      const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Orders' });
+      await call('PUT', `/admin/workspaces/${ws}/members/${fay.id}`, ADMIN, { role: 'editor' });
+      const object = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Order',
+        workspaceIds: [ws],
+        nameTemplate: '{item}',
+        fields: [
+          { name: 'item', type: 'text', required: true },
+          { name: 'price', type: 'number' },
+          { name: 'count', type: 'integer' },
+        ],
+      });
+      const made = await create(fay.key, object.id, [fv('item', 'Lamp'), fv('price', 4.5), fv('count', 4)]);
+      const page = await openTab(`${worker.url}/console`);
+      try {
+        await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
+        await page.type('#api-key', fay.key);
+        await page.press('Enter');
+        await page.waitFor(linkNamed('Administration', 'nav'), 'the administration link');
+        await page.evaluate(`location.hash = '#/admin'`);
+        await page.waitFor(`document.querySelector('#add-field')`, 'the field form');
+        await page.evaluate(`(() => { const f = document.querySelector('#add-field');
+          f.elements.object.value = '${object.id}'; f.elements.type.value = 'formula';
+          f.elements.resultType.value = 'number'; })()`);
+        await page.type('#add-field input[name="name"]', 'total');
+        await page.type('#add-field input[name="expression"]', 'price * "x"');
+        await page.evaluate(`document.querySelector('#add-field button').focus()`);
+        await page.press('Enter');
+        // The problem is shown under the expression, its caret at the position the API names.
+        const shown = await page.waitFor<string>(
+          `document.querySelector('#field-added pre.formula-error')?.textContent`,
+          'the formula error',
+        );
+        expect(shown.split('\n')[1]).toMatch(/^ {8}\^ /);
+        expect(
+          await page.evaluate(`(() => { const e = document.querySelector('#add-field input[name="expression"]');
+            return [e.selectionStart, e.getAttribute('aria-invalid'), document.activeElement === e]; })()`),
+        ).toEqual([8, 'true', true]);
+        expect((await call('GET', `/admin/objects/${object.id}`, ADMIN)).version).toBe(1);
+
+        await page.type('#add-field input[name="expression"]', 'price * count');
+        await page.evaluate(`document.querySelector('#add-field button').focus()`);
+        await page.press('Enter');
+        await page.waitFor(shows('#field-added', 'Added total to Order (now version 2)'), 'the formula added');
+        // The record written before it gets its value in the background; on its page it cannot be edited.
+        for (let tries = 0; ; tries++) {
+          const record = await call('GET', `/records/${made.id}`, fay.key);
+          if (record.fieldValues.some((f: { fieldName: string }) => f.fieldName === 'total')) break;
+          if (tries > 100) throw new Error('the formula was not computed for the record');
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        await page.evaluate(`location.hash = '#/records/${made.id}'`);
+        await page.waitFor(`document.querySelector('#field-total')?.value === '18'`, 'the computed total');
+        expect(
+          await page.evaluate(`(() => { const e = document.querySelector('#field-total');
+            return [e.readOnly, e.disabled, document.querySelector('label[for="field-total"]').textContent,
+              document.querySelector('form[data-field="total"] button').disabled]; })()`),
+        ).toEqual([true, true, 'total (formula)', true]);
+      } finally {
+        await page.close();
+      }
+    },
+  );
+
   it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
     const res = await fetch(`${worker.url}/console`);
     expect(res.status).toBe(200);
