@@ -7,6 +7,7 @@ import { bench, describe } from 'vitest';
 import { NO_LIMITS, type Access, type Caller } from '../../src/domain/access.ts';
 import { planCreate } from '../../src/domain/create.ts';
 import type { ObjectDef } from '../../src/domain/definition.ts';
+import { withFormulas } from '../../src/domain/formula-values.ts';
 import { applyPatch, patchProblems } from '../../src/domain/patch.ts';
 import { duplicateProblems, fieldValueDuplicates, parseBatch, pointer } from '../../src/schemas/parse.ts';
 import { CreateItem, PatchItem, type RecordOut } from '../../src/schemas/record.ts';
@@ -86,7 +87,35 @@ const patchDuplicates = (items: readonly unknown[]) => [
   ...createDuplicates(items),
 ];
 
+// The same object with five formulas: what a batch's records cost to compute (target: ≤ 100 µs).
+const withFive: ObjectDef = {
+  ...def,
+  fields: [
+    ...def.fields,
+    { name: 'fullName', type: 'formula', expression: 'TRIM(firstName & " " & UPPER(lastName))', resultType: 'text' },
+    {
+      name: 'next',
+      type: 'formula',
+      expression: 'IF(stage = "lead", score * 2 + 1, ROUND(score / 3, 1))',
+      resultType: 'number',
+    },
+    { name: 'renews', type: 'formula', expression: 'DATEADD(born, 18, "years")', resultType: 'date' },
+    {
+      name: 'fresh',
+      type: 'formula',
+      expression: 'DATEDIFF(seen, updatedAt, "days") < 30 AND NOT ISBLANK(email)',
+      resultType: 'boolean',
+    },
+    { name: 'rank', type: 'formula', expression: 'COALESCE(next, 0) + LEN(fullName)', resultType: 'number' },
+  ],
+};
+const computeInputs = stored.map((record) => record.fieldValues);
+
 describe('pure core, one 20-record batch', () => {
+  bench('formulas: five computed for each of 20 records', () => {
+    for (const values of computeInputs) withFormulas(withFive, values, { createdAt: 1, updatedAt: 2 });
+  });
+
   bench('create: parse + validate + render', () => {
     const parsed = parseBatch(CreateItem, createBody, createDuplicates);
     if (!parsed.ok) throw new Error('fixture should parse');
