@@ -155,21 +155,11 @@ export function applyDeletion(record: RecordOut, deleted: boolean, userId: numbe
   };
 }
 
-/** The record with its formulas (and so its name) computed by the definition `def`. */
-function recomputed(record: RecordOut, def: ObjectDef): RecordOut {
-  const fieldValues = withFormulas(def, record.fieldValues, record);
-  return sameValues(fieldValues, record.fieldValues)
-    ? record
-    : { ...record, fieldValues, name: recordName(def, fieldValues, record.id) };
-}
-
 function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
   if (!ifMatchAllows(item.ifMatch, current.version)) return { ok: false, status: 412 };
   if (item.action !== undefined) {
-    const flipped = applyDeletion(current, item.action === 'delete', item.userId, now);
-    if (flipped === current) return { ok: true, record: current };
-    // Formulas are not computed for deleted records: a restored one gets them as they are now.
-    const record = item.action === 'restore' ? recomputed(flipped, item.def) : flipped;
+    const record = applyDeletion(current, item.action === 'delete', item.userId, now);
+    if (record === current) return { ok: true, record };
     return { ok: true, record, change: item.action === 'delete' ? 'deleted' : 'restored' };
   }
   const applied = applyPatch(current, item.def, item.patch, item.userId, now);

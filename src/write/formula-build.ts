@@ -31,8 +31,8 @@ export interface FormulaStep {
 /** The chunk's records whose stored formula values are not what `def` computes, as their next states. */
 export function recomputedStates(def: ObjectDef, records: readonly RecordOut[], now: number): ChangeOf[] {
   return records.flatMap((prev): ChangeOf[] => {
-    // A deleted record is computed when it is restored.
-    if (prev.deleted || sameValues(withFormulas(def, prev.fieldValues, prev), prev.fieldValues)) return [];
+    // A deleted record too: restored, it holds what it would have held (a restore changes no value).
+    if (sameValues(withFormulas(def, prev.fieldValues, prev), prev.fieldValues)) return [];
     const updatedAt = Math.max(now, prev.updatedAt);
     const fieldValues = withFormulas(def, prev.fieldValues, { createdAt: prev.createdAt, updatedAt });
     const next = {

@@ -3,6 +3,9 @@ import worker from '../../src/index.ts';
 import { RecordObject } from '../../src/record-object.ts';
 import { TenantObject } from '../../src/tenant-object.ts';
 import { runScheduled } from '../../src/scheduled.ts';
+import { tenantOfId } from '../../src/domain/tenant.ts';
+import { databaseFor } from '../../src/tenancy/routes.ts';
+import { formulaStep } from '../../src/write/formula-build.ts';
 import { withProductionLimits } from '../limits.ts';
 import type { SqliteD1, SqliteStatement } from './sqlite-d1.ts';
 import { EPOCH, type Actor, type World } from './world.ts';
@@ -113,6 +116,18 @@ export class Cluster {
     return this.world.actors
       .run(actor, () => runScheduled(this.env(actor), Date.now()))
       .finally(() => (console.log = log));
+  }
+
+  /**
+   * One step of an object's formula computation, as its builder's alarm runs it, as a fresh actor
+   * (`now`: the clock it reads): when the next step is due, undefined when none is.
+   */
+  formulaStep(objectId: number, now?: number): Promise<number | undefined> {
+    const actor: Actor = { name: `formulas ${++this.requests}`, dead: false };
+    return this.world.actors.run(actor, async () => {
+      const db = await databaseFor(this.env(actor), tenantOfId(objectId));
+      return db === undefined ? undefined : (await formulaStep(db, objectId, now ?? Date.now())).next;
+    });
   }
 
   /** What code running as `actor` is given: D1 over this network, the record objects, stubs for the rest. */

@@ -1,5 +1,6 @@
 /// <reference types="node" />
 import { LEDGER_TTL_MS } from '../../src/scheduled.ts';
+import { SETTLE_MS } from '../../src/write/formula-build.ts';
 import { KEY_TTL_MS, LEASE_MS } from '../../src/storage/idempotency.ts';
 import { RECORD_COLUMNS, recordsOf, type RecordReadRow } from '../../src/storage/store.ts';
 import { byName, foldItem } from '../feed-fold.ts';
@@ -520,6 +521,13 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
       }
     });
     const move = moving ? operate(world, http, base, tenants) : undefined;
+    // One run in three (no random draw decides it: other runs keep their schedules), an
+    // administrator adds a formula to one tenant's Sim object as clients write, and its builder
+    // computes it for the records written before, under the same faults.
+    const formula =
+      world.seed % 3 === 0
+        ? defineFormula(world, http, cluster, tenants[world.seed % tenants.length] as Tenant)
+        : undefined;
     let finished = 0;
     for (const client of work) void client.then(() => finished++);
     await world.run();
@@ -527,6 +535,10 @@ async function run(seed: number, base: Setup): Promise<RunReport> {
     if (move !== undefined) {
       cluster.faults = NO_FAULTS;
       violations.push(...(await checkMove(world, cluster, base, await move)));
+    }
+    if (formula !== undefined) {
+      cluster.faults = NO_FAULTS;
+      violations.push(...(await checkFormula(world, cluster, base, await formula)));
     }
 
     // The history, checked with the faults off: every key sent once more, then each tenant's feed read whole.
@@ -655,6 +667,76 @@ async function operate(
     await world.sleep(world.between(20, 100) * (a + 1));
   }
   return run;
+}
+
+/** The formula a run adds to a tenant's Sim object: the length of its title. */
+const TITLE_LENGTH = { name: 'titleLength', type: 'formula', expression: 'LEN(title)', resultType: 'number' };
+
+interface FormulaRun {
+  tenant: Tenant;
+  defined: boolean;
+}
+
+/**
+ * An administrator adds TITLE_LENGTH to the tenant's Sim object (keyed, sent until answered),
+ * then the object's builder runs its steps as alarms would, each a fresh actor under the faults.
+ */
+async function defineFormula(
+  world: World,
+  http: ReturnType<typeof client>,
+  cluster: Cluster,
+  tenant: Tenant,
+): Promise<FormulaRun> {
+  const run: FormulaRun = { tenant, defined: false };
+  await world.sleep(world.between(0, 300));
+  const path = `/admin/objects/${tenant.objectId}`;
+  for (let a = 0; a < 8 && !run.defined; a++) {
+    const read = await http.send('GET', path, tenant.admin);
+    if (read.status === 200) {
+      const { id: _id, version: _version, computing: _computing, ...definition } = read.body as Record<string, any>;
+      const body = { ...definition, fields: [...(definition.fields as unknown[]), TITLE_LENGTH] };
+      const answer = await http.send('PUT', path, tenant.admin, body, { 'Idempotency-Key': `formula-${world.seed}` });
+      run.defined = answer.status === 200;
+    }
+    if (!run.defined) await world.sleep(world.between(20, 100) * (a + 1));
+  }
+  for (let steps = 0; run.defined && steps < 300; steps++) {
+    const next = await cluster.formulaStep(tenant.objectId).catch(() => Date.now() + 5_000);
+    if (next === undefined) break;
+    await world.sleep(Math.max(next - Date.now(), world.between(5, 50)));
+  }
+  return run;
+}
+
+/**
+ * With the faults off, the computation ends (the clock past the wait for older writes), and every
+ * live record of the object holds the length of its title, whoever wrote it when.
+ */
+async function checkFormula(world: World, cluster: Cluster, base: Setup, run: FormulaRun): Promise<string[]> {
+  if (!run.defined) return [];
+  const { objectId } = run.tenant;
+  for (let i = 0; i < 1000; i++) {
+    const step = cluster.formulaStep(objectId, Date.now() + SETTLE_MS);
+    await world.run();
+    if ((await step) === undefined) break;
+  }
+  const d1 = whereIs(base, run.tenant);
+  const rows = d1.db
+    .prepare('SELECT id, field_values FROM records WHERE object_id = ? AND deleted = 0')
+    .all(objectId) as { id: number; field_values: string }[];
+  const violations: string[] = [];
+  for (const row of rows) {
+    const values = new Map((JSON.parse(row.field_values) as FieldValue[]).map((v) => [v.fieldName, v.value]));
+    const title = values.get('title');
+    const expected = typeof title === 'string' ? [...title].length : undefined;
+    if (values.get('titleLength') !== expected)
+      violations.push(`record ${row.id}: titleLength ${String(values.get('titleLength'))}, its title ${String(title)}`);
+  }
+  const left = d1.db.prepare('SELECT count(*) AS n FROM index_builds WHERE object_id = ?').get(objectId) as {
+    n: number;
+  };
+  if (left.n > 0) violations.push(`the formula computation of object ${objectId} did not end`);
+  return violations;
 }
 
 /** The database a tenant is on now, as the catalog says. */
@@ -893,6 +975,8 @@ function checkHistory(
       const whole = states.get(`${record.id}@${record.version}`);
       // A member's answers hold the state without the field their role hides.
       const state = attempt.token === attempt.tenant.memberKey && whole !== undefined ? withoutFlag(whole) : whole;
+      if (!sameState(record, state) && process.env.SIM_DEBUG)
+        process.stderr.write(JSON.stringify({ record, state }) + '\n');
       if (!sameState(record, state))
         violations.push(
           `${attempt.op} answered record ${record.id} v${record.version}, which the feed does not hold as answered`,
