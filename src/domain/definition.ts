@@ -23,6 +23,7 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   reference: false,
   file: false,
   formula: false,
+  lookup: false,
 };
 
 /** Types whose values an index keeps (scalars). */
@@ -46,8 +47,11 @@ export const isIndexed = (field: FieldDef): boolean =>
 
 /** The properties only a reference field takes. */
 const REFERENCE_ONLY = ['target', 'multiple', 'onDelete'] as const;
-/** The properties only a formula field takes, and needs. */
+/** The properties only a formula field takes, and needs; and a lookup's. */
 const FORMULA_ONLY = ['expression', 'resultType'] as const;
+const LOOKUP_ONLY = ['reference', 'field'] as const;
+/** Fields whose values no write gives: computed, or read from elsewhere. */
+export const isComputed = (field: FieldDef): boolean => field.type === 'formula' || field.type === 'lookup';
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
@@ -92,8 +96,14 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
       if (field.type !== 'formula' && field[key] !== undefined)
         add(pointer('', 'fields', i, key), 'not_allowed', 'only formula fields take it');
     }
-    if (field.type === 'formula' && field.required !== undefined)
-      add(pointer('', 'fields', i, 'required'), 'not_allowed', 'a formula is computed, never required');
+    for (const key of LOOKUP_ONLY) {
+      if (field.type === 'lookup' && field[key] === undefined)
+        add(pointer('', 'fields', i, key), 'required', `a lookup field needs a ${key}`);
+      if (field.type !== 'lookup' && field[key] !== undefined)
+        add(pointer('', 'fields', i, key), 'not_allowed', 'only lookup fields take it');
+    }
+    if (isComputed(field) && field.required !== undefined)
+      add(pointer('', 'fields', i, 'required'), 'not_allowed', `a ${field.type} is never given, so never required`);
     if (field.indexed === true && !INDEXABLE.has(valueType(field)) && field.type !== 'reference')
       add(pointer('', 'fields', i, 'indexed'), 'not_allowed', `a ${field.type} field cannot be indexed`);
     if (
@@ -126,6 +136,30 @@ export function formulaProblems(input: ObjectDefinitionIn): InputProblem[] {
     message,
     status: 422,
   }));
+}
+
+/**
+ * Lookup fields that do not read through a reference field of this definition to a field of its
+ * target (`targets`: the definitions of the objects its references name; this one's own fields
+ * under `self`): each 422 at what is wrong. A lookup does not read another lookup.
+ */
+export function lookupProblems(
+  input: ObjectDefinitionIn,
+  targets: ReadonlyMap<number, readonly FieldDef[]>,
+): InputProblem[] {
+  return input.fields.flatMap((field, i): InputProblem[] => {
+    if (field.type !== 'lookup' || field.reference === undefined || field.field === undefined) return [];
+    const at = (key: string, message: string): InputProblem[] => [
+      { pointer: pointer('', 'fields', i, key), code: 'invalid_lookup', message, status: 422 },
+    ];
+    const reference = input.fields.find((f) => f.name === field.reference);
+    if (reference?.type !== 'reference' || reference.target === undefined)
+      return at('reference', `${field.reference} is not a reference field of this object`);
+    const target = targets.get(reference.target)?.find((f) => f.name === field.field);
+    if (target === undefined)
+      return at('field', `the records ${field.reference} references have no field ${field.field}`);
+    return target.type === 'lookup' ? at('field', `${field.field} is a lookup itself: read its own reference`) : [];
+  });
 }
 
 /** The definition as the admin API answers it (the shape PUT accepts, plus id and version). */

@@ -65,6 +65,8 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
       return checkFiles(value, field.multiple === true ? MAX_FILES : 1);
     case 'formula':
       return checkValue({ name: field.name, type: valueType(field) }, value);
+    case 'lookup':
+      return wrongValue('a lookup holds no value of its own');
     default:
       return unhandled(field.type, 'field type');
   }

@@ -38,8 +38,9 @@ export function applyFieldValues(
       );
       return;
     }
-    if (field.type === 'formula') {
-      problems.push(problem(pointer(prefix, 'fieldValues', index), 'read_only_field', `${fieldName} is computed`));
+    if (field.type === 'formula' || field.type === 'lookup') {
+      const what = field.type === 'formula' ? 'computed' : 'read from the record it references';
+      problems.push(problem(pointer(prefix, 'fieldValues', index), 'read_only_field', `${fieldName} is ${what}`));
       return;
     }
     if (value === null) {

@@ -4,13 +4,17 @@ import { compileFormulas } from './formula-language.ts';
 
 /**
  * A formula shows what it reads: a role that hides a field must hide every formula reading it
- * (directly or through other formulas), or the formula's value would tell the hidden one.
+ * (directly or through other formulas), or the formula's value would tell the hidden one; and a
+ * lookup shows what its reference field names, so it goes with that field.
  */
 
-/** Each formula field of `fields` with every field it reads, through other formulas too. */
+/** Each formula (or lookup) field of `fields` with every field it reads, through other formulas too. */
 export function formulaInputs(fields: readonly FieldDef[]): Map<string, Set<string>> {
   const compiled = fields.some((field) => field.type === 'formula') ? compileFormulas(fields) : undefined;
   const reads = new Map<string, Set<string>>();
+  // A lookup reads its reference field (what it shows comes from the records that field names).
+  for (const field of fields)
+    if (field.type === 'lookup' && field.reference !== undefined) reads.set(field.name, new Set([field.reference]));
   if (compiled?.ok !== true) return reads;
   // Compiled in an order where a formula comes after those it reads.
   for (const formula of compiled.formulas) {

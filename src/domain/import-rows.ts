@@ -8,6 +8,7 @@ import { SYSTEM_COLUMNS } from './export.ts';
 import { restored } from './csv-injection.ts';
 import type { ImportMode } from './imports.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
+import { isComputed } from './definition.ts';
 
 /**
  * The rows of an import file, as plain data: NDJSON lines and RFC 4180 CSV records are read from
@@ -60,11 +61,11 @@ export interface ImportRow {
 }
 
 /**
- * The row without the values of formula fields: they are computed, so an export's values of them
- * are not written back (an export goes back in unchanged).
+ * The row without the values of formula and lookup fields: no write gives them, so an export's
+ * values of them are not written back (an export goes back in unchanged).
  */
 export function withoutFormulas(row: ImportRow, def: ObjectDef): ImportRow {
-  const computed = new Set(def.fields.filter((field) => field.type === 'formula').map((field) => field.name));
+  const computed = new Set(def.fields.filter(isComputed).map((field) => field.name));
   if (computed.size === 0 || !row.fieldValues.some((entry) => computed.has(entry.fieldName))) return row;
   return { ...row, fieldValues: row.fieldValues.filter((entry) => !computed.has(entry.fieldName)) };
 }
@@ -290,7 +291,7 @@ export function csvRow(record: CsvRecord, columns: readonly string[], def: Objec
     const name = columns[i] as string;
     const cell = restored(raw);
     const field = def.fields.find((f) => f.name === name);
-    if (field?.type === 'formula') continue;
+    if (field !== undefined && isComputed(field)) continue;
     if (field === undefined) problems.push(...ownCell(row, name, cell, mode));
     else if (cell === '') {
       if (mode === 'update') (row.blank ??= []).push(name);

@@ -155,6 +155,14 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
   for (const key of Object.keys(input))
     if (!KEYS.has(key)) add(pointer('', key), 'unknown_property', 'unknown property');
 
+  // A lookup is read from another record when a page is answered: no SQL can compare it.
+  const notFilterable = (at: string): void =>
+    void problems.push({
+      pointer: at,
+      code: 'not_filterable',
+      message: 'a lookup is read from the record it references: it can be neither filtered nor sorted',
+      status: 422,
+    });
   const resolve = (name: unknown, at: string): FieldRef | undefined => {
     if (typeof name !== 'string') return void add(at, 'invalid_type', 'expected string');
     if (isSystem(name)) return { kind: 'system', name, type: SYSTEM_FIELDS[name] };
@@ -194,6 +202,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
     conditions += 1;
     if (conditions === MAX_CONDITIONS + 1) add(at, 'too_many', `expected at most ${MAX_CONDITIONS} conditions`);
     const field = resolve(node.field, pointer(at, 'field'));
+    if (field?.type === 'lookup') return void notFilterable(pointer(at, 'field'));
     if (field?.name === 'deleted') namesDeleted = true;
     const op = node.op;
     if (!OPS.includes(op as Op))
@@ -238,6 +247,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
           add(pointer(at, 'direction'), 'invalid_value', 'expected asc or desc');
         const field = resolve(key.field, pointer(at, 'field'));
         if (field === undefined) return;
+        if (field.type === 'lookup') return notFilterable(pointer(at, 'field'));
         const sortable =
           field.kind === 'system' ? SORTABLE_SYSTEM.has(field.name) : field.indexed && field.multiple !== true;
         if (!sortable)

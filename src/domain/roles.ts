@@ -36,7 +36,7 @@ export function roleRules(
       add(
         pointer('', 'objects', i, 'fields', input),
         'formula_field',
-        `the formula ${formula} reads this field: hide the formula too, or its value would show this one`,
+        `${formula} (a formula or lookup) reads this field: hide it too, or its value would show this one`,
       );
     for (const [name, limit] of Object.entries(fields)) {
       const at = pointer('', 'objects', i, 'fields', name);

@@ -9,6 +9,7 @@ import {
   definitionProblems,
   referenceChanges,
   formulaProblems,
+  lookupProblems,
   reservedNames,
   type ObjectDef,
 } from '../domain/definition.ts';
@@ -402,7 +403,13 @@ async function definitionBody(
         ],
   );
   const reserved = reservedNames(history.at(-1) ?? [], input);
-  const formulas = [...formulaProblems(input), ...hiddenInputProblems(input.fields, hidden)];
+  const targetFields = new Map([...objects].map(([id, def]) => [id, def.fields]));
+  if (objectId !== undefined) targetFields.set(objectId, input.fields);
+  const formulas = [
+    ...formulaProblems(input),
+    ...hiddenInputProblems(input.fields, hidden),
+    ...lookupProblems(input, targetFields),
+  ];
   const problems = [...missing, ...unknownTargets, ...changed, ...reserved, ...formulas, ...shown];
   if (problems.length > 0) throw rejected(problems);
   return input;

@@ -1,7 +1,9 @@
 import type { Context } from '../context.ts';
 import type { Caller } from '../domain/access.ts';
 import { expandedOf, referencedIds } from '../domain/references.ts';
-import type { FieldValueOut } from '../schemas/record.ts';
+import type { ObjectDef } from '../domain/definition.ts';
+import { lookupTargets, withLookups } from '../domain/lookups.ts';
+import type { FieldValueOut, RecordOut } from '../schemas/record.ts';
 import { referencedRows } from '../storage/references.ts';
 
 /**
@@ -10,6 +12,23 @@ import { referencedRows } from '../storage/references.ts';
  */
 export const expandParam = (params: URLSearchParams): string[] | undefined =>
   params.has('expand') ? params.getAll('expand').flatMap((raw) => raw.split(',')) : undefined;
+
+/**
+ * The records with their lookups' values (`defs`: their objects' definitions), as the caller may
+ * see what the lookups read: one D1 read for the page, none when its lookups read nothing.
+ */
+export async function withLookupValues<T extends RecordOut>(
+  context: Context,
+  caller: Caller,
+  records: readonly T[],
+  defs: ReadonlyMap<number, ObjectDef> | readonly ObjectDef[],
+): Promise<T[]> {
+  const byId = defs instanceof Map ? defs : new Map((defs as readonly ObjectDef[]).map((def) => [def.id, def]));
+  const { ids, fields } = lookupTargets(records, byId);
+  if (ids.length === 0) return [...records];
+  const rows = await referencedRows(context.reads, context.meter, ids, fields);
+  return records.map((record) => withLookups(record, byId.get(record.objectId), rows, caller));
+}
 
 /**
  * Each record with `expanded`: what its reference fields in `fields` name, as the caller may see

@@ -7,14 +7,14 @@ import { parseFeedQuery, parseListQuery, parsePageQuery } from '../domain/list-q
 import { definitionOut } from '../domain/definition.ts';
 import { keyHashOf } from '../http/auth.ts';
 import { cursorKey, readCursor, readPosition, signCursor, signPosition } from '../http/cursor.ts';
-import { HttpError, invalidQuery, notFound, unauthorized, type InputProblem } from '../http/errors.ts';
+import { HttpError, invalidQuery, notFound, rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import { tenantPathIds } from '../http/params.ts';
 import { MAX_PAGE_BYTES } from '../storage/store.ts';
 import { queryOf } from '../http/query.ts';
 import { json } from '../http/respond.ts';
 import { feedItem } from '../domain/feed-item.ts';
 import { expandProblems } from '../domain/references.ts';
-import { withExpanded } from './expand.ts';
+import { withExpanded, withLookupValues } from './expand.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 
 /**
@@ -62,11 +62,25 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const scope = `records/${workspaceId}/${canonicalJson(filter)}`;
   const after = await caught(async () => (cursor === undefined ? 0 : readCursor(secret, cursor, scope, 'cursor')));
   if (!after.ok) return refuse(context, keyHash, workspaceId, [], after.error);
-  const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, expand !== undefined);
+  // With the definitions in view (same round trip): lookups and expands read them.
+  const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, true);
   const caller = member(page.caller, workspaceId, []);
+  // A lookup is read when a record is answered: nothing stored can match it.
+  const lookups = new Set(
+    page.objects.flatMap((def) => def.fields.filter((f) => f.type === 'lookup').map((f) => f.name)),
+  );
+  const named = filter.fields.filter((field) => lookups.has(field.name));
+  if (named.length > 0)
+    throw rejected(
+      named.map(({ name }) => ({
+        query: `field.${name}`,
+        code: 'not_filterable',
+        message: 'a lookup is read from the record it references: it cannot be filtered',
+      })),
+    );
   if (isLimited(caller)) context.meter.hideRows();
   const limitsOf = limitsIn(caller, workspaceId);
-  const shown = page.records.slice(0, limit);
+  const shown = await withLookupValues(context, caller, page.records.slice(0, limit), page.objects);
   if (expand !== undefined) {
     const wrong = expandProblems(expand, objectsInView(caller, workspaceId, page.objects), () => ({ query: 'expand' }));
     if (wrong.length > 0) throw invalidQuery(wrong);

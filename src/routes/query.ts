@@ -7,12 +7,12 @@ import { isLimited, objectsHiding, objectsInView, rowsSeen, shownTo } from '../d
 import { keyHashOf } from '../http/auth.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
-import { invalidBody, notFound, unauthorized } from '../http/errors.ts';
+import { invalidBody, notFound, rejected, unauthorized } from '../http/errors.ts';
 import { tenantPathIds } from '../http/params.ts';
 import { json } from '../http/respond.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Queries, type Position } from '../storage/query.ts';
-import { withExpanded } from './expand.ts';
+import { withExpanded, withLookupValues } from './expand.ts';
 import { pageOf } from './lists.ts';
 
 /**
@@ -36,7 +36,9 @@ export async function queryRecords(request: IRequest, context: Context): Promise
   // The objects and fields the caller's role lets them see are all a query may name.
   const view = objectsInView(caller, workspaceId, objects);
   const parsed = parseQuery(body.value, catalogOf(view, building));
-  if (!parsed.ok) throw invalidBody(parsed.problems);
+  // A well-formed query naming only fields it cannot filter on (lookups) is 422, any other problem 400.
+  if (!parsed.ok)
+    throw parsed.problems.every((p) => p.status === 422) ? rejected(parsed.problems) : invalidBody(parsed.problems);
   const query = parsed.value;
   // A field hidden in one object and shown in another: the query leaves the first object's records out.
   const excluded = objectsHiding(caller, workspaceId, objects, namedFields(query));
@@ -47,7 +49,8 @@ export async function queryRecords(request: IRequest, context: Context): Promise
     query.cursor === undefined ? undefined : ((await readPosition(secret, query.cursor, scope, '/cursor')) as Position);
   const page = await queries.page(workspaceId, query, after);
   // Hidden fields leave each record before anything is expanded from it.
-  const shown = page.records.map((record) => shownTo(caller, record, workspaceId));
+  const looked = await withLookupValues(context, caller, page.records, objects);
+  const shown = looked.map((record) => shownTo(caller, record, workspaceId));
   const expanded = await withExpanded(context, caller, shown, query.expand);
   const items = pageOf(expanded.map((record) => project(record, query.fields)));
   const cut = items.length < page.records.length;

@@ -6,7 +6,7 @@ import { expandProblems } from '../domain/references.ts';
 import { invalidQuery, notFound, unauthorized } from '../http/errors.ts';
 import { tenantPathIds } from '../http/params.ts';
 import { recordResponse } from '../http/respond.ts';
-import { expandParam, withExpanded } from './expand.ts';
+import { expandParam, withExpanded, withLookupValues } from './expand.ts';
 
 /** GET /records/{recordId} and GET /workspaces/{workspaceId}/records/{recordId}: viewers may read. */
 export async function readRecord(request: IRequest, context: Context): Promise<Response> {
@@ -22,8 +22,9 @@ export async function readRecord(request: IRequest, context: Context): Promise<R
   const record = records.get(recordId);
   const access = record === undefined ? undefined : recordAccess(caller, record, workspaceId);
   if (record === undefined || access?.read !== true) throw notFound('Record');
-  // Fields hidden from the caller are not in the answer, and expand cannot name them.
-  const shown = withoutHidden(record, access.fields.hidden);
+  // Fields hidden from the caller are not in the answer (lookups included), and expand cannot name them.
+  const [looked] = await withLookupValues(context, caller, [record], objects);
+  const shown = withoutHidden(looked ?? record, access.fields.hidden);
   if (expand === undefined) return recordResponse(shown);
   const def = objects.get(record.objectId);
   const seen = def === undefined ? [] : [visibleDef(def, access.fields)];

@@ -17,6 +17,7 @@ export const FIELD_TYPES = [
   'reference',
   'file',
   'formula',
+  'lookup',
 ] as const;
 
 /** What a formula field's expression yields. */
@@ -154,6 +155,22 @@ export const FieldDefinition = v.strictObject({
           '"minutes"|"seconds"), DATEDIFF(d1, d2, unit), YEAR, MONTH, DAY (UTC). At most 2,000 characters and 32 ' +
           'levels. A blank input, a division by zero or an overflow gives no value. Checked when the definition ' +
           'is written: 422 at the expression, with `position`.',
+      ),
+    ),
+  ),
+  reference: v.exactOptional(
+    v.pipe(
+      FieldName,
+      v.description('A lookup field only (required there): a reference field of this object, the records it reads.'),
+    ),
+  ),
+  field: v.exactOptional(
+    v.pipe(
+      FieldName,
+      v.description(
+        'A lookup field only (required there): the field of the referenced records it shows, read when the record ' +
+          'is: one value, or for a reference of several ids the values of those the reader can read. A record the ' +
+          'reader cannot read (or a deleted one, or one without the value) gives no value. Never filtered or sorted.',
       ),
     ),
   ),

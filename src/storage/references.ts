@@ -208,20 +208,26 @@ export interface Placed {
   sharedWorkspaceIds: number[];
 }
 
-/** The records of `ids` with the workspaces each is shared with: what a page's expand shows. One read. */
+/**
+ * The records of `ids` with the workspaces each is shared with: what a page's expand shows, and
+ * with `values` the values of those fields each holds (what its lookups show). One read.
+ */
 export async function referencedRows(
   db: D1,
   meter: Meter,
   ids: readonly number[],
-): Promise<Map<number, ReferencedRow>> {
+  values: readonly string[] = [],
+): Promise<Map<number, ReferencedRow & { values?: Map<string, unknown> }>> {
   if (ids.length === 0) return new Map();
   const statement = db
     .prepare(
       `SELECT x.id, x.object_id, x.name, x.deleted, x.owned_by,
-         (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = x.id) AS shared
+         (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = x.id) AS shared,
+         (SELECT json_group_array(json_array(e.value ->> '$.fieldName', e.value -> '$.value'))
+           FROM json_each(x.field_values) e WHERE e.value ->> '$.fieldName' IN (SELECT value FROM json_each(?2))) AS vals
        FROM records x WHERE x.id IN (SELECT value FROM json_each(?1))`,
     )
-    .bind(JSON.stringify(ids));
+    .bind(JSON.stringify(ids), JSON.stringify(values));
   const rows = await meter.d1(() =>
     statement.all<{
       id: number;
@@ -230,6 +236,7 @@ export async function referencedRows(
       deleted: number;
       owned_by: number | null;
       shared: string;
+      vals: string;
     }>(),
   );
   return new Map(
@@ -242,6 +249,7 @@ export async function referencedRows(
         deleted: row.deleted === 1,
         ownedBy: row.owned_by,
         sharedWorkspaceIds: JSON.parse(row.shared) as number[],
+        ...(values.length === 0 ? {} : { values: new Map(JSON.parse(row.vals) as [string, unknown][]) }),
       },
     ]),
   );
