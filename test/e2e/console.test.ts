@@ -392,11 +392,17 @@ describe('/console over HTTP', () => {
   );
 
   it.skipIf(!browserTestsRun)(
-    'an administrator adds a formula: a wrong one is shown at its position, a right one read-only on records',
+    'an administrator adds a formula: a wrong one is shown at its position, a right one read-only on records, as a lookup',
     async () => {
       const fay = await user('Fay', true);
       const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Orders' });
       await call('PUT', `/admin/workspaces/${ws}/members/${fay.id}`, ADMIN, { role: 'editor' });
+      const customer = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Customer',
+        workspaceIds: [ws],
+        nameTemplate: '{who}',
+        fields: [{ name: 'who', type: 'text' }],
+      });
       const object = await call('POST', '/admin/objects', ADMIN, {
         name: 'Order',
         workspaceIds: [ws],
@@ -405,9 +411,17 @@ describe('/console over HTTP', () => {
           { name: 'item', type: 'text', required: true },
           { name: 'price', type: 'number' },
           { name: 'count', type: 'integer' },
+          { name: 'buyer', type: 'reference', target: customer.id },
+          { name: 'buyerName', type: 'lookup', reference: 'buyer', field: 'who' },
         ],
       });
-      const made = await create(fay.key, object.id, [fv('item', 'Lamp'), fv('price', 4.5), fv('count', 4)]);
+      const grace = await create(fay.key, customer.id, [fv('who', 'Grace')]);
+      const made = await create(fay.key, object.id, [
+        fv('item', 'Lamp'),
+        fv('price', 4.5),
+        fv('count', 4),
+        fv('buyer', grace.id),
+      ]);
       const page = await openTab(`${worker.url}/console`);
       try {
         await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
@@ -453,6 +467,11 @@ describe('/console over HTTP', () => {
             return [e.readOnly, e.disabled, document.querySelector('label[for="field-total"]').textContent,
               document.querySelector('form[data-field="total"] button').disabled]; })()`),
         ).toEqual([true, true, 'total (formula)', true]);
+        // A lookup shows the referenced record's value, read-only too.
+        expect(
+          await page.evaluate(`(() => { const e = document.querySelector('#field-buyerName');
+            return [e.value, e.readOnly, e.disabled, document.querySelector('label[for="field-buyerName"]').textContent]; })()`),
+        ).toEqual(['Grace', true, true, 'buyerName (lookup)']);
       } finally {
         await page.close();
       }
