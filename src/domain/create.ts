@@ -4,7 +4,7 @@ import type { CreateItemIn, FieldValueOut } from '../schemas/record.ts';
 import { canCreate, createLimits, visibleDef, type Caller } from './access.ts';
 import { readOnlyProblems } from './patch.ts';
 import type { ObjectDef } from './definition.ts';
-import { applyFieldValues } from './field-values.ts';
+import { applyFieldValues, sizeProblem } from './field-values.ts';
 import { withFormulas } from './formula-values.ts';
 import { renderTemplate } from './name.ts';
 
@@ -55,6 +55,8 @@ export function planCreate(
     const applied = applyFieldValues(visibleDef(def, limits), [], item.fieldValues, pointer('', index), 'create');
     problems.push(...(readOnly.length > 0 ? readOnly : applied.problems));
     const values = withFormulas(def, applied.values, { createdAt: now, updatedAt: now });
+    const tooLarge = problems.length === 0 ? sizeProblem(values, pointer('', index)) : undefined;
+    if (tooLarge !== undefined) problems.push(tooLarge);
     records.push({
       objectId: def.id,
       objectVersion: def.version,

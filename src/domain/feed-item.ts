@@ -15,12 +15,15 @@ export interface ChangeRow {
   objectId?: number;
 }
 
+const nameOf = (name: string | undefined): { name?: string } => (name === undefined ? {} : { name });
+
 /**
  * A change as the feed (and every webhook) shows it: a created record in full; an update as
  * the fields it changed (each with its new value, `null` when removed) and the name when it
- * changed; a delete or restore as nothing more. Changes written before diffs were kept carry
- * their whole record's values.
+ * changed; a delete or restore as nothing more, but the formulas reading `updatedAt` it changed.
+ * Changes written before diffs were kept carry their whole record's values.
  */
+
 export function feedItem(
   change: ChangeRow,
   cursor: string,
@@ -38,7 +41,9 @@ export function feedItem(
       ...item,
       record: hides(data.fieldValues) ? { ...data, fieldValues: shown(data.fieldValues ?? []) } : data,
     };
-  if (type !== 'updated') return item;
+  // A delete or restore changes no value but those of formulas reading updatedAt: those, if any.
+  if (type !== 'updated')
+    return data.set === undefined ? item : { ...item, fieldValues: shown(data.set), ...nameOf(data.name) };
   if (data.record !== undefined)
     return { ...item, fieldValues: shown(data.record.fieldValues), name: data.record.name };
   return { ...item, fieldValues: shown(data.set ?? []), ...(data.name === undefined ? {} : { name: data.name }) };

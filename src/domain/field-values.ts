@@ -64,16 +64,20 @@ export function applyFieldValues(
     }
   }
   const result = ordered(def, current, values);
-  if (problems.length === 0 && serializedBytes(result) > MAX_RECORD_BYTES) {
-    problems.push(
-      problem(
+  const tooLarge = problems.length === 0 ? sizeProblem(result, prefix) : undefined;
+  if (tooLarge !== undefined) problems.push(tooLarge);
+  return { values: result, problems };
+}
+
+/** 422 when a record's values (its formulas' included) would pass MAX_RECORD_BYTES. */
+export function sizeProblem(values: readonly FieldValueOut[], prefix: string): InputProblem | undefined {
+  return serializedBytes(values) > MAX_RECORD_BYTES
+    ? problem(
         pointer(prefix, 'fieldValues'),
         'record_too_large',
         `the record's field values exceed ${MAX_RECORD_BYTES} bytes`,
-      ),
-    );
-  }
-  return { values: result, problems };
+      )
+    : undefined;
 }
 
 /** UTF-8 size of the values as stored; encoding is skipped when even 3 bytes a unit would fit. */

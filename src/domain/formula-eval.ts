@@ -121,8 +121,10 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, scope: Scope): Value {
     case 'OR':
       return run(left, scope) === true || run(right, scope) === true;
     case '&': {
+      // Joined texts are measured once, as the result: on the way only a length no text of
+      // MAX_TEXT characters can have (two UTF-16 units each at most) gives up, costing nothing.
       const text = asText(run(left, scope), left.type) + asText(run(right, scope), right.type);
-      return fits(text) ? text : null;
+      return text.length <= 2 * MAX_TEXT ? text : null;
     }
   }
   const a = run(left, scope);

@@ -1,3 +1,5 @@
+import { characters } from '../core/characters.ts';
+
 /**
  * The formula language: an expression over a record's fields, read into a typed tree once, when a
  * definition is saved, so each record only walks the tree (formula-eval.ts).
@@ -93,8 +95,9 @@ export function compileFormulas(
     const resultType = isResultType(field.resultType) ? field.resultType : undefined;
     if (resultType === undefined) report(0, 'type', `a formula needs a resultType: ${RESULT_TYPES.join(', ')}`);
     const source = typeof field.expression === 'string' ? field.expression : '';
-    if (source.length > MAX_EXPRESSION) {
-      report(MAX_EXPRESSION, 'too_long', `a formula takes at most ${MAX_EXPRESSION} characters`);
+    if (source.length > MAX_EXPRESSION && characters(source) > MAX_EXPRESSION) {
+      // Counted in characters (a surrogate pair is one); the position, as every position, in UTF-16 units.
+      report(beyond(source, MAX_EXPRESSION), 'too_long', `a formula takes at most ${MAX_EXPRESSION} characters`);
       return;
     }
     const expr = parse(source);
@@ -697,3 +700,14 @@ class Checker {
 }
 
 const count = (n: number): string => `${n} argument${n === 1 ? '' : 's'}`;
+
+/** The UTF-16 offset of the character after the first `count` characters of `text`. */
+function beyond(text: string, count: number): number {
+  let i = 0;
+  for (let seen = 0; seen < count && i < text.length; seen++) {
+    const unit = text.charCodeAt(i);
+    const pair = unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length;
+    i += pair && text.charCodeAt(i + 1) >= 0xdc00 && text.charCodeAt(i + 1) <= 0xdfff ? 2 : 1;
+  }
+  return i;
+}

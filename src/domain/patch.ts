@@ -3,7 +3,7 @@ import type { PatchIn, RecordOut } from '../schemas/record.ts';
 import { visibleDef, type Access } from './access.ts';
 import type { ObjectDef } from './definition.ts';
 import { withFormulas } from './formula-values.ts';
-import { applyFieldValues, sameValues } from './field-values.ts';
+import { applyFieldValues, sameValues, sizeProblem } from './field-values.ts';
 import { recordName } from './name.ts';
 
 /** What no operation of the service changes about a record: enough to decide a patch before its turn. */
@@ -89,13 +89,13 @@ export function applyPatch(
   const merged = applyFieldValues(def, record.fieldValues, patch.fieldValues ?? [], prefix, 'patch');
   const problem = merged.problems[0];
   if (problem !== undefined) return { ok: false, problem };
-  // Nothing changes unless a value does, a formula's included (one new or changed since the
-  // record was written is computed now); a formula reading updatedAt reads the new one.
-  const { createdAt } = record;
-  if (sameValues(record.fieldValues, withFormulas(def, merged.values, { createdAt, updatedAt: record.updatedAt })))
-    return { ok: true, record, changed: false };
+  // A patch that gives no new value changes nothing (a formula not yet computed for the record is
+  // left to its computation); one that does computes every formula, reading the new updatedAt.
+  if (sameValues(record.fieldValues, merged.values)) return { ok: true, record, changed: false };
   const updatedAt = Math.max(now, record.updatedAt);
-  const values = withFormulas(def, merged.values, { createdAt, updatedAt });
+  const values = withFormulas(def, merged.values, { createdAt: record.createdAt, updatedAt });
+  const tooLarge = sizeProblem(values, prefix);
+  if (tooLarge !== undefined) return { ok: false, problem: tooLarge };
   return {
     ok: true,
     changed: true,
@@ -158,8 +158,13 @@ export function applyDeletion(record: RecordOut, deleted: boolean, userId: numbe
 function applyOne(current: RecordOut, item: QueuedPatch, now: number): Outcome {
   if (!ifMatchAllows(item.ifMatch, current.version)) return { ok: false, status: 412 };
   if (item.action !== undefined) {
-    const record = applyDeletion(current, item.action === 'delete', item.userId, now);
-    if (record === current) return { ok: true, record };
+    const flipped = applyDeletion(current, item.action === 'delete', item.userId, now);
+    if (flipped === current) return { ok: true, record: current };
+    // It changes updatedAt, which formulas may read.
+    const fieldValues = withFormulas(item.def, flipped.fieldValues, flipped);
+    const record = sameValues(fieldValues, flipped.fieldValues)
+      ? flipped
+      : { ...flipped, fieldValues, name: recordName(item.def, fieldValues, flipped.id) };
     return { ok: true, record, change: item.action === 'delete' ? 'deleted' : 'restored' };
   }
   const applied = applyPatch(current, item.def, item.patch, item.userId, now);

@@ -9,9 +9,9 @@ export const RecordPage = v.strictObject({ items: v.array(ReadRecordSchema), nex
 /**
  * One committed change: `created` carries the record as created; `updated` the fields that
  * changed, each with its new value (`null`: removed), and `name` when the name changed;
- * `deleted` and `restored` nothing more. Folding a record's items in feed order from its
- * `created` item rebuilds its values (by field name), name, version, `deleted`, `updatedAt`
- * (`at`) and `updatedBy` (`by`).
+ * `deleted` and `restored` nothing more, but the new values of formulas reading `updatedAt`.
+ * Folding a record's items in feed order from its `created` item rebuilds its values (by field
+ * name), name, version, `deleted`, `updatedAt` (`at`) and `updatedBy` (`by`).
  */
 export const ChangeItem = v.strictObject({
   cursor: v.string(),

@@ -115,7 +115,8 @@ export class AdminStore {
     const rows = await this.all<{ fields: string }>(
       this.db
         .prepare(
-          `SELECT json_group_array(f.key) AS fields FROM roles ro, json_each(ro.objects) j, json_each(j.value, '$.fields') f
+          `SELECT json_group_array(f.key) AS fields
+           FROM roles ro, json_each(ro.objects) j, json_each(j.value, '$.fields') f
            WHERE ro.id > ?1 AND ro.id < ?2 AND j.value ->> '$.objectId' = ?3 AND f.value = 'hidden' GROUP BY ro.id`,
         )
         .bind(...this.block(0), objectId),

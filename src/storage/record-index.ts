@@ -82,16 +82,21 @@ const DUE = `INSERT INTO index_builds (object_id, field, after_record_id, starte
   WHERE f.object_id = ?1 AND NOT f.is_unique AND ${NEW_IN('p.value ->> 0 = f.name AND p.value ->> 1 = f.type')}
   ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
 
-/** The formula fields (name, expression, result type) of version `current_version + delta` of object ?1, as JSON. */
-const formulasOf = (delta: number): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
-    f.value ->> '$.expression', f.value ->> '$.resultType'))
+/**
+ * The fields (name, type, and a formula's expression and result type) of version
+ * `current_version + delta` of object ?1, as JSON, `where` some of them hold.
+ */
+const fieldsOf = (delta: number, where = '1'): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
+    f.value ->> '$.type', f.value ->> '$.expression', f.value ->> '$.resultType'))
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
     json_each(v.fields) f
-  WHERE o.id = ?1 AND f.value ->> '$.type' = 'formula')`;
-// A version whose formulas differ from the last one's (a formula new or changed) has the records
-// written before it computed again, from the first; a computation under way starts again.
+  WHERE o.id = ?1 AND ${where})`;
+// A version with formulas whose fields differ from the last one's (a formula new or changed, or a
+// field it may read changed type) has the records written before it computed again, from the
+// first; a computation under way starts again.
 const FORMULAS_DUE = `INSERT INTO index_builds (object_id, field, after_record_id, started_at)
-  SELECT ?1, '${FORMULAS_BUILD}', -1, ?2 WHERE ${formulasOf(0)} <> '[]' AND ${formulasOf(0)} IS NOT ${formulasOf(-1)}
+  SELECT ?1, '${FORMULAS_BUILD}', -1, ?2
+  WHERE ${fieldsOf(0, `f.value ->> '$.type' = 'formula'`)} <> '[]' AND ${fieldsOf(0)} IS NOT ${fieldsOf(-1)}
   ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
 
 /**

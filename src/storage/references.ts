@@ -224,7 +224,8 @@ export async function referencedRows(
       `SELECT x.id, x.object_id, x.name, x.deleted, x.owned_by,
          (SELECT json_group_array(workspace_id) FROM record_workspaces WHERE record_id = x.id) AS shared,
          (SELECT json_group_array(json_array(e.value ->> '$.fieldName', e.value -> '$.value'))
-           FROM json_each(x.field_values) e WHERE e.value ->> '$.fieldName' IN (SELECT value FROM json_each(?2))) AS vals
+           FROM json_each(x.field_values) e
+           WHERE e.value ->> '$.fieldName' IN (SELECT value FROM json_each(?2))) AS vals
        FROM records x WHERE x.id IN (SELECT value FROM json_each(?1))`,
     )
     .bind(JSON.stringify(ids), JSON.stringify(values));

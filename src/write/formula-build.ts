@@ -1,5 +1,5 @@
 import type { ObjectDef } from '../domain/definition.ts';
-import { sameValues } from '../domain/field-values.ts';
+import { sameValues, sizeProblem } from '../domain/field-values.ts';
 import { withFormulas } from '../domain/formula-values.ts';
 import { recordName } from '../domain/name.ts';
 import type { RecordOut } from '../schemas/record.ts';
@@ -35,6 +35,8 @@ export function recomputedStates(def: ObjectDef, records: readonly RecordOut[], 
     if (sameValues(withFormulas(def, prev.fieldValues, prev), prev.fieldValues)) return [];
     const updatedAt = Math.max(now, prev.updatedAt);
     const fieldValues = withFormulas(def, prev.fieldValues, { createdAt: prev.createdAt, updatedAt });
+    // Values a write would refuse as too large are not stored: the record keeps its own.
+    if (sizeProblem(fieldValues, '') !== undefined) return [];
     const next = {
       ...prev,
       fieldValues,

@@ -392,7 +392,8 @@ describe('/console over HTTP', () => {
   );
 
   it.skipIf(!browserTestsRun)(
-    'an administrator adds a formula: a wrong one is shown at its position, a right one read-only on records, as a lookup',
+    'an administrator adds a formula: a wrong one is shown at its position, a right one read-only on records, ' +
+      'as a lookup is',
     async () => {
       const fay = await user('Fay', true);
       const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Orders' });
@@ -470,7 +471,8 @@ describe('/console over HTTP', () => {
         // A lookup shows the referenced record's value, read-only too.
         expect(
           await page.evaluate(`(() => { const e = document.querySelector('#field-buyerName');
-            return [e.value, e.readOnly, e.disabled, document.querySelector('label[for="field-buyerName"]').textContent]; })()`),
+            const label = document.querySelector('label[for="field-buyerName"]').textContent;
+            return [e.value, e.readOnly, e.disabled, label]; })()`),
         ).toEqual(['Grace', true, true, 'buyerName (lookup)']);
       } finally {
         await page.close();

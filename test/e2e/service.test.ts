@@ -129,7 +129,7 @@ describe('end to end over HTTP against wrangler dev', () => {
     async () => {
       const walk = readmeWalkThrough();
       const examples = readmeExamples();
-      expect(examples.length).toBe(4);
+      expect(examples.length).toBe(3);
       const run = runBlocks([walk.script, ...examples.map((e) => e.script)]);
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);
