@@ -270,8 +270,20 @@ export function shownTo<R extends RecordPlace & { fieldValues: readonly { fieldN
 export function objectsInView(caller: Caller, workspaceId: number, defs: readonly ObjectDef[]): ObjectDef[] {
   const grant = caller.roles.get(workspaceId);
   if (typeof grant === 'string') return [...defs];
-  return defs.flatMap((def) =>
+  const seen = defs.flatMap((def) =>
     seesObject(caller, workspaceId, def.id) ? [visibleDef(def, fieldLimits(caller, def.id, [workspaceId]))] : [],
+  );
+  // A lookup naming a field the caller cannot see (in an object of the workspace) would tell it exists.
+  const shown = new Map(seen.map((def) => [def.id, new Set(def.fields.map((f) => f.name))]));
+  const known = new Set(defs.map((def) => def.id));
+  const hidesTarget = (def: ObjectDef, lookup: ObjectDef['fields'][number]): boolean => {
+    const target = def.fields.find((f) => f.name === lookup.reference)?.target;
+    return target !== undefined && known.has(target) && shown.get(target)?.has(lookup.field ?? '') !== true;
+  };
+  return seen.map((def) =>
+    def.fields.some((f) => f.type === 'lookup' && hidesTarget(def, f))
+      ? { ...def, fields: def.fields.filter((f) => f.type !== 'lookup' || !hidesTarget(def, f)) }
+      : def,
   );
 }
 

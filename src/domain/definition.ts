@@ -115,7 +115,10 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
       add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
     }
   });
+  const lookups = new Set(input.fields.filter((f) => f.type === 'lookup').map((f) => f.name));
   for (const name of templateFields(input.nameTemplate ?? '')) {
+    if (lookups.has(name))
+      add('/nameTemplate', 'not_allowed', `${name} is a lookup, another record's value: a name cannot hold it`);
     if (!names.has(name)) add('/nameTemplate', 'unknown_field', `the template names ${name}, which is not a field`);
   }
   return problems;
@@ -205,6 +208,25 @@ export function referenceChanges(history: readonly (readonly FieldDef[])[], inpu
 }
 
 const fixed = (at: string, message: string): InputProblem => ({ pointer: at, code: 'fixed', message, status: 422 });
+
+/**
+ * A field can be a lookup only under a name no other kind of field of the object ever held
+ * (`history`: its versions' fields): records keep the values of such a field, which a lookup would
+ * show as its own. 422 at the type.
+ */
+export function lookupNames(history: readonly (readonly FieldDef[])[], input: ObjectDefinitionIn): InputProblem[] {
+  const held = new Set(history.flatMap((fields) => fields.filter((f) => f.type !== 'lookup').map((f) => f.name)));
+  return input.fields.flatMap((field, i) =>
+    field.type === 'lookup' && held.has(field.name)
+      ? [
+          fixed(
+            pointer('', 'fields', i, 'type'),
+            'records hold values of the field this name held: a lookup needs a new name',
+          ),
+        ]
+      : [],
+  );
+}
 
 /**
  * Names a field may not take, in any case: a record's own properties. A field so named would be

@@ -44,7 +44,7 @@ export function hiddenInputProblems(fields: readonly FieldDef[], hiddenByRole: r
     for (const [formula, input] of formulasShowing(fields, hidden)) {
       const i = fields.findIndex((field) => field.name === formula);
       problems.set(formula, {
-        pointer: pointer('', 'fields', i, 'expression'),
+        pointer: pointer('', 'fields', i, fields[i]?.type === 'lookup' ? 'reference' : 'expression'),
         code: 'hidden_field',
         message: `a role hides ${input}, which this formula reads: that role must hide the formula too`,
         status: 422,

@@ -9,6 +9,7 @@ import {
   definitionProblems,
   referenceChanges,
   formulaProblems,
+  lookupNames,
   lookupProblems,
   reservedNames,
   type ObjectDef,
@@ -409,6 +410,7 @@ async function definitionBody(
     ...formulaProblems(input),
     ...hiddenInputProblems(input.fields, hidden),
     ...lookupProblems(input, targetFields),
+    ...lookupNames(history, input),
   ];
   const problems = [...missing, ...unknownTargets, ...changed, ...reserved, ...formulas, ...shown];
   if (problems.length > 0) throw rejected(problems);

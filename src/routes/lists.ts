@@ -66,8 +66,11 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, true);
   const caller = member(page.caller, workspaceId, []);
   // A lookup is read when a record is answered: nothing stored can match it.
+  // (As the reader sees the objects: a lookup hidden from them is as a field that does not exist.)
   const lookups = new Set(
-    page.objects.flatMap((def) => def.fields.filter((f) => f.type === 'lookup').map((f) => f.name)),
+    objectsInView(caller, workspaceId, page.objects).flatMap((def) =>
+      def.fields.filter((f) => f.type === 'lookup').map((f) => f.name),
+    ),
   );
   const named = filter.fields.filter((field) => lookups.has(field.name));
   if (named.length > 0)
