@@ -473,8 +473,8 @@ describe('lookup fields on a page', () => {
           objectId,
           fieldValues: [
             fv('label', `r${i}`),
-            fv('company', companies[i % 3].id),
-            fv('partners', [companies[(i + chunk) % 3].id]),
+            fv('company', (companies[i % 3] as { id: number }).id),
+            fv('partners', [(companies[(i + chunk) % 3] as { id: number }).id]),
           ],
         }));
         expect((await call('POST', '/records/batch', { key: editor.key, body })).status).toBe(201);
