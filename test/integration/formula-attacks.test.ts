@@ -16,6 +16,7 @@ import {
   finished,
   foldFeed,
   upload,
+  valuesOf,
 } from './helpers.ts';
 import { countOf, database, mover, movingTenant, stepMove } from './moving.ts';
 
@@ -47,9 +48,6 @@ const formula = (name: string, expression: string, resultType = 'number', extra:
   resultType,
   ...extra,
 });
-
-const valuesOf = (record: { fieldValues: { fieldName: string; value: unknown }[] }) =>
-  Object.fromEntries(record.fieldValues.map(({ fieldName, value }) => [fieldName, value]));
 
 async function stored(id: number) {
   const row = await env.DB.prepare('SELECT field_values, version, name FROM records WHERE id = ?')

@@ -15,6 +15,7 @@ import {
   newWorkspace,
   queryRecords,
   upload,
+  valuesOf,
 } from './helpers.ts';
 
 /**
@@ -48,9 +49,6 @@ async function setup(fields: unknown[] = DEAL) {
   expect(made.status).toBe(201);
   return { editor, workspaceId, object: made.body };
 }
-
-const valuesOf = (record: { fieldValues: { fieldName: string; value: unknown }[] }) =>
-  Object.fromEntries(record.fieldValues.map(({ fieldName, value }) => [fieldName, value]));
 
 async function stored(id: number) {
   const row = await env.DB.prepare('SELECT field_values, version FROM records WHERE id = ?')

@@ -181,6 +181,17 @@ export async function fillKeys(): Promise<void> {
 export const queryRecords = (key: string, workspaceId: number, body: unknown): Promise<Answer> =>
   call('POST', `/workspaces/${workspaceId}/records/query`, { key, body });
 
+/** D1 round trips of the request, from Server-Timing. */
+export function roundTrips(answer: Answer): number {
+  const match = /d1;dur=[\d.]+;desc="(\d+) round trips?"/.exec(answer.headers.get('Server-Timing') ?? '');
+  if (match === null) throw new Error(`no round trips in ${answer.headers.get('Server-Timing')}`);
+  return Number(match[1]);
+}
+
+/** A record's values by field name. */
+export const valuesOf = (record: { fieldValues: { fieldName: string; value: unknown }[] }): Record<string, unknown> =>
+  Object.fromEntries(record.fieldValues.map(({ fieldName, value }) => [fieldName, value]));
+
 /** D1's rows read for the request, from Server-Timing. */
 export function rowsRead(answer: Answer): number {
   const match = /rows;desc="(\d+) written, (\d+) read"/.exec(answer.headers.get('Server-Timing') ?? '');

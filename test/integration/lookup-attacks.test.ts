@@ -11,7 +11,8 @@ import {
   queryRecords,
   uploadFile,
   bytesOf,
-  type Answer,
+  valuesOf,
+  roundTrips,
 } from './helpers.ts';
 import { movingTenant } from './moving.ts';
 
@@ -20,14 +21,6 @@ import { movingTenant } from './moving.ts';
  * changed under a lookup, values of every type, pages made large by what lookups read, and every
  * place a record leaves the service (none may carry a lookup).
  */
-
-const trips = (answer: Answer): number => {
-  const match = /d1;dur=[\d.]+;desc="(\d+) round trips?"/.exec(answer.headers.get('Server-Timing') ?? '');
-  if (match === null) throw new Error(`no round trips in ${answer.headers.get('Server-Timing')}`);
-  return Number(match[1]);
-};
-const valuesOf = (record: { fieldValues: { fieldName: string; value: unknown }[] }) =>
-  Object.fromEntries(record.fieldValues.map(({ fieldName, value }) => [fieldName, value]));
 
 const COMPANY_FIELDS = [
   { name: 'title', type: 'text' },
@@ -503,7 +496,7 @@ describe('lookup fields on a page', () => {
         ),
         name,
       ).toBe(true);
-      expect(trips(withLookups), name).toBeLessThanOrEqual(trips(without) + 1);
+      expect(roundTrips(withLookups), name).toBeLessThanOrEqual(roundTrips(without) + 1);
     }
   });
 
