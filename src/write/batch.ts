@@ -7,97 +7,151 @@ import { referenceClaims } from '../domain/references.ts';
 import { busy, rejected, unauthorized } from '../http/errors.ts';
 import { pointer } from '../schemas/parse.ts';
 import type { PatchItemIn, RecordOut } from '../schemas/record.ts';
-import type { RecordContext } from '../storage/store.ts';
-import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimsOf } from '../storage/record-index.ts';
-import { AGAIN, recomputing } from '../storage/retry.ts';
-import { recordPart, VersionConflict, type RecordPart } from '../storage/writes.ts';
-import { JSON_TYPE } from './answer.ts';
-import { answeredBefore } from './create.ts';
-import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
-import { explained } from './refusals.ts';
-import { itemsAnswer } from './answer.ts';
-import { withKey } from './claim.ts';
-import type { Write, WriteAnswer, WriteCall } from './write.ts';
+import { AGAIN } from '../storage/retry.ts';
+import { recordPart, type RecordPart } from '../storage/writes.ts';
+import { itemsAnswer, JSON_TYPE } from './answer.ts';
+import { CALL_DEADLINE_MS } from './deadlines.ts';
+import type { WriteRun } from './kind.ts';
+import type { Write, WriteCall } from './write.ts';
 
 type BatchWrite = Extract<Write, { kind: 'batch' }>;
 
 /**
- * Patching records in a batch, all or nothing: one D1 read decides every element; the new
- * states are committed in one D1 batch guarded by the versions read (the unchanged elements
+ * Patching records in a batch, all or nothing: one D1 read decides every element; the engine
+ * commits the new states in one D1 batch guarded by the versions read (the unchanged elements
  * too, so every answer is the state at the commit) that starts with the batch's ledger row. If
- * any record moved on meanwhile, nothing was written: read what moved, recompute and commit
+ * any record moved on meanwhile, nothing was written: the batch learns what moved and is decided
  * again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
  */
 
-/** A batch, start to end: read, claim its key, commit, answer. */
-export async function batchWrite(context: Context, call: WriteCall, write: BatchWrite): Promise<WriteAnswer> {
-  const read = await readForBatch(context, call, write);
-  return withKey(context, call, read.caller?.userId ?? 0, write.items, async (claim) =>
-    itemsAnswer(await patchInTurns(context, call, write, read, claim), 200, context.meter.work()),
-  );
-}
-
-/** The caller (none: 401), the records and their definitions, read from D1 (a batch needs their state). */
-async function readForBatch(context: Context, call: WriteCall, write: BatchWrite): Promise<RecordContext> {
-  const read = await context.cached.recordContext(
-    call.keyHash,
-    write.items.map((item) => item.id),
-  );
-  if (read.caller === undefined) throw unauthorized();
-  return read;
-}
-
-async function patchInTurns(
+/** A batch, read: the records and their definitions, read from D1 (a batch needs their state). */
+export async function batchRun(
   context: Context,
   call: WriteCall,
   write: BatchWrite,
-  { caller, records, objects }: RecordContext,
-  claim: KeyClaim | undefined,
-): Promise<RecordOut[]> {
-  const arrival = Date.now();
-  const { items } = write;
-  if (caller === undefined) throw unauthorized();
-  const problems = items.flatMap((item, i) => {
-    const record = records.get(item.id);
-    const access = record ? recordAccess(caller, record, write.workspaceId) : NO_ACCESS;
-    return patchProblems(record, access, record && objects.get(record.objectId), item, pointer('', i));
-  });
-  if (problems.length > 0) throw rejected(problems);
-
-  const states = new Map(items.map((item) => [item.id, records.get(item.id) as RecordOut]));
-  // The record whose object this runs in gives the batch its turn (no call): the patches queued
-  // there before it are written first. The others are guarded by the versions read: a turn in
-  // each of their objects would cost a call apiece, and the ledger and the guards keep them right.
-  const [first] = items;
-  const own = first === undefined ? undefined : states.get(first.id);
-  if (own !== undefined && context.recordTurns.owns(own.id)) {
-    const turn = await context.recordTurns.turn(own.id, own.version);
-    if (!turn.granted) throw busy();
-    if (turn.newer !== undefined) states.set(own.id, turn.newer);
-  }
-  const deadline = arrival + TURN_TIMEOUT_MS;
-  const batch: Batch = { writeId: call.id, items, objects, caller, claim, now: Date.now(), parts: new Map() };
-  return recomputing(
-    async () => {
-      const committed = await commitBatch(context, batch, states, deadline);
-      if (Array.isArray(committed)) return committed;
-      for (const [id, record] of committed) states.set(id, record);
-      return AGAIN;
-    },
-    { deadline, late: busy },
+): Promise<WriteRun<BatchPlan, RecordOut[]>> {
+  const { caller, records, objects } = await context.cached.recordContext(
+    call.keyHash,
+    write.items.map((item) => item.id),
   );
+  if (caller === undefined) throw unauthorized();
+  const { items } = write;
+  const { writes } = context;
+  const states = new Map<number, RecordOut>();
+  const batch: Batch = { items, objects, caller, now: Date.now(), parts: new Map() };
+  /** Read once more for the records whose versions a commit found moved on. */
+  const learn = (moved: ReadonlyMap<number, RecordOut>) => {
+    for (const [id, record] of moved) states.set(id, record);
+  };
+  return {
+    userId: caller.userId,
+    body: items,
+    decide: async () => {
+      if (states.size === 0) {
+        const problems = items.flatMap((item, i) => {
+          const record = records.get(item.id);
+          const access = record ? recordAccess(caller, record, write.workspaceId) : NO_ACCESS;
+          return patchProblems(record, access, record && objects.get(record.objectId), item, pointer('', i));
+        });
+        if (problems.length > 0) throw rejected(problems);
+        for (const item of items) states.set(item.id, records.get(item.id) as RecordOut);
+        await ownTurn(context, items, states);
+        batch.now = Date.now();
+      }
+      return planBatch(batch, states);
+    },
+    commit: {
+      keyAnswer: { status: 200, headers: JSON_TYPE, shape: 'items' },
+      statements: (plan, key) => {
+        plan.made = writes.writesWhile(call.id, plan.outcome, plan.parts, key);
+        return (
+          plan.made ?? [
+            writes.ledger(
+              [{ id: call.id, outcome: plan.outcome }],
+              plan.parts.map(({ base }) => [base.id, base.version]),
+            ),
+            ...writes.batchWrites(
+              plan.parts.map(({ base, record }) => (record === undefined ? { base } : { base, record })),
+              plan.parts.flatMap(({ base, record }) =>
+                record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
+              ),
+            ),
+            ...(key === undefined ? [] : [writes.keyDone(key.claim, call.id, key.answer, key.now)]),
+          ]
+        );
+      },
+      committed: (plan, results) => {
+        const moved = plan.made === undefined ? new Map<number, RecordOut>() : writes.movedOf(results);
+        if (moved.size === 0) return plan.answered;
+        learn(moved);
+        return AGAIN;
+      },
+      replayed: (_, answered) => answered,
+      lost: async (plan, deadline) =>
+        learn(
+          await writes.moved(
+            plan.parts.map(({ base }) => [base.id, base.version]),
+            deadline + CALL_DEADLINE_MS,
+          ),
+        ),
+    },
+    claims: () => ({
+      caller,
+      fallback: '',
+      references: () =>
+        items.flatMap((item, i) => {
+          const base = states.get(item.id) as RecordOut;
+          const def = objects.get(base.objectId) as ObjectDef;
+          return referenceClaims(def, item.fieldValues ?? [], base.fieldValues, pointer('', i));
+        }),
+      unique: () =>
+        claimsOf(
+          items.map((item) => ({
+            id: item.id,
+            objectId: (states.get(item.id) as RecordOut).objectId,
+            fieldValues: item.fieldValues ?? [],
+          })),
+          (objectId) => objects.get(objectId)?.fields,
+          (i, name) =>
+            pointer('', i, 'fieldValues', items[i]?.fieldValues?.findIndex((f) => f.fieldName === name) ?? 0),
+        ),
+    }),
+    answer: (answered, work) => itemsAnswer(answered, 200, work),
+  };
 }
 
-/** A batch as it is committed, and each record's part of it, made on the state it was read at. */
+/**
+ * The record whose object this runs in gives the batch its turn (no call): the patches queued
+ * there before it are written first. The others are guarded by the versions read: a turn in
+ * each of their objects would cost a call apiece, and the ledger and the guards keep them right.
+ */
+async function ownTurn(context: Context, items: readonly PatchItemIn[], states: Map<number, RecordOut>) {
+  const [first] = items;
+  const own = first === undefined ? undefined : states.get(first.id);
+  if (own === undefined || !context.recordTurns.owns(own.id)) return;
+  const turn = await context.recordTurns.turn(own.id, own.version);
+  if (!turn.granted) throw busy();
+  if (turn.newer !== undefined) states.set(own.id, turn.newer);
+}
+
+/** The elements and what each record's part of the batch was made on. */
 interface Batch {
-  writeId: string;
   items: readonly PatchItemIn[];
   objects: ReadonlyMap<number, ObjectDef>;
   caller: Caller;
-  claim: KeyClaim | undefined;
+  /** When the batch writes: its records' update time. */
   now: number;
   parts: Map<number, { applied: Applied; part: RecordPart | undefined }>;
+}
+
+/** One attempt: every element applied on the newest states, and the statements it was made into. */
+interface BatchPlan {
+  parts: RecordPart[];
+  answered: RecordOut[];
+  outcome: LedgerOutcome;
+  /** Statements made only while the records are at the versions read (see writesWhile). */
+  made?: D1PreparedStatement[] | undefined;
 }
 
 /** Applies an element on its record's state; the part made for that state before is kept. */
@@ -111,76 +165,15 @@ function partOf(batch: Batch, item: PatchItemIn, i: number, base: RecordOut) {
   return { applied, part };
 }
 
-/**
- * Applies every element on the newest states and writes them all in one D1 batch, made only
- * while the records are at those versions, that starts with the batch's ledger row: the records
- * answered, or the states of those that moved on meanwhile (nothing was written).
- */
-async function commitBatch(
-  context: Context,
-  batch: Batch,
-  states: ReadonlyMap<number, RecordOut>,
-  deadline: number,
-): Promise<RecordOut[] | Map<number, RecordOut>> {
-  const { writes } = context;
-  const { writeId, items, claim, now } = batch;
-  const results = items.map((item, i) => partOf(batch, item, i, states.get(item.id) as RecordOut));
+/** Applies every element on the newest states: the plan, or the elements' refusal. */
+function planBatch(batch: Batch, states: ReadonlyMap<number, RecordOut>): BatchPlan {
+  const results = batch.items.map((item, i) => partOf(batch, item, i, states.get(item.id) as RecordOut));
   const failures = results.flatMap(({ applied }) => (applied.ok ? [] : [applied.problem]));
   if (failures.length > 0) throw rejected(failures);
-  const parts = results.map(({ part }) => part as RecordPart);
   const answered = results.map(({ applied }) => (applied.ok ? applied.record : (undefined as never)));
-  const outcome = { r: answered.map((record): [number, number] => [record.id, record.version]) };
-  const key =
-    claim === undefined
-      ? undefined
-      : { claim, answer: { status: 200, headers: JSON_TYPE, shape: 'items' as const }, now };
-  const made = writes.writesWhile(writeId, outcome, parts, key);
-  const statements = made ?? [
-    writes.ledger(
-      [{ id: writeId, outcome }],
-      parts.map(({ base }) => [base.id, base.version]),
-    ),
-    ...writes.batchWrites(
-      parts.map(({ base, record }) => (record === undefined ? { base } : { base, record })),
-      parts.flatMap(({ base, record }) =>
-        record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
-      ),
-    ),
-    ...(key === undefined ? [] : [writes.keyDone(key.claim, writeId, key.answer, now)]),
-  ];
-  try {
-    const result = await writes.commit(statements, [writeId], deadline);
-    if ('finished' in result) return answeredBefore(context, result.finished.get(writeId) as LedgerOutcome, deadline);
-    const moved = made === undefined ? new Map<number, RecordOut>() : writes.movedOf(result.committed);
-    return moved.size > 0 ? moved : answered;
-  } catch (error) {
-    if (error instanceof VersionConflict)
-      return writes.moved(
-        parts.map(({ base }) => [base.id, base.version]),
-        deadline + CALL_DEADLINE_MS,
-      );
-    throw (
-      (await explained(context, error, {
-        caller: batch.caller,
-        fallback: '',
-        references: () =>
-          items.flatMap((item, i) => {
-            const base = states.get(item.id) as RecordOut;
-            const def = batch.objects.get(base.objectId) as ObjectDef;
-            return referenceClaims(def, item.fieldValues ?? [], base.fieldValues, pointer('', i));
-          }),
-        unique: () =>
-          claimsOf(
-            items.map((item) => ({
-              id: item.id,
-              objectId: (states.get(item.id) as RecordOut).objectId,
-              fieldValues: item.fieldValues ?? [],
-            })),
-            (objectId) => batch.objects.get(objectId)?.fields,
-            (i, name) =>
-              pointer('', i, 'fieldValues', items[i]?.fieldValues?.findIndex((f) => f.fieldName === name) ?? 0),
-          ),
-      })) ?? error
-    );
-  }
+  return {
+    parts: results.map(({ part }) => part as RecordPart),
+    answered,
+    outcome: { r: answered.map((record): [number, number] => [record.id, record.version]) },
+  };
 }

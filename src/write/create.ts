@@ -1,5 +1,4 @@
 import type { Context } from '../context.ts';
-import { failureOf, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import type { Caller } from '../domain/access.ts';
 import { planCreate, type NewRecord } from '../domain/create.ts';
 import type { ObjectDef } from '../domain/definition.ts';
@@ -8,24 +7,26 @@ import { referenceClaims } from '../domain/references.ts';
 import { rejected, unauthorized } from '../http/errors.ts';
 import { pointer } from '../schemas/parse.ts';
 import type { CreateItemIn, RecordOut } from '../schemas/record.ts';
-import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimsOf } from '../storage/record-index.ts';
-import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
 import { itemsAnswer, JSON_TYPE } from './answer.ts';
-import { withKey } from './claim.ts';
-import type { Write, WriteAnswer, WriteCall } from './write.ts';
-import { explained } from './refusals.ts';
+import type { WriteRun } from './kind.ts';
+import type { Write, WriteCall } from './write.ts';
 
 /**
- * Creating records, all or nothing: planned on the caller and the definitions, then one D1
- * batch that starts with the write's ledger row. A repeat of a committed create fails on that
- * row and changes nothing; the records it made are read back from their `created` change rows.
+ * Creating records, all or nothing: planned on the caller and the definitions; the engine commits
+ * the plan as one D1 batch that starts with the write's ledger row. A repeat of a committed create
+ * fails on that row and changes nothing; the records it made are read back from their `created`
+ * change rows.
  */
 
 type CreateWrite = Extract<Write, { kind: 'create' }>;
 
-/** A create, start to end: read (what the Worker read, else memory, else D1), claim its key, plan, commit, answer. */
-export async function createWrite(context: Context, call: WriteCall, write: CreateWrite): Promise<WriteAnswer> {
+/** A create, read (what the Worker read, else memory, else D1) and made a run: plan, one batch, its records. */
+export async function createRun(
+  context: Context,
+  call: WriteCall,
+  write: CreateWrite,
+): Promise<WriteRun<NewRecord[], RecordOut[]>> {
   const read: CreateRead | undefined =
     call.read === undefined
       ? await readForCreate(context, call.keyHash, write.items)
@@ -35,14 +36,43 @@ export async function createWrite(context: Context, call: WriteCall, write: Crea
           remembered: false,
         };
   if (read === undefined) throw unauthorized();
-  return withKey(context, call, read.caller.userId, write.items, async (claim) => {
-    const records = await planCreates(context, call.keyHash, write.items, read);
-    return itemsAnswer(
-      await commitCreates(context, call.id, write.items, records, read, claim),
-      201,
-      context.meter.work(),
-    );
-  });
+  const { writes } = context;
+  const { items } = write;
+  return {
+    userId: read.caller.userId,
+    body: items,
+    decide: () => planCreates(context, call.keyHash, items, read),
+    commit: {
+      keyAnswer: { status: 201, headers: JSON_TYPE, shape: 'items' },
+      statements: (records, key) => [
+        writes.ledgerOfCreate(call.id, records.length, records[0]?.objectId ?? 0),
+        ...writes.inserts(records),
+        ...(key === undefined ? [] : [writes.keyDone(key.claim, call.id, key.answer, key.now)]),
+      ],
+      // Each record's insert is the first of its three statements, after the ledger row.
+      committed: (records, results) =>
+        records.map((record, i) =>
+          createdRecord(record, (results[1 + i * 3]?.results[0] as { id: number } | undefined)?.id as number),
+        ),
+      replayed: (_, records) => records,
+    },
+    claims: (records) => ({
+      caller: read.caller,
+      fallback: '',
+      references: () =>
+        records.flatMap((record, i) => {
+          const def = read.objects.get(record.objectId);
+          return def === undefined ? [] : referenceClaims(def, items[i]?.fieldValues ?? [], [], pointer('', i));
+        }),
+      unique: () =>
+        claimsOf(
+          records,
+          (id) => read.objects.get(id)?.fields,
+          (i, name) => pointer('', i, 'fieldValues', items[i]?.fieldValues.findIndex((v) => v.fieldName === name) ?? 0),
+        ),
+    }),
+    answer: (records, work) => itemsAnswer(records, 201, work),
+  };
 }
 
 async function readForCreate(
@@ -76,55 +106,4 @@ async function planCreates(
   }
   if (!plan.ok) throw rejected(plan.problems);
   return plan.value;
-}
-
-/** Writes the planned records in one D1 batch: the records as answered. */
-async function commitCreates(
-  context: Context,
-  writeId: string,
-  items: readonly CreateItemIn[],
-  records: readonly NewRecord[],
-  read: CreateRead,
-  claim: KeyClaim | undefined,
-): Promise<RecordOut[]> {
-  const { writes } = context;
-  const now = Date.now();
-  const deadline = now + TURN_TIMEOUT_MS;
-  const statements = [
-    writes.ledgerOfCreate(writeId, records.length, records[0]?.objectId ?? 0),
-    ...writes.inserts(records),
-    ...(claim === undefined
-      ? []
-      : [writes.keyDone(claim, writeId, { status: 201, headers: JSON_TYPE, shape: 'items' }, now)]),
-  ];
-  const result = await writes.commit<{ id: number }>(statements, [writeId], deadline).catch(async (error) => {
-    throw (
-      (await explained(context, error, {
-        caller: read.caller,
-        fallback: '',
-        references: () =>
-          records.flatMap((record, i) => {
-            const def = read.objects.get(record.objectId);
-            return def === undefined ? [] : referenceClaims(def, items[i]?.fieldValues ?? [], [], pointer('', i));
-          }),
-        unique: () =>
-          claimsOf(
-            records,
-            (id) => read.objects.get(id)?.fields,
-            (i, name) =>
-              pointer('', i, 'fieldValues', items[i]?.fieldValues.findIndex((v) => v.fieldName === name) ?? 0),
-          ),
-      })) ?? error
-    );
-  });
-  if ('committed' in result)
-    return records.map((record, i) => createdRecord(record, result.committed[1 + i * 3]?.results[0]?.id as number));
-  return answeredBefore(context, result.finished.get(writeId) as LedgerOutcome, deadline);
-}
-
-/** What an earlier attempt of the same write committed (or was refused), as it was answered. */
-export async function answeredBefore(context: Context, outcome: LedgerOutcome, deadline: number): Promise<RecordOut[]> {
-  const failure = failureOf(outcome);
-  if (failure !== undefined) throw rejected(problemsOf(outcome), failure.status);
-  return (await context.writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [];
 }

@@ -1,27 +1,44 @@
 import type { Context } from '../context.ts';
-import type { LedgerOutcome } from '../core/ledger.ts';
+import { failureOf, problemsOf, type LedgerOutcome } from '../core/ledger.ts';
 import { unhandled } from '../core/result.ts';
-import { busy, isOutcomeUnknown, isTenantNotHere, outcomeUnknown, rejected } from '../http/errors.ts';
+import {
+  busy,
+  HttpError,
+  isOutcomeUnknown,
+  isTenantNotHere,
+  outcomeUnknown,
+  rejected,
+  type InputProblem,
+} from '../http/errors.ts';
 import { asHttpError } from '../http/problem.ts';
+import type { RecordOut } from '../schemas/record.ts';
+import type { KeyClaim } from '../storage/idempotency.ts';
+import { AGAIN, recomputing } from '../storage/retry.ts';
+import { VersionConflict, type RecordWrites } from '../storage/writes.ts';
 import { itemsAnswer, problemAnswer, recordAnswer } from './answer.ts';
-import { batchWrite } from './batch.ts';
-import { createWrite } from './create.ts';
-import { TURN_TIMEOUT_MS } from './deadlines.ts';
-import { patchWrite } from './patch.ts';
-import { upsertWrite } from './upsert.ts';
+import { batchRun } from './batch.ts';
+import { withKey } from './claim.ts';
+import { createRun } from './create.ts';
+import { CALL_DEADLINE_MS, TURN_TIMEOUT_MS } from './deadlines.ts';
+import type { Attempts, InBatch, InTurn, WriteRun } from './kind.ts';
+import type { PatchAnswer } from './record-queue.ts';
+import { patchRun } from './patch.ts';
+import { explained, explainedTurn } from './refusals.ts';
+import { upsertRun } from './upsert.ts';
 import type { Write, WriteAnswer, WriteCall } from './write.ts';
 
 /**
- * The write engine: every write of records runs here, the same steps in the same order, and
- * ends in one answer. Read what the write is decided on (the caller first: none is 401), claim
- * its Idempotency-Key (a completed key replays its first answer), plan it, take the turns of
- * the records it changes, commit it in one D1 batch that starts with its ledger row, and answer
- * it, or explain why not. A refusal is an answer like any other, rendered here; nothing is
- * thrown across an object call for it.
+ * The write engine: the one runner of every write of records. Each kind only reads what it is
+ * decided on and makes a value of its own decision and statements (`WriteRun`); the runner
+ * does the rest the same way for all: claims the Idempotency-Key (a completed key replays its
+ * first answer), decides, commits one D1 batch that starts with the write's ledger row (or hands
+ * a patch to its record's turn), recomputes after a lost race, explains D1's refusals, closes the
+ * ledger row of a refusal a run sent again met, and answers. A refusal is an answer like any
+ * other, rendered here; nothing is thrown across an object call for it.
  */
 export async function runWrite(context: Context, call: WriteCall): Promise<WriteAnswer> {
   try {
-    return await steps(context, call);
+    return await run(context, call, await read(context, call));
   } catch (error) {
     // This database refuses every write of a tenant that left it: no run of this write commits here.
     if (isTenantNotHere(error)) return { ...(await tenantLeft(context, call, error)), routeStale: true };
@@ -33,20 +50,169 @@ export async function runWrite(context: Context, call: WriteCall): Promise<Write
 
 const work = (context: Context) => context.meter.work();
 
-function steps(context: Context, call: WriteCall): Promise<WriteAnswer> {
+/** What the write is decided on, read by its kind: the run it makes. */
+function read(context: Context, call: WriteCall): Promise<WriteRun<unknown, unknown>> {
   const { write } = call;
   switch (write.kind) {
     case 'create':
-      return createWrite(context, call, write);
+      return createRun(context, call, write) as Promise<WriteRun<unknown, unknown>>;
     case 'patch':
-      return patchWrite(context, call, write);
+      return patchRun(context, call, write) as Promise<WriteRun<unknown, unknown>>;
     case 'batch':
-      return batchWrite(context, call, write);
+      return batchRun(context, call, write) as Promise<WriteRun<unknown, unknown>>;
     case 'upsert':
-      return upsertWrite(context, call, write);
+      return upsertRun(context, call, write) as Promise<WriteRun<unknown, unknown>>;
     default:
       return unhandled(write, 'write');
   }
+}
+
+/** Claims the key, then decides and commits until an attempt is not lost to another writer. */
+function run<Plan, Done>(context: Context, call: WriteCall, write: WriteRun<Plan, Done>): Promise<WriteAnswer> {
+  return withKey(context, call, write.userId, write.body, async (claim) => {
+    const deadline = Date.now() + TURN_TIMEOUT_MS;
+    const done = await recomputing(
+      async () => {
+        const plan = await write.decide();
+        if (plan === AGAIN) return AGAIN;
+        const { commit } = write;
+        return 'turn' in commit
+          ? inTurn(context, call.id, write, commit, plan, claim)
+          : commitBatch(context, call.id, write, commit, plan, claim, deadline);
+      },
+      { deadline, late: busy },
+    );
+    return write.answer(done, work(context));
+  });
+}
+
+/**
+ * The plan's one D1 batch, made once: what it did, what an earlier run of the same id did, or
+ * AGAIN when records moved on meanwhile (nothing was written). D1's refusal is explained.
+ */
+function commitBatch<Plan, Done>(
+  context: Context,
+  writeId: string,
+  write: WriteRun<Plan, Done>,
+  commit: InBatch<Plan, Done>,
+  plan: Plan,
+  claim: KeyClaim | undefined,
+  deadline: number,
+): Promise<Done | typeof AGAIN> {
+  return commitOnce(context.writes, writeId, commit, plan, claim, deadline, async (error) => {
+    throw (await explained(context, error, write.claims(plan))) ?? error;
+  });
+}
+
+async function commitOnce<Plan, Done>(
+  writes: RecordWrites,
+  writeId: string | undefined,
+  commit: InBatch<Plan, Done>,
+  plan: Plan,
+  claim: KeyClaim | undefined,
+  deadline: number,
+  unexplained: (error: unknown) => Promise<never>,
+): Promise<Done | typeof AGAIN> {
+  const key =
+    claim === undefined || commit.keyAnswer === undefined
+      ? undefined
+      : { claim, answer: commit.keyAnswer, now: Date.now() };
+  const ids = writeId === undefined ? [] : [writeId];
+  try {
+    const result = await writes.commit(commit.statements(plan, key), ids, deadline);
+    if ('committed' in result) return commit.committed(plan, result.committed);
+    const outcome = result.finished.get(writeId ?? '') as LedgerOutcome;
+    const failure = failureOf(outcome);
+    if (failure !== undefined) throw rejected(problemsOf(outcome), failure.status);
+    const records = (await writes.answered(outcome, deadline + CALL_DEADLINE_MS)) ?? [];
+    if (commit.replayed === undefined) throw new Error('a write with no ledger row was found finished');
+    return commit.replayed(outcome, records);
+  } catch (error) {
+    if (error instanceof VersionConflict) {
+      await commit.lost?.(plan, deadline);
+      return AGAIN;
+    }
+    if (error instanceof HttpError) throw error;
+    const answered = await commit.refused?.(plan, error);
+    if (answered !== undefined) return answered;
+    return unexplained(error);
+  }
+}
+
+/**
+ * A write no request makes (an import's chunk): no key, no ledger row (a guard of its own makes
+ * a repeat change nothing), its attempts run as every other write's; a refusal of D1's its kind
+ * does not answer itself is thrown as D1 made it.
+ */
+export function runAttempts<Plan, Done>(
+  writes: RecordWrites,
+  attempts: Attempts<Plan, Done> & { commit: InBatch<Plan, Done> },
+  deadline: number,
+): Promise<Done> {
+  return recomputing(
+    async () => {
+      const plan = await attempts.decide();
+      if (plan === AGAIN) return AGAIN;
+      return commitOnce(writes, undefined, attempts.commit, plan, undefined, deadline, (error) =>
+        Promise.reject(error),
+      );
+    },
+    { deadline },
+  );
+}
+
+/**
+ * The plan applied in its record's turn: what it did, else its refusal explained. A refusal the
+ * ledger does not hold yet is closed first: if the write id committed in an earlier run (its
+ * reply lost, a twin ran it), what it committed is the answer, never the refusal.
+ */
+async function inTurn<Plan, Done>(
+  context: Context,
+  writeId: string,
+  write: WriteRun<Plan, Done>,
+  commit: InTurn<Plan, Done>,
+  plan: Plan,
+  claim: KeyClaim | undefined,
+): Promise<Done> {
+  let answer = await commit.turn(plan, claim);
+  if (answer.closed === false) {
+    const problems = answer.problem === undefined ? [] : [answer.problem];
+    const outcome = await closeWrite(context, writeId, answer.status, problems);
+    if (outcome !== undefined) {
+      const failure = failureOf(outcome);
+      if (failure === undefined) return commit.applied(await answeredOne(context, outcome));
+      answer = { ...answer, ...(failure as Pick<PatchAnswer, 'status' | 'problem'>) };
+    }
+  }
+  if (answer.status === 200 && answer.record !== undefined) return commit.applied(answer.record);
+  throw await explainedTurn(context, answer, write.claims(plan));
+}
+
+/**
+ * Closes write `id` in the ledger as refused with `status`, so no run of it can commit later: the
+ * only place a record write's refusal is closed. Undefined when it was closed now; the outcome the
+ * ledger held when the id was finished already (it may have committed). Storage out of reach:
+ * the outcome is unknown.
+ */
+export async function closeWrite(
+  context: Context,
+  id: string,
+  status: number,
+  problems: readonly InputProblem[] = [],
+  deadline = Date.now() + TURN_TIMEOUT_MS,
+): Promise<LedgerOutcome | undefined> {
+  try {
+    return await context.writes.closeAsFailed(id, status, deadline, problems);
+  } catch {
+    throw outcomeUnknown();
+  }
+}
+
+/** The one record a finished write of one record answered. */
+async function answeredOne(context: Context, outcome: LedgerOutcome): Promise<RecordOut> {
+  const [record] = (await context.writes.answered(outcome, Date.now() + TURN_TIMEOUT_MS)) ?? [];
+  if (record === undefined) throw outcomeUnknown();
+  return record;
 }
 
 /**
@@ -72,10 +238,9 @@ async function tenantLeft(context: Context, call: WriteCall, error: unknown): Pr
 async function refusalSentAgain(context: Context, call: WriteCall, error: unknown): Promise<WriteAnswer> {
   const refusal = asHttpError(error, call.requestId);
   if (refusal.status >= 500 && refusal.status !== 503) return problemAnswer(refusal, call.requestId, work(context));
-  const deadline = Date.now() + TURN_TIMEOUT_MS;
-  const closed = await context.writes
-    .closeAsFailed(call.id, refusal.status, deadline, refusal.errors ?? [])
-    .catch(() => 'unreachable' as const);
+  const closed = await closeWrite(context, call.id, refusal.status, refusal.errors ?? []).catch(
+    () => 'unreachable' as const,
+  );
   if (closed === 'unreachable') return problemAnswer(outcomeUnknown(), call.requestId, work(context));
   const answer =
     closed === undefined

@@ -13,8 +13,9 @@ import { databaseFor } from '../tenancy/routes.ts';
 import { tenantOfId } from '../domain/tenant.ts';
 import { claimsOf, isUniqueViolation, uniqueClashes } from '../storage/record-index.ts';
 import { isInvalidReference, referenceProblems } from '../storage/references.ts';
-import { AGAIN, recomputing } from '../storage/retry.ts';
-import { RecordWrites, VersionConflict } from '../storage/writes.ts';
+import { AGAIN } from '../storage/retry.ts';
+import { RecordWrites } from '../storage/writes.ts';
+import { runAttempts } from './engine.ts';
 import { planChunk, type ChunkPlan } from './import-plan.ts';
 
 /**
@@ -36,6 +37,8 @@ const READ_BYTES = 256 * 1024;
 const MAX_READ_BYTES = 16 * 1024 * 1024;
 /** Times a chunk is computed again after D1 refused some of its rows or lost a race. */
 const ATTEMPTS = 8;
+/** How long a chunk's attempts may take before its alarm runs it again. */
+const CHUNK_DEADLINE_MS = 30_000;
 
 /** What a chunk did: whether more remain, and the workspace whose records it wrote. */
 export interface ChunkStep {
@@ -64,7 +67,7 @@ export async function importChunk(env: Env, id: number, now: () => number = Date
     return { more: false };
   }
   const input = { writes: new RecordWrites(db, meter), state, caller: caller as Caller, def: def as ObjectDef };
-  return applyChunk(env, db, meter, imports, input, rows, now);
+  return applyChunk(env, db, imports, input, rows, now);
 }
 
 /** Why the importer may no longer import into the workspace, if so. */
@@ -121,47 +124,57 @@ type PlanInput = Omit<Parameters<typeof planChunk>[0], 'rows' | 'refused' | 'now
 function applyChunk(
   env: Env,
   db: D1Database,
-  meter: Meter,
   imports: Imports,
   input: PlanInput,
   read: RowsRead,
   now: () => number,
 ): Promise<ChunkStep> {
-  const { state } = input;
+  const { state, writes } = input;
   const refused = new Map<number, InputProblem[]>();
-  return recomputing(async (attempt) => {
-    if (attempt > ATTEMPTS) throw new Error('an import chunk kept losing races');
-    const plan = await planChunk({ ...input, rows: read.rows, refused, now: now() });
-    const done = await chunkDone(imports, state, plan, read, now());
-    const { writes } = input;
-    const statements = [
-      ...imports.chunk(state.id, done),
-      ...writes.insertsPacked(plan.creates.map((c) => c.record)),
-      ...(plan.updates.length === 0
-        ? []
-        : writes.batchWrites(
-            plan.updates.map(({ base, record }) => (record === undefined ? { base } : { base, record })),
-            plan.updates.flatMap(({ base, record }) =>
-              record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
-            ),
-          )),
-    ];
-    try {
-      await meter.d1(() => db.batch(statements));
-      if (done.status !== 'running') await dropFile(env, state.file);
-      return { more: done.status === 'running', workspaceId: state.workspace_id };
-    } catch (error) {
-      if (isChunkMoved(error)) return { more: true };
-      if (attempt >= ATTEMPTS) throw error;
-      if (error instanceof Error && error.message.includes('version_conflict')) return AGAIN;
-      if (error instanceof VersionConflict) return AGAIN;
-      // An upsert's value taken by another writer meanwhile: match again before listing rows as failed.
-      if (modeOf(state) === 'upsert' && isUniqueViolation(error) && attempt < ATTEMPTS / 2) return AGAIN;
-      const found = await refusedRows(db, input, plan, error);
-      if (found === undefined) throw error;
-      for (const [number, problems] of found) refused.set(number, problems);
-      return AGAIN;
-    }
+  let attempt = 0;
+  type Planned = { plan: ChunkPlan; done: ChunkDone };
+  return runAttempts<Planned, ChunkStep>(
+    writes,
+    {
+      decide: async () => {
+        if (++attempt > ATTEMPTS) throw new Error('an import chunk kept losing races');
+        const plan = await planChunk({ ...input, rows: read.rows, refused, now: now() });
+        return { plan, done: await chunkDone(imports, state, plan, read, now()) };
+      },
+      commit: {
+        statements: ({ plan, done }) => [
+          ...imports.chunk(state.id, done),
+          ...writes.insertsPacked(plan.creates.map((c) => c.record)),
+          ...(plan.updates.length === 0
+            ? []
+            : writes.batchWrites(
+                plan.updates.map(({ base, record }) => (record === undefined ? { base } : { base, record })),
+                plan.updates.flatMap(({ base, record }) =>
+                  record === undefined ? [] : [{ type: 'updated' as const, prev: base, next: record }],
+                ),
+              )),
+        ],
+        committed: ({ done }) => ({ more: done.status === 'running', workspaceId: state.workspace_id }),
+        lost: async () => {
+          if (attempt >= ATTEMPTS) throw new Error('an import chunk kept losing races');
+        },
+        refused: async ({ plan }, error) => {
+          // Applied already (its reply was lost, the object restarted) or cancelled: nothing changed.
+          if (isChunkMoved(error)) return { more: true };
+          if (attempt >= ATTEMPTS) return undefined;
+          // An upsert's value taken by another writer meanwhile: match again before listing rows as failed.
+          if (modeOf(state) === 'upsert' && isUniqueViolation(error) && attempt < ATTEMPTS / 2) return AGAIN;
+          const found = await refusedRows(db, input, plan, error);
+          if (found === undefined) return undefined;
+          for (const [number, problems] of found) refused.set(number, problems);
+          return AGAIN;
+        },
+      },
+    },
+    Date.now() + CHUNK_DEADLINE_MS,
+  ).then(async (step) => {
+    if (!step.more && step.workspaceId !== undefined) await dropFile(env, state.file);
+    return step;
   });
 }
 

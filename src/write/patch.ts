@@ -1,16 +1,14 @@
 import type { Context } from '../context.ts';
-import { NO_ACCESS, recordAccess } from '../domain/access.ts';
+import { NO_ACCESS, recordAccess, type Caller } from '../domain/access.ts';
+import type { ObjectDef } from '../domain/definition.ts';
 import { patchProblems } from '../domain/patch.ts';
 import { referenceClaims } from '../domain/references.ts';
 import { rejected, unauthorized, type InputProblem } from '../http/errors.ts';
 import type { RecordOut } from '../schemas/record.ts';
-import type { KeyClaim } from '../storage/idempotency.ts';
 import type { PatchContext } from '../storage/cached-reads.ts';
-import { referenceProblems } from '../storage/references.ts';
-import { referencedRefusal, refusedInTurn, restoreRefused } from './refusals.ts';
 import { recordAnswer } from './answer.ts';
-import { withKey } from './claim.ts';
-import type { Write, WriteAnswer, WriteCall } from './write.ts';
+import type { WriteRun } from './kind.ts';
+import type { Write, WriteCall } from './write.ts';
 
 type PatchWrite = Extract<Write, { kind: 'patch' }>;
 
@@ -21,12 +19,42 @@ type PatchWrite = Extract<Write, { kind: 'patch' }>;
  * commits them in one D1 batch.
  */
 
-/** A patch, delete or restore, start to end: read, claim its key, its turn, its answer. */
-export async function patchWrite(context: Context, call: WriteCall, write: PatchWrite): Promise<WriteAnswer> {
+/** A patch, delete or restore, read: decided here, applied in its record's turn. */
+export async function patchRun(
+  context: Context,
+  call: WriteCall,
+  write: PatchWrite,
+): Promise<WriteRun<Decided, RecordOut>> {
   const known = await readForPatch(context, call, write);
-  return withKey(context, call, known.caller?.userId ?? 0, write.patch, async (claim) =>
-    recordAnswer(await patchInTurn(context, call, write, known, claim), context.meter.work()),
-  );
+  const caller = known.caller as Caller;
+  return {
+    userId: caller.userId,
+    body: write.patch,
+    decide: () => decide(context, call, write, known),
+    commit: {
+      turn: ({ caller: { userId }, def, snapshot }, claim) =>
+        context.recordTurns.patch({
+          recordId: write.recordId,
+          writeId: call.id,
+          def,
+          patch: write.patch,
+          userId,
+          ...(snapshot === undefined ? {} : { snapshot }),
+          ...(write.ifMatch === undefined ? {} : { ifMatch: write.ifMatch }),
+          ...(claim === undefined ? {} : { claim }),
+          ...(write.action === undefined ? {} : { action: write.action }),
+        }),
+      applied: (record) => record,
+    },
+    claims: ({ caller, def, snapshot }) => ({
+      caller,
+      fallback: '/fieldValues',
+      record: { id: write.recordId, restore: write.action === 'restore' },
+      references: () => referenceClaims(def, write.patch.fieldValues ?? [], snapshot?.fieldValues ?? [], ''),
+      unique: () => [],
+    }),
+    answer: recordAnswer,
+  };
 }
 
 /** What a patch is decided on. The caller is known: none answers 401. */
@@ -54,14 +82,15 @@ function problemsOf({ caller, facts, def }: PatchContext, write: PatchWrite): In
   return patchProblems(seen, access, def, write.patch, '', write.action);
 }
 
-/** Applies the write in the record's turn: the record as it answered, or the refusal thrown. */
-async function patchInTurn(
-  context: Context,
-  call: WriteCall,
-  write: PatchWrite,
-  known: PatchContext,
-  claim: KeyClaim | undefined,
-): Promise<RecordOut> {
+/** A patch decided: who writes it, on which definition, over the record as it was read (if it was). */
+interface Decided {
+  caller: Caller;
+  def: ObjectDef;
+  snapshot?: RecordOut;
+}
+
+/** Decides the patch before its turn; a refusal made on the isolate's memory alone is made again on a fresh read. */
+async function decide(context: Context, call: WriteCall, write: PatchWrite, known: PatchContext): Promise<Decided> {
   let decided = known;
   let problems = problemsOf(decided, write);
   if (problems.length > 0 && decided.remembered) {
@@ -72,24 +101,5 @@ async function patchInTurn(
   }
   const { caller, def, snapshot } = decided;
   if (problems.length > 0 || caller === undefined || def === undefined) throw rejected(problems);
-
-  const answer = await context.recordTurns.patch({
-    recordId: write.recordId,
-    writeId: call.id,
-    def,
-    patch: write.patch,
-    userId: caller.userId,
-    ...(snapshot === undefined ? {} : { snapshot }),
-    ...(write.ifMatch === undefined ? {} : { ifMatch: write.ifMatch }),
-    ...(claim === undefined ? {} : { claim }),
-    ...(write.action === undefined ? {} : { action: write.action }),
-  });
-  if (answer.status === 200 && answer.record !== undefined) return answer.record;
-  if (answer.problem?.code === 'record_referenced') throw await referencedRefusal(context, caller, write.recordId);
-  if (answer.problem?.code === 'invalid_reference') {
-    if (write.action === 'restore') throw rejected([restoreRefused]);
-    const claims = referenceClaims(def, write.patch.fieldValues ?? [], snapshot?.fieldValues ?? [], '');
-    throw rejected(await referenceProblems(context.primary, claims, caller.userId, '/fieldValues'));
-  }
-  throw refusedInTurn(answer.status, answer.problem);
+  return snapshot === undefined ? { caller, def } : { caller, def, snapshot };
 }

@@ -30,6 +30,8 @@ export interface PatchAnswer {
   status: 200 | 409 | 412 | 422 | 503;
   record?: RecordOut;
   problem?: InputProblem;
+  /** False: a refusal the ledger does not hold yet, which the write's runner closes before it is told. */
+  closed?: boolean;
   work: Work;
 }
 
@@ -136,7 +138,7 @@ export class RecordQueue {
       const now = this.clock.now();
       while (this.queue[0] !== undefined && this.queue[0].deadline <= now) {
         const expired = this.queue.shift() as Entry;
-        if (expired.kind === 'patch') void this.late(expired, new Meter());
+        if (expired.kind === 'patch') this.late(expired, new Meter());
         else expired.answer({ granted: false, work: NO_WORK });
       }
       this.sweepLater();
@@ -187,7 +189,7 @@ export class RecordQueue {
     try {
       await recomputing(
         async () => {
-          entries = await this.withoutLate(entries, meter);
+          entries = this.withoutLate(entries, meter);
           if (entries.length === 0) return undefined;
           const now = this.clock.now();
           const deadline = Math.max(...entries.map((entry) => entry.deadline));
@@ -224,15 +226,15 @@ export class RecordQueue {
       } else if (entries.length > 1) {
         for (const entry of entries) await this.applyGroup([entry]);
       } else {
-        await this.refuse(entries[0] as PatchEntry, refusalOf(error, this.recordId), meter);
+        this.refuse(entries[0] as PatchEntry, refusalOf(error, this.recordId), meter);
       }
     }
   }
 
-  /** Answers the entries whose time is up (each as its ledger row says); returns the others. */
-  private async withoutLate(entries: PatchEntry[], meter: Meter): Promise<PatchEntry[]> {
+  /** Answers the entries whose time is up; returns the others. */
+  private withoutLate(entries: PatchEntry[], meter: Meter): PatchEntry[] {
     const now = this.clock.now();
-    await Promise.all(entries.filter((entry) => entry.deadline <= now).map((entry) => this.late(entry, meter)));
+    for (const entry of entries) if (entry.deadline <= now) this.late(entry, meter);
     return entries.filter((entry) => entry.deadline > now);
   }
 
@@ -312,42 +314,16 @@ export class RecordQueue {
   }
 
   /**
-   * Answers a refusal storage made once the ledger holds it: the call may have committed before
-   * (its reply lost, a twin ran it), and then what committed is the answer, never the refusal.
+   * A refusal storage made, or a call whose time was up: answered unclosed. The ledger must hold
+   * it before it is told (the call may have committed before: its reply lost, a twin ran it), and
+   * the write's runner closes it.
    */
-  private async refuse(
-    entry: PatchEntry,
-    refusal: { status: 409 | 422; problem: InputProblem },
-    meter: Meter,
-  ): Promise<void> {
-    const writes = this.storage(meter);
-    const deadline = this.clock.now() + TURN_TIMEOUT_MS;
-    try {
-      const committed = await writes.closeAsFailed(entry.call.writeId, refusal.status, deadline, [refusal.problem]);
-      entry.answer(
-        committed === undefined
-          ? { ...refusal, work: meter.work() }
-          : await this.answerOf(committed, writes, meter, deadline),
-      );
-    } catch {
-      entry.answer({ status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() });
-    }
+  private refuse(entry: PatchEntry, refusal: { status: 409 | 422; problem: InputProblem }, meter: Meter): void {
+    entry.answer({ ...refusal, closed: false, work: meter.work() });
   }
 
-  /** A call answered 503 "busy" only once the ledger holds that failure: else it committed, and that is its answer. */
-  private async late(entry: PatchEntry, meter: Meter): Promise<void> {
-    const writes = this.storage(meter);
-    const deadline = this.clock.now() + TURN_TIMEOUT_MS;
-    try {
-      const committed = await writes.closeAsFailed(entry.call.writeId, 503, deadline);
-      entry.answer(
-        committed === undefined
-          ? { status: 503, work: meter.work() }
-          : await this.answerOf(committed, writes, meter, deadline),
-      );
-    } catch {
-      entry.answer({ status: 503, problem: OUTCOME_UNKNOWN, work: meter.work() });
-    }
+  private late(entry: PatchEntry, meter: Meter): void {
+    entry.answer({ status: 503, closed: false, work: meter.work() });
   }
 
   private async answerOf(

@@ -1,4 +1,5 @@
 import type { Context } from '../context.ts';
+import type { PatchAnswer } from './record-queue.ts';
 import { recordAccess, showsReference, type Caller } from '../domain/access.ts';
 import type { ReferenceClaim } from '../domain/references.ts';
 import { busy, HttpError, outcomeUnknown, rejected, type InputProblem } from '../http/errors.ts';
@@ -26,6 +27,8 @@ export interface Claims {
   caller: Caller;
   /** Where the problem points when no claim is found refused any more. */
   fallback: string;
+  /** A write of one record in its turn: which, and whether it restores it. */
+  record?: { id: number; restore: boolean };
 }
 
 /** The refusal D1 made of a write, explained; undefined when `error` is no refusal of its claims. */
@@ -51,7 +54,7 @@ export async function explained(context: Context, error: unknown, claims: Claims
 const CHANGE_THEM = 'change or delete them first.';
 
 /** The refusal of a delete that live records hold back: how many, and the first of them the caller can read. */
-export async function referencedRefusal(context: Context, caller: Caller, recordId: number): Promise<HttpError> {
+async function referencedRefusal(context: Context, caller: Caller, recordId: number): Promise<HttpError> {
   const { count, readable } = await restricting(context.primary, recordId, [...caller.roles.keys()], REFERENCING_SHOWN);
   const many = count > REFERENCING_COUNT ? `more than ${REFERENCING_COUNT}` : String(count);
   return new HttpError(409, {
@@ -68,15 +71,29 @@ export async function referencedRefusal(context: Context, caller: Caller, record
 }
 
 /** A restore D1 refused: the record would be live and reference a deleted record by a restricting field. */
-export const restoreRefused: InputProblem = {
+const restoreRefused: InputProblem = {
   pointer: '',
   code: 'invalid_reference',
   message: 'the record references a deleted record by a field that restricts deletes; restore that record first',
   status: 422,
 };
 
+/** A record's turn that did not apply its write, explained: who holds a delete back, which reference is refused. */
+export async function explainedTurn(context: Context, answer: PatchAnswer, claims: Claims): Promise<HttpError> {
+  const code = answer.problem?.code;
+  const record = claims.record;
+  if (code === 'record_referenced' && record !== undefined) return referencedRefusal(context, claims.caller, record.id);
+  if (code === 'invalid_reference') {
+    if (record?.restore === true) return rejected([restoreRefused]);
+    return rejected(
+      await referenceProblems(context.primary, claims.references(), claims.caller.userId, claims.fallback),
+    );
+  }
+  return refusedInTurn(answer.status, answer.problem);
+}
+
 /** The answer of a record's queue that did not apply a patch, as an HTTP error. */
-export function refusedInTurn(status: number, problem: InputProblem | undefined): HttpError {
+function refusedInTurn(status: number, problem: InputProblem | undefined): HttpError {
   if (status === 503) return problem?.code === 'outcome_unknown' ? outcomeUnknown() : busy();
   if (status === 412)
     return new HttpError(412, {

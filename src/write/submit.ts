@@ -3,7 +3,7 @@ import { tenantOfId } from '../domain/tenant.ts';
 import { busy, outcomeUnknown } from '../http/errors.ts';
 import { problemAnswer } from './answer.ts';
 import { CALL_DEADLINE_MS } from './deadlines.ts';
-import { runWrite } from './engine.ts';
+import { closeWrite, runWrite } from './engine.ts';
 import { forgetRoute } from '../tenancy/routes.ts';
 import { callObject } from './record-turns.ts';
 import { firstRecordOf, type WriteAnswer, type WriteCall } from './write.ts';
@@ -71,8 +71,8 @@ async function runIn(context: Context, place: string, call: WriteCall): Promise<
  * with the same Idempotency-Key learns it.
  */
 async function closeUnknown(context: Context, call: WriteCall): Promise<WriteAnswer> {
-  const closed = await context.writes
-    .closeAsFailed(call.id, 503, Date.now() + CLOSE_DEADLINE_MS)
-    .catch(() => 'unreachable' as const);
+  const closed = await closeWrite(context, call.id, 503, [], Date.now() + CLOSE_DEADLINE_MS).catch(
+    () => 'unreachable' as const,
+  );
   return problemAnswer(closed === undefined ? busy() : outcomeUnknown(), call.requestId, context.meter.work());
 }

@@ -1,6 +1,6 @@
 import type { Context } from '../context.ts';
 import { foldCase } from '../core/fold.ts';
-import type { LedgerOutcome, UpsertResult } from '../core/ledger.ts';
+import type { UpsertResult } from '../core/ledger.ts';
 import { pointer, type InputProblem } from '../core/problem.ts';
 import { fieldLimits, NO_ACCESS, recordAccess, seesObject, visibleDef, type Caller } from '../domain/access.ts';
 import { planCreate, type NewRecord } from '../domain/create.ts';
@@ -8,18 +8,13 @@ import type { ObjectDef } from '../domain/definition.ts';
 import { applyPatch, patchProblems, type Applied } from '../domain/patch.ts';
 import { createdRecord } from '../domain/record-json.ts';
 import { referenceClaims } from '../domain/references.ts';
-import { busy, invalidBody, notFound, rejected, unauthorized } from '../http/errors.ts';
+import { invalidBody, notFound, rejected, unauthorized } from '../http/errors.ts';
 import type { RecordOut, UpsertIn } from '../schemas/record.ts';
-import type { KeyClaim } from '../storage/idempotency.ts';
 import { claimsOf, isUniqueViolation, uniqueHolders, type UniqueClaim } from '../storage/record-index.ts';
-import { AGAIN, recomputing } from '../storage/retry.ts';
-import { VersionConflict } from '../storage/writes.ts';
-import { answeredBefore } from './create.ts';
-import { TURN_TIMEOUT_MS } from './deadlines.ts';
-import { explained } from './refusals.ts';
+import { AGAIN } from '../storage/retry.ts';
 import { itemsAnswer, JSON_TYPE } from './answer.ts';
-import { withKey } from './claim.ts';
-import type { Write, WriteAnswer, WriteCall } from './write.ts';
+import type { KeyCompletion, WriteRun } from './kind.ts';
+import type { Write, WriteCall } from './write.ts';
 
 type UpsertWrite = Extract<Write, { kind: 'upsert' }>;
 
@@ -38,21 +33,12 @@ export interface Upserted {
   records: RecordOut[];
 }
 
-/** An upsert, start to end: read, claim its key, match, commit, answer. */
-export async function upsertWrite(context: Context, call: WriteCall, write: UpsertWrite): Promise<WriteAnswer> {
-  const read = await readForUpsert(context, call, write);
-  return withKey(context, call, read.caller.userId, write.body, async (claim) => {
-    const { records, results } = await upsertInTurns(context, call, write, read, claim);
-    return itemsAnswer(records, 200, context.meter.work(), results);
-  });
-}
-
-/** The caller (401) and the object (404 unless the caller is in one of its workspaces), read from D1. */
-async function readForUpsert(
+/** An upsert, read: the caller (401) and the object (404 unless the caller is in one of its workspaces). */
+export async function upsertRun(
   context: Context,
   call: WriteCall,
   write: UpsertWrite,
-): Promise<{ caller: Caller; def: ObjectDef }> {
+): Promise<WriteRun<UpsertPlan, Upserted>> {
   const known = await context.cached.createContext(call.keyHash, [write.objectId], true);
   const caller = known.caller;
   if (caller === undefined) throw unauthorized();
@@ -61,7 +47,80 @@ async function readForUpsert(
   // A hidden field is as one the object does not have: it cannot be matched on.
   const problems = matchProblems(visibleDef(def, fieldLimits(caller, def.id, def.workspaceIds)), write.body);
   if (problems.length > 0) throw invalidBody(problems);
-  return { caller, def };
+  const { body } = write;
+  const matched: UniqueClaim[] = claimsOf(
+    body.items.map((item) => ({
+      objectId: def.id,
+      fieldValues: item.fieldValues.filter((f) => f.fieldName === body.matchOn),
+    })),
+    () => def.fields,
+    (i) => pointer('', 'items', i),
+  );
+  return {
+    userId: caller.userId,
+    body,
+    decide: () => planUpsert(context, call, body, caller, def, matched),
+    commit: {
+      keyAnswer: { status: 200, headers: JSON_TYPE, shape: 'items' },
+      statements: (plan, key) => statementsOf(context, call.id, body, plan, key),
+      committed: (plan, results) => {
+        const created = plan.creates.records.map((record, k) =>
+          createdRecord(
+            record,
+            (results[1 + plan.updated + k * 3]?.results[0] as { id: number } | undefined)?.id as number,
+          ),
+        );
+        return {
+          results: plan.results,
+          records: body.items.map((_, i) => {
+            const update = plan.updates.find((u) => u.i === i);
+            return update === undefined ? (created[plan.creates.indices.indexOf(i)] as RecordOut) : stateOf(update);
+          }),
+        };
+      },
+      replayed: (outcome, records) => ({
+        records,
+        results: records.map((_, i) => ('r' in outcome ? outcome.u?.[i] : undefined) ?? 'updated'),
+      }),
+      // Another writer took a matched value first: run again. Else another unique field clashes.
+      refused: async (plan, error) =>
+        isUniqueViolation(error) &&
+        JSON.stringify(await uniqueHolders(context.primary, matched)) !== JSON.stringify(plan.holders)
+          ? AGAIN
+          : undefined,
+    },
+    claims: (plan) => ({
+      caller,
+      fallback: '/items',
+      references: () =>
+        body.items.flatMap((item, i) =>
+          referenceClaims(
+            plan.current,
+            item.fieldValues,
+            plan.updates.find((u) => u.i === i)?.base.fieldValues ?? [],
+            pointer('', 'items', i),
+          ),
+        ),
+      unique: () =>
+        claimsOf(
+          body.items.map((item, i) => ({
+            objectId: plan.current.id,
+            fieldValues: item.fieldValues,
+            ...(plan.holders[i] === undefined ? {} : { id: plan.holders[i] }),
+          })),
+          () => plan.current.fields,
+          (i, name) =>
+            pointer(
+              '',
+              'items',
+              i,
+              'fieldValues',
+              body.items[i]?.fieldValues.findIndex((f) => f.fieldName === name) ?? 0,
+            ),
+        ),
+    }),
+    answer: ({ records, results }, work) => itemsAnswer(records, 200, work, results),
+  };
 }
 
 /** A matched value as the unique index keeps it: text and email folded. */
@@ -116,33 +175,10 @@ interface UpsertPlan {
   updates: { i: number; base: RecordOut; applied: Applied }[];
   creates: { indices: number[]; records: NewRecord[] };
   current: ObjectDef;
-}
-
-async function upsertInTurns(
-  context: Context,
-  call: WriteCall,
-  write: UpsertWrite,
-  { caller, def }: { caller: Caller; def: ObjectDef },
-  claim: KeyClaim | undefined,
-): Promise<Upserted> {
-  const deadline = Date.now() + TURN_TIMEOUT_MS;
-  const { body } = write;
-  const matched: UniqueClaim[] = claimsOf(
-    body.items.map((item) => ({
-      objectId: def.id,
-      fieldValues: item.fieldValues.filter((f) => f.fieldName === body.matchOn),
-    })),
-    () => def.fields,
-    (i) => pointer('', 'items', i),
-  );
-  return recomputing(
-    async () => {
-      const plan = await planUpsert(context, call, body, caller, def, matched);
-      if (plan === AGAIN) return AGAIN;
-      return commitUpsert(context, call.id, body, caller, plan, matched, claim, deadline);
-    },
-    { deadline, late: busy },
-  );
+  /** What is done to each item's record. */
+  results: UpsertResult[];
+  /** Statements of the updates, before the creates' (set as they are made). */
+  updated: number;
 }
 
 /**
@@ -195,127 +231,55 @@ async function planUpsert(
     )
   )
     return AGAIN;
+  const applied = updates.map(({ i, item }, k) => {
+    const base = bases[k] as RecordOut;
+    const def = objects.get(base.objectId) as ObjectDef;
+    const patch = { fieldValues: item.fieldValues };
+    return { i, base, applied: applyPatch(base, def, patch, caller.userId, now, pointer('', 'items', i)) };
+  });
+  const failures = applied.flatMap((u) => (u.applied.ok ? [] : [u.applied.problem]));
+  if (failures.length > 0) throw rejected(failures);
   return {
     holders,
     current,
     creates: { indices: createIndices, records: planned.value },
-    updates: updates.map(({ i, item }, k) => {
-      const base = bases[k] as RecordOut;
-      const patch = { fieldValues: item.fieldValues };
-      return {
-        i,
-        base,
-        applied: applyPatch(
-          base,
-          objects.get(base.objectId) as ObjectDef,
-          patch,
-          caller.userId,
-          now,
-          pointer('', 'items', i),
-        ),
-      };
+    updates: applied,
+    results: body.items.map((_, i) => {
+      const update = applied.find((u) => u.i === i);
+      if (update === undefined) return 'created';
+      return update.applied.ok && update.applied.changed ? 'updated' : 'unchanged';
     }),
+    updated: 0,
   };
 }
 
-/** The plan's one D1 batch: the records answered, or AGAIN when another writer moved first. */
-async function commitUpsert(
-  context: Context,
+const stateOf = ({ base, applied }: UpsertPlan['updates'][number]): RecordOut => (applied.ok ? applied.record : base);
+
+/** The plan's one D1 batch: its ledger row (every item's record and what was done to it), updates, creates, key. */
+function statementsOf(
+  { writes }: Context,
   writeId: string,
   body: UpsertIn,
-  caller: Caller,
   plan: UpsertPlan,
-  matched: readonly UniqueClaim[],
-  claim: KeyClaim | undefined,
-  deadline: number,
-): Promise<Upserted | typeof AGAIN> {
-  const { writes } = context;
-  const failures = plan.updates.flatMap(({ applied }) => (applied.ok ? [] : [applied.problem]));
-  if (failures.length > 0) throw rejected(failures);
-  const updateOf = (i: number) => plan.updates.find((u) => u.i === i);
-  const stateOf = ({ base, applied }: UpsertPlan['updates'][number]): RecordOut => (applied.ok ? applied.record : base);
-  const results: UpsertResult[] = body.items.map((_, i) => {
-    const update = updateOf(i);
-    if (update === undefined) return 'created';
-    return update.applied.ok && update.applied.changed ? 'updated' : 'unchanged';
-  });
+  key: KeyCompletion | undefined,
+): D1PreparedStatement[] {
   const entries = body.items.map((_, i): [number, number] | [null, number] => {
-    const update = updateOf(i);
+    const update = plan.updates.find((u) => u.i === i);
     if (update === undefined) return [null, plan.creates.indices.indexOf(i)];
     const record = stateOf(update);
     return [record.id, record.version];
   });
-  const now = Date.now();
   const updates = writes.batchWrites(
     plan.updates.map(({ base, applied: a }) => (a.ok && a.changed ? { base, record: a.record } : { base })),
     plan.updates.flatMap(({ base, applied: a }) =>
       a.ok && a.changed ? [{ type: 'updated' as const, prev: base, next: a.record }] : [],
     ),
   );
-  const statements = [
-    writes.ledgerOfUpsert(writeId, entries, results, plan.current.id),
+  plan.updated = updates.length;
+  return [
+    writes.ledgerOfUpsert(writeId, entries, plan.results, plan.current.id),
     ...updates,
     ...writes.inserts(plan.creates.records),
-    ...(claim === undefined
-      ? []
-      : [writes.keyDone(claim, writeId, { status: 200, headers: JSON_TYPE, shape: 'items' }, now)]),
+    ...(key === undefined ? [] : [writes.keyDone(key.claim, writeId, key.answer, key.now)]),
   ];
-  try {
-    const result = await writes.commit<{ id: number }>(statements, [writeId], deadline);
-    if ('committed' in result) {
-      const created = plan.creates.records.map((record, k) =>
-        createdRecord(record, result.committed[1 + updates.length + k * 3]?.results[0]?.id as number),
-      );
-      return {
-        results,
-        records: body.items.map((_, i) => {
-          const update = updateOf(i);
-          return update === undefined ? (created[plan.creates.indices.indexOf(i)] as RecordOut) : stateOf(update);
-        }),
-      };
-    }
-    const outcome = result.finished.get(writeId) as LedgerOutcome;
-    const records = await answeredBefore(context, outcome, deadline);
-    return { records, results: records.map((_, i) => ('r' in outcome ? outcome.u?.[i] : undefined) ?? 'updated') };
-  } catch (error) {
-    if (error instanceof VersionConflict) return AGAIN;
-    // Another writer took a matched value first: run again. Else another unique field clashes.
-    if (
-      isUniqueViolation(error) &&
-      JSON.stringify(await uniqueHolders(context.primary, matched)) !== JSON.stringify(plan.holders)
-    )
-      return AGAIN;
-    throw (
-      (await explained(context, error, {
-        caller,
-        fallback: '/items',
-        references: () =>
-          body.items.flatMap((item, i) =>
-            referenceClaims(
-              plan.current,
-              item.fieldValues,
-              updateOf(i)?.base.fieldValues ?? [],
-              pointer('', 'items', i),
-            ),
-          ),
-        unique: () =>
-          claimsOf(
-            body.items.map((item, i) => ({
-              objectId: plan.current.id,
-              fieldValues: item.fieldValues,
-              ...(plan.holders[i] === undefined ? {} : { id: plan.holders[i] }),
-            })),
-            () => plan.current.fields,
-            (i, name) =>
-              pointer(
-                '',
-                'items',
-                i,
-                'fieldValues',
-                body.items[i]?.fieldValues.findIndex((f) => f.fieldName === name) ?? 0,
-              ),
-          ),
-      })) ?? error
-    );
-  }
 }

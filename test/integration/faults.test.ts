@@ -137,6 +137,9 @@ describe('faults', () => {
     // without reading D1 first, in the order they were sent, before the batch's turn.
     expect((await patch(0)).body.version).toBe(2);
     const patches = [1, 2, 3].map(patch);
+    // The patches reach the record's queue (each is decided first: a few steps of the runner)
+    // before the batch asks for its turn, which then waits for them.
+    await new Promise((resolve) => setTimeout(resolve, 0));
     const turn = stub.turn(2);
     const answers = await Promise.all(patches);
     expect(answers.map((a) => a.body.version)).toEqual([3, 4, 5]);

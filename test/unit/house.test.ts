@@ -53,3 +53,33 @@ describe('the house', () => {
     expect(found).toEqual([]);
   });
 });
+
+describe('the write pipeline', () => {
+  const writeModules = tracked.filter((path) => /^src\/(write|routes)\/.*\.ts$|^src\/[a-z-]+\.ts$/.test(path));
+  const calling = (pattern: RegExp) =>
+    writeModules
+      .filter((path) =>
+        text(path)
+          .split('\n')
+          .some((line) => pattern.test(line)),
+      )
+      .sort();
+
+  it('commits a write of records only in the runner, a record queue (groups of patches) or a background step', () => {
+    // The admin API's and the operator's writes are no writes of records; they have their own ledger rows.
+    expect(calling(/\bwrites\.commit\(|\.batch\(statements\)|db\.batch\(/)).toEqual([
+      'src/routes/tenants.ts',
+      'src/write/engine.ts',
+      'src/write/formula-build.ts',
+      'src/write/record-queue.ts',
+    ]);
+  });
+
+  it('closes a write id as refused in one place', () => {
+    expect(calling(/closeAsFailed\(/)).toEqual(['src/write/engine.ts']);
+  });
+
+  it('explains D1 refusals of record writes in one place, called only by the runner', () => {
+    expect(calling(/\bexplained(Turn)?\(/)).toEqual(['src/write/engine.ts', 'src/write/refusals.ts']);
+  });
+});
