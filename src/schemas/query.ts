@@ -100,7 +100,12 @@ export const QueryBody = v.strictObject({
       v.description('The `nextCursor` of the previous page; valid only with the same filter, search and sort.'),
     ),
   ),
-  count: v.exactOptional(v.pipe(v.boolean(), v.description('Also count the matching records (exact up to 10,000).'))),
+  count: v.exactOptional(
+    v.pipe(
+      v.boolean(),
+      v.description('Also count the matching records (exact when it read at most 20,000 candidates).'),
+    ),
+  ),
 });
 
 export const QueryPage = v.strictObject({

@@ -34,21 +34,31 @@ export const FEED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
  * One page of a workspace's records in id order. A field filter compares each listed field's
  * value, as its JSON text (or the string itself for text), by reading the JSON of every record
  * the other conditions let through: its cost grows with the workspace (or object), not the page.
+ * A list of one object's records walks the workspace's key of that object (`o` in `record_sort`):
+ * beside many records of other objects, it reads what the object holds.
  */
 // Only the records the caller's role there lets them read (key hash `?8`); a filter on a field their
 // role hides holds for no record, as one on a field the object does not have.
-const LIST = sizedPage(
-  `FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
-  WHERE rw.workspace_id = ?1 AND rw.record_id > ?2
-    AND (?3 IS NULL OR r.object_id = ?3)
-    AND (?4 = 'include' OR r.deleted = (?4 = 'only'))
+const LIST_CONDITIONS = `AND (?4 = 'include' OR r.deleted = (?4 = 'only'))
     AND (?5 IS NULL OR r.updated_at > ?5)
     AND ${MEMBER_READS('?8', '?1')}
     AND NOT EXISTS (SELECT 1 FROM json_each(?6) f WHERE ${MEMBER_HIDES('?8', '?1', "(f.value ->> '$.name')")}
       OR NOT EXISTS (SELECT 1 FROM json_each(r.field_values) v
       WHERE v.value ->> '$.fieldName' = f.value ->> '$.name'
         AND (CASE json_type(v.value, '$.value') WHEN 'text' THEN v.value ->> '$.value'
-          ELSE v.value -> '$.value' END) = f.value ->> '$.value'))
+          ELSE v.value -> '$.value' END) = f.value ->> '$.value'))`;
+const LIST = sizedPage(
+  `FROM record_workspaces rw JOIN records r ON r.id = rw.record_id
+  WHERE rw.workspace_id = ?1 AND rw.record_id > ?2
+    ${LIST_CONDITIONS}
+  ORDER BY rw.record_id`,
+  [],
+  '?7',
+);
+const LIST_OF_OBJECT = sizedPage(
+  `FROM record_sort rw JOIN records r ON r.id = rw.record_id
+  WHERE rw.workspace_id = ?1 AND rw.key = 'o' AND rw.value = ?3 AND rw.record_id > ?2
+    ${LIST_CONDITIONS}
   ORDER BY rw.record_id`,
   [],
   '?7',
@@ -147,7 +157,7 @@ export class Lists {
     withObjects = false,
   ): Promise<{ caller: Caller | undefined; records: RecordOut[]; sizeCut: boolean; objects: ObjectDef[] }> {
     const page = this.db
-      .prepare(LIST)
+      .prepare(filter.objectId === undefined ? LIST : LIST_OF_OBJECT)
       .bind(
         workspaceId,
         afterId,

@@ -46,8 +46,6 @@ import {
 export const SCAN_BOUND = 5000;
 /** Fewer candidates than this (a rare search word, a rare indexed value) are ordered by SQL for a sort. */
 const NARROW = 1000;
-/** A count is exact up to this many records; beyond, a lower bound. */
-export const COUNT_BOUND = 10_000;
 /**
  * Candidates a count reads at most (and their records): past them it is a lower bound too, so
  * a count reads rows bounded like a page's, however few records match.
@@ -208,8 +206,7 @@ function idWalk(
   const driver = driverOf(query);
   const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
   const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
-  if (driver === undefined)
-    return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order}) c`;
+  if (driver === undefined) return `${workspaceWalk(sql, query, desc, from, bound)} c`;
   // One value: its entries, in id order as kept. Several (`in`): each value's entries, ordered together.
   let matches: string;
   if (driver.values.length === 1) matches = `= ${operand(sql, driver.field, driver.values[0])}`;
@@ -221,6 +218,27 @@ function idWalk(
   return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2
       AND key = ${sql.param(`f:${driver.field.name}`)} AND value ${matches}
       ${past} ${order}) c`;
+}
+
+/** The object every match is of: a top-level `eq` on `objectId`, when the filter has one. */
+function objectOf(query: Query): unknown {
+  const e = topConditions(query).find((c) => c.field.kind === 'system' && c.field.name === 'objectId' && c.op === 'eq');
+  return e?.value;
+}
+
+/**
+ * The workspace's (`?2`) records in id order (`desc`: reversed) after `from`, at most `bound`: when
+ * every match is of one object, the workspace's key of that object (`o`), so records of other
+ * objects are never read.
+ */
+function workspaceWalk(sql: Sql, query: Query, desc: boolean, from: number | undefined, bound?: number): string {
+  const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
+  const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
+  const object = objectOf(query);
+  if (typeof object !== 'number')
+    return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order})`;
+  return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2 AND key = 'o'
+      AND value = ${sql.param(object)} ${past} ${order})`;
 }
 
 /** The tier and id of a relevance position (a cursor of an earlier release may hold a third value). */
@@ -311,8 +329,8 @@ export class Queries {
   /**
    * The candidates of a query when fewer than NARROW records can match it: those holding its
    * rarest search word's term (or range of whole words), the keys of its `eq` on an indexed
-   * field, or the entries of its range on a kept key (but not of the key `except`, which the page
-   * walks between the same bounds).
+   * field, the entries of its range on a kept key (but not of the key `except`, which the page
+   * walks between the same bounds), or the records of the one object it requires.
    * One round trip; undefined when none is that narrow.
    */
   private async fewCandidates(
@@ -344,6 +362,15 @@ export class Queries {
       const walk = rangeWalk(s, query, range, NARROW);
       options.push({
         walk: (sql) => rangeWalk(sql, query, range),
+        count: this.db.prepare(`SELECT count(*) AS n FROM ${walk}`).bind(JSON.stringify(s.params), workspaceId),
+      });
+    }
+    // Every match of one object: its records in the workspace, when few beside other objects' many.
+    if (typeof objectOf(query) === 'number') {
+      const s = new Sql();
+      const walk = `${workspaceWalk(s, query, false, undefined, NARROW)} c`;
+      options.push({
+        walk: (sql) => `${workspaceWalk(sql, query, false, undefined)} c`,
         count: this.db.prepare(`SELECT count(*) AS n FROM ${walk}`).bind(JSON.stringify(s.params), workspaceId),
       });
     }
@@ -724,7 +751,7 @@ export class Queries {
       few !== undefined
         ? few(sql)
         : plan === undefined
-          ? '(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2) c'
+          ? `${workspaceWalk(sql, query, false, undefined)} c`
           : `${termWalk(sql, plan.all, false, undefined, -1)} c`;
     const where = this.where(sql, query, plan, since);
     const text = sizedPage(
@@ -812,8 +839,8 @@ function finish(
 function countOf(result: D1Result<unknown> | undefined): { count?: Count } {
   if (result === undefined) return {};
   const { n, seen } = (result.results[0] as { n: number; seen: number } | undefined) ?? { n: 0, seen: 0 };
-  const exact = seen <= COUNT_SCAN && n <= COUNT_BOUND;
-  return { count: exact ? { value: n, exact } : { value: Math.min(n, COUNT_BOUND), exact } };
+  // Every candidate read: every match counted. Past COUNT_SCAN, the matches among those read.
+  return { count: { value: n, exact: seen <= COUNT_SCAN } };
 }
 
 /**

@@ -358,11 +358,11 @@ describe('sort, cursors, projection, count', () => {
     },
   );
 
-  it('counts exactly up to 10,000 matches among 20,000 records, then says a lower bound', async () => {
+  it('counts every match exactly while it reads at most 20,000 candidates, then says a lower bound', async () => {
     const { viewer, workspaceId, object } = await setup([{ name: 'rank', type: 'integer' }]);
     await bulkRecords(object.id, workspaceId, 10_001, `json_array(json_object('fieldName', 'rank', 'value', i))`);
     const all = await query(viewer.key, workspaceId, { count: true, limit: 1 });
-    expect(all.body.count).toEqual({ value: 10_000, exact: false });
+    expect(all.body.count).toEqual({ value: 10_001, exact: true });
     const some = await query(viewer.key, workspaceId, {
       count: true,
       filter: { field: 'rank', op: 'gt', value: 9_990 },
@@ -377,6 +377,9 @@ describe('sort, cursors, projection, count', () => {
     });
     expect(rare.body.count).toEqual({ value: 1, exact: false });
     expect(rowsRead(rare)).toBeLessThan(80_000);
+    // Every record matches: the count read 20,000 and one, all matches, and says there may be more.
+    const whole = await query(viewer.key, workspaceId, { count: true, limit: 1 });
+    expect(whole.body.count).toEqual({ value: 20_001, exact: false });
     const early = await query(viewer.key, workspaceId, { count: true, filter: { field: 'rank', op: 'eq', value: 7 } });
     expect(early.body.count).toEqual({ value: 1, exact: false });
   });

@@ -909,6 +909,7 @@ function checkKeys({ d1, referenceFields, ...tenant }: Tenant): string[] {
     const indexed = [
       ['c', row.created_at],
       ['n', row.name],
+      ['o', row.object_id],
       ['u', row.updated_at],
     ] as [string, unknown][];
     if (code !== undefined && code !== null) indexed.splice(1, 0, ['f:code', code]);
