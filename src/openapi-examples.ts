@@ -164,6 +164,24 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     },
     response: { items: [contact], nextCursor: null, count: { value: 1, exact: true } },
   },
+  aggregateRecords: {
+    request: {
+      objectId: 1,
+      filter: { field: 'createdAt', op: 'gte', value: AT - 30 * 86_400_000 },
+      groupBy: [{ field: 'stage' }, { field: 'createdAt', interval: 'month' }],
+      measures: [{ op: 'count' }, { op: 'sum', field: 'amount' }],
+      limit: 100,
+    },
+    response: {
+      groups: [
+        { key: { stage: 'customer', createdAt: '2026-11' }, values: [12, 48_500] },
+        { key: { stage: 'lead', createdAt: '2026-11' }, values: [30, 9_200.5] },
+        { key: { stage: null, createdAt: '2026-11' }, values: [2, null] },
+      ],
+      exact: true,
+      nextCursor: null,
+    },
+  },
   listChanges: {
     response: {
       items: [

@@ -1,4 +1,5 @@
 import { adminOperations } from './admin-table.ts';
+import { aggregateOperations } from './aggregate-table.ts';
 import { exportOperations } from './export-table.ts';
 import { fileOperations } from './files-table.ts';
 import { historyOperations } from './history-table.ts';
@@ -27,6 +28,7 @@ export const operations: Operation[] = [
   openApiOperation(() => operations),
   recordWriteOperations.createRecords,
   queryOperations.queryRecords,
+  aggregateOperations.aggregateRecords,
   recordWriteOperations.upsertRecords,
   recordWriteOperations.patchRecords,
   recordWriteOperations.patchWorkspaceRecords,

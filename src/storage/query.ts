@@ -231,7 +231,7 @@ function objectOf(query: Query): unknown {
  * every match is of one object, the workspace's key of that object (`o`), so records of other
  * objects are never read.
  */
-function workspaceWalk(sql: Sql, query: Query, desc: boolean, from: number | undefined, bound?: number): string {
+export function workspaceWalk(sql: Sql, query: Query, desc: boolean, from: number | undefined, bound?: number): string {
   const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
   const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
   const object = objectOf(query);
@@ -239,6 +239,14 @@ function workspaceWalk(sql: Sql, query: Query, desc: boolean, from: number | und
     return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order})`;
   return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2 AND key = 'o'
       AND value = ${sql.param(object)} ${past} ${order})`;
+}
+
+/** SQL that holds for a record `r` the query's filter matches (live unless it names `deleted`) and `seen` shows. */
+export function matching(sql: Sql, query: Query, seen: RowsSeen | undefined): string {
+  const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
+  if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
+  if (seen !== undefined) conditions.push(seenBy(sql, seen));
+  return balanced(conditions, 'AND');
 }
 
 /** The tier and id of a relevance position (a cursor of an earlier release may hold a third value). */
@@ -408,11 +416,9 @@ export class Queries {
    * began moved its place in the walk (see SINCE).
    */
   private where(sql: Sql, query: Query, plan: SearchPlan | undefined, since?: Since): string {
-    const conditions = [query.namesDeleted ? '1' : 'r.deleted = 0'];
-    if (query.filter !== undefined) conditions.push(compile(sql, query.filter));
+    const conditions = [matching(sql, query, this.seen)];
     if (plan !== undefined) conditions.push(startsWords(sql, plan.distinct));
     if (since !== undefined) conditions.push(unmoved(sql, since));
-    if (this.seen !== undefined) conditions.push(seenBy(sql, this.seen));
     return balanced(conditions, 'AND');
   }
 

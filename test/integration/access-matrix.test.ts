@@ -89,6 +89,14 @@ const object = (place: string, ask: (w: RoleWorld, id: number) => Promise<Answer
   check: async (w) => same(await ask(w, w.secret.id), await ask(w, missingObject(w)), [w.secret.id, missingObject(w)]),
 });
 
+/** A count of the member's deals in the workspace, with `body` over it. */
+const aggregate = (w: RoleWorld, body: Record<string, unknown>): Promise<Answer> =>
+  as(w, 'POST', `/workspaces/${w.workspaceId}/records/aggregate`, {
+    objectId: w.deal.id,
+    measures: [{ op: 'count' }],
+    ...body,
+  });
+
 /** A write naming the read-only field: 403 at its value, and the record as it was. */
 const readOnly = (
   place: string,
@@ -171,6 +179,15 @@ const PROBES: Record<string, Probe[] | string> = {
       }),
     ),
     ...shows('items', (w) => as(w, 'POST', `/workspaces/${w.workspaceId}/records/query`, { count: true })),
+  ],
+  aggregateRecords: [
+    named('groupBy', (w, name) => aggregate(w, { groupBy: [{ field: name }] })),
+    named('measures', (w, name) => aggregate(w, { measures: [{ op: 'sum', field: name }] })),
+    named('filter', (w, name) => aggregate(w, { filter: { field: name, op: 'eq', value: 1 } })),
+    object('objectId', (w, id) => aggregate(w, { objectId: id })),
+    ...records('filter id', (w, id) => aggregate(w, { filter: { field: 'id', op: 'eq', value: id } })),
+    // The member's records of the object are counted, and no field they cannot see is a group.
+    ...shows('groups', (w) => aggregate(w, { groupBy: [{ field: 'stage' }] })),
   ],
   upsertRecords: [
     named('matchOn', (w, name) =>

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adminOperations } from '../../src/routes/admin-table.ts';
+import { aggregateOperations } from '../../src/routes/aggregate-table.ts';
 import { exportOperations } from '../../src/routes/export-table.ts';
 import { fileOperations } from '../../src/routes/files-table.ts';
 import { historyOperations } from '../../src/routes/history-table.ts';
@@ -19,6 +20,7 @@ import { webhookOperations } from '../../src/routes/webhooks-table.ts';
 /** Each group declares its operations beside its handlers; the table places every one of them, once. */
 const groups = [
   adminOperations,
+  aggregateOperations,
   exportOperations,
   fileOperations,
   historyOperations,
