@@ -181,7 +181,8 @@ async function inTurn<Plan, Done>(
     if (outcome !== undefined) {
       const failure = failureOf(outcome);
       if (failure === undefined) return commit.applied(await answeredOne(context, outcome));
-      answer = { ...answer, ...(failure as Pick<PatchAnswer, 'status' | 'problem'>) };
+      // What the ledger holds is the answer, the queue's problem with it or not.
+      answer = { work: answer.work, ...(failure as Pick<PatchAnswer, 'status' | 'problem'>) };
     }
   }
   if (answer.status === 200 && answer.record !== undefined) return commit.applied(answer.record);
@@ -210,7 +211,11 @@ export async function closeWrite(
 
 /** The one record a finished write of one record answered. */
 async function answeredOne(context: Context, outcome: LedgerOutcome): Promise<RecordOut> {
-  const [record] = (await context.writes.answered(outcome, Date.now() + TURN_TIMEOUT_MS)) ?? [];
+  const [record] = await context.writes
+    .answered(outcome, Date.now() + TURN_TIMEOUT_MS)
+    .then((records) => records ?? [])
+    .catch(() => []);
+  // Committed, but what it committed cannot be read now: its outcome is as good as unknown.
   if (record === undefined) throw outcomeUnknown();
   return record;
 }
