@@ -22,6 +22,8 @@ export interface GroupBy {
   interval?: Interval;
   /** Each element its own group (the options of a multiSelect, the ids of a reference of several). */
   each: boolean;
+  /** The groups one record falls in at most: its elements' (a blank one: one). */
+  fanOut: number;
 }
 
 export interface Measure {
@@ -86,12 +88,15 @@ export function parseAggregate(
   const catalog = catalogOf(def === undefined ? [] : [def], building);
   const filter = parseQuery(input.filter === undefined ? {} : { filter: input.filter }, catalog);
   if (!filter.ok) problems.push(...filter.problems);
-  const fieldOf = (name: unknown, at: string): { field: FieldRef; type: FieldType } | undefined => {
+  const fieldOf = (name: unknown, at: string): { field: FieldRef; type: FieldType; fanOut: number } | undefined => {
+    if (name === undefined) return void add(at, 'required', 'expected a field name');
     if (typeof name !== 'string') return void add(at, 'invalid_type', 'expected string');
-    const system = GROUP_SYSTEM[name];
-    if (system !== undefined) {
-      return { field: { kind: 'system', name: name as 'createdAt', type: 'integer' }, type: system };
-    }
+    if (Object.hasOwn(GROUP_SYSTEM, name))
+      return {
+        field: { kind: 'system', name: name as 'createdAt', type: 'integer' },
+        type: GROUP_SYSTEM[name] as FieldType,
+        fanOut: 1,
+      };
     const known = def?.fields.find((f) => f.name === name);
     if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the object');
     const type = valueType(known);
@@ -99,11 +104,13 @@ export function parseAggregate(
     const entry = catalog.get(name);
     const ready = entry !== undefined && entry !== 'conflict' && entry.ready;
     const indexed = entry !== undefined && entry !== 'conflict' && entry.indexed;
-    return { field: { kind: 'value', name, type, indexed, ready, ...(multiple ? { multiple } : {}) }, type };
+    // A record of a multiSelect is in a group per option it holds; of several ids, one per id (at most 100).
+    const fanOut = known.type === 'multiSelect' ? (known.options?.length ?? 1) : multiple ? 100 : 1;
+    return { field: { kind: 'value', name, type, indexed, ready, ...(multiple ? { multiple } : {}) }, type, fanOut };
   };
 
   const groups: GroupBy[] = [];
-  const groupBy = input.groupBy ?? [];
+  const groupBy = input.groupBy === undefined ? [] : input.groupBy;
   if (!Array.isArray(groupBy)) add('/groupBy', 'invalid_type', 'expected an array');
   else {
     if (groupBy.length > MAX_GROUPS) add('/groupBy', 'too_many', `expected at most ${MAX_GROUPS} groups`);
@@ -114,7 +121,7 @@ export function parseAggregate(
         if (key !== 'field' && key !== 'interval') add(pointer(at, key), 'unknown_property', 'unknown property');
       const found = fieldOf(item.field, pointer(at, 'field'));
       if (found === undefined) return;
-      const { field, type } = found;
+      const { field, type, fanOut } = found;
       const name = item.field as string;
       if (groups.some((g) => g.name === name)) add(pointer(at, 'field'), 'duplicate', 'grouped by twice');
       if (item.interval !== undefined) {
@@ -122,14 +129,14 @@ export function parseAggregate(
           return add(pointer(at, 'interval'), 'invalid_value', `expected one of ${INTERVALS.join(', ')}`);
         if (!DATES.has(type))
           return add(pointer(at, 'interval'), 'not_a_date', 'an interval groups a date or a date-time field', 422);
-        return void groups.push({ name, field, interval: item.interval as Interval, each: false });
+        return void groups.push({ name, field, interval: item.interval as Interval, each: false, fanOut: 1 });
       }
       if (type === 'datetime')
         return add(pointer(at, 'interval'), 'required', 'a date-time field is grouped by an interval');
       if (!GROUPABLE.has(type) && type !== 'date')
         return add(pointer(at, 'field'), 'not_groupable', `a ${type} field cannot be grouped by`, 422);
       const each = type === 'multiSelect' || (field.kind === 'value' && field.multiple === true);
-      groups.push({ name, field, each });
+      groups.push({ name, field, each, fanOut: each ? fanOut : 1 });
     });
   }
 
@@ -152,7 +159,9 @@ export function parseAggregate(
       }
       const found = fieldOf(item.field, pointer(at, 'field'));
       if (found === undefined) return;
-      const fits = NUMBERS.has(found.type) || ((op === 'min' || op === 'max') && DATES.has(found.type));
+      // Of the record's own fields, its times alone are measured (their least and greatest), never its users' ids.
+      const people = found.field.kind === 'system' && !DATES.has(found.type);
+      const fits = !people && (NUMBERS.has(found.type) || ((op === 'min' || op === 'max') && DATES.has(found.type)));
       if (!fits)
         return add(
           pointer(at, 'field'),
@@ -164,7 +173,7 @@ export function parseAggregate(
     });
   }
 
-  const limit = input.limit ?? DEFAULT_GROUPS;
+  const limit = input.limit === undefined ? DEFAULT_GROUPS : input.limit;
   if (!Number.isSafeInteger(limit) || (limit as number) < 1 || (limit as number) > MAX_GROUPS_PAGE)
     add('/limit', 'out_of_range', `expected an integer from 1 to ${MAX_GROUPS_PAGE}`);
   if (input.cursor !== undefined && typeof input.cursor !== 'string') add('/cursor', 'invalid_type', 'expected string');

@@ -20,8 +20,8 @@ export const queryOperations = {
       "workspace. A filter with an `eq` on `objectId` reads only that object's records of the workspace. Other " +
       'sorts are ordered over the workspace. A filter on unindexed fields alone reads at most ' +
       '5,000 candidates a page and may end early with a `nextCursor` (fewer or no items): keep following it until ' +
-      'it is null. A `count` reads at most 20,000 candidates: it is exact when it read them all, else the matches ' +
-      'among the first 20,000 (`exact: false`). So the rows a request reads are bounded whatever the shape of ' +
+      'it is null. A `count` reads at most 20,000 candidates: it is exact when it read them all, else a lower bound ' +
+      '(`exact: false`). So the rows a request reads are bounded whatever the shape of ' +
       'its filter. A walk by a key that writes move (a sort, relevance) passes over records a change moved after its ' +
       'first page: it shows each record at most once and every unchanged one exactly once. A search (every word ' +
       'starts a word of the name, case folded, accents ignored) filters like a condition; without a `sort` it is ' +

@@ -59,7 +59,10 @@ export const AggregatePage = v.strictObject({
   ),
   exact: v.pipe(
     v.boolean(),
-    v.description('Whether every record of the object in the workspace was read (at most 20,000 are).'),
+    v.description(
+      'Whether every record of the object in the workspace was read (at most 20,000 are, fewer when ' +
+        'a record falls in several groups).',
+    ),
   ),
   nextCursor: v.nullable(v.string()),
 });

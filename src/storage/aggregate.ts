@@ -2,21 +2,33 @@ import type { RowsSeen } from '../domain/access.ts';
 import type { Aggregate, GroupBy, Interval, Measure } from '../domain/aggregate.ts';
 import type { Meter } from './meter.ts';
 import { matching, workspaceWalk } from './query.ts';
-import { Sql, valueOf } from './query-sql.ts';
+import { elementsOf, Sql, valueOf } from './query-sql.ts';
 import { retrying } from './retry.ts';
 import type { D1 } from './sessions.ts';
 
 /**
  * The SQL of aggregates. One round trip of two statements over the same walk: the workspace's
- * records of the object in id order (its `o` keys), at most AGGREGATE_SCAN of them: how many the
- * walk holds (its keys alone), and the groups of those the filter keeps, each measured, in the
- * groups' order (a blank value last). Past the bound the aggregate covers the first records only
- * and says so (`exact: false`): the rows a request reads stay under 100,000 whatever the object's
- * size, and it never runs long.
+ * records of the object in id order (its `o` keys), at most `scanOf` of them (20,000; fewer when
+ * a record falls in several groups): how many the walk holds (its keys alone), and the groups of
+ * those the filter keeps, each measured, in the groups' order (a blank value last). Past the
+ * bound the aggregate covers the first records only and says so (`exact: false`): the rows a
+ * request reads stay under 100,000 whatever the object's size, and it never runs long.
  */
 
-/** Records an aggregate reads at most: its keys once and its records once (about 60,000 rows). */
+/** Records an aggregate reads at most. */
 export const AGGREGATE_SCAN = 20_000;
+/**
+ * D1 rows an aggregate may read: it counts each record's key twice and its row once, and every
+ * row its groups make (the elements a value of several is read as, and what the grouping sorts).
+ */
+const ROW_BUDGET = 90_000;
+
+/** Records the aggregate reads at most: fewer when a record falls in several groups (its options, its ids). */
+export function scanOf(groups: readonly GroupBy[]): number {
+  const fanOut = groups.reduce((n, group) => n * group.fanOut, 1);
+  const perRecord = 3 + (groups.length === 0 ? 0 : 2 * fanOut);
+  return Math.max(1, Math.min(AGGREGATE_SCAN, Math.floor(ROW_BUDGET / perRecord)));
+}
 
 export interface GroupRow {
   key: unknown[];
@@ -54,8 +66,9 @@ function groupValue(sql: Sql, group: GroupBy, i: number): { value: string; join:
   const raw = valueOf(sql, group.field);
   if (group.each) {
     // Each option or id its own group; none (or an empty list) the blank group.
-    const list = `(SELECT CASE WHEN json_array_length(v) > 0 THEN v ELSE '[null]' END FROM (SELECT ${raw} AS v))`;
-    return { value: `e${i}.value`, join: `CROSS JOIN json_each(coalesce(${list}, '[null]')) e${i}` };
+    const list = `(SELECT CASE WHEN json_array_length(v) > 0 THEN v ELSE '[null]' END
+      FROM (SELECT ${elementsOf(raw)} AS v))`;
+    return { value: `e${i}.value`, join: `CROSS JOIN json_each(${list}) e${i}` };
   }
   if (group.interval === undefined) return { value: raw, join: '' };
   const isDate = group.field.type === 'date';
@@ -64,7 +77,10 @@ function groupValue(sql: Sql, group: GroupBy, i: number): { value: string; join:
 
 function measureOf(sql: Sql, measure: Measure): string {
   if (measure.op === 'count' || measure.field === undefined) return 'count(*)';
-  return `${measure.op}(${valueOf(sql, measure.field)})`;
+  const value = valueOf(sql, measure.field);
+  // SQLite's sum() fails past 2^63 in whole numbers: total() adds as doubles, as JSON holds them.
+  if (measure.op === 'sum') return `CASE WHEN count(${value}) > 0 THEN total(${value}) END`;
+  return `${measure.op}(${value})`;
 }
 
 export class Aggregates {
@@ -79,12 +95,14 @@ export class Aggregates {
   async groups(workspaceId: number, aggregate: Aggregate, offset: number): Promise<AggregatePage> {
     const { query, groups, measures, limit } = aggregate;
     const sql = new Sql();
-    const walk = `${workspaceWalk(sql, query, false, undefined, AGGREGATE_SCAN + 1)} c`;
+    const scan = scanOf(groups);
+    // One record past the bound tells whether there are more; the aggregate reads up to it.
+    const walk = `${workspaceWalk(sql, query, false, undefined, scan + 1)} c`;
     const counted = this.db
       .prepare(`SELECT count(*) AS seen FROM ${walk}`)
       .bind(JSON.stringify(sql.params), workspaceId);
     const text = new Sql();
-    const from = `${workspaceWalk(text, query, false, undefined, AGGREGATE_SCAN + 1)} c`;
+    const from = `${workspaceWalk(text, query, false, undefined, scan)} c`;
     const values = groups.map((group, i) => groupValue(text, group, i));
     const names = values.map((_, i) => `g${i}`);
     const select = [
@@ -110,6 +128,6 @@ export class Aggregates {
       key: names.map((name) => row[name]),
       values: measures.map((_, i) => row[`m${i}`] ?? null),
     }));
-    return { groups: page, exact: n <= AGGREGATE_SCAN, more: found.length > limit };
+    return { groups: page, exact: n <= scan, more: found.length > limit };
   }
 }

@@ -82,6 +82,13 @@ export function operand(sql: Sql, field: FieldRef, value: unknown): string {
   return field.type === 'datetime' ? datetimeKey(p) : p;
 }
 
+/**
+ * A value of several (a multiSelect's options, a reference's ids) as JSON `json_each` can read:
+ * a value of another form (kept from before its field's type changed) is an empty array.
+ */
+export const elementsOf = (value: string): string =>
+  `(SELECT CASE WHEN json_valid(v) AND json_type(v) = 'array' THEN v ELSE '[]' END FROM (SELECT ${value} AS v))`;
+
 const COMPARE = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
 
 /**
@@ -111,11 +118,11 @@ export function compile(sql: Sql, expr: Expr): string {
   const { field, op, value } = expr;
   // A value of several (the options of a multiSelect, the ids of a reference): its elements.
   if (op === 'contains' && field.type === 'multiSelect')
-    return `EXISTS (SELECT 1 FROM json_each(${valueOf(sql, field)}) o WHERE o.value = ${sql.param(value)})`;
+    return `EXISTS (SELECT 1 FROM json_each(${elementsOf(valueOf(sql, field))}) o WHERE o.value = ${sql.param(value)})`;
   if (field.kind === 'value' && field.multiple === true && op !== 'exists') {
     // A reference of several ids: does it hold any of the ids named?
     const ids = op === 'in' || op === 'nin' ? `SELECT value FROM ${sql.list(value as unknown[])}` : sql.param(value);
-    const holds = `EXISTS (SELECT 1 FROM json_each(${valueOf(sql, field)}) o WHERE o.value IN (${ids}))`;
+    const holds = `EXISTS (SELECT 1 FROM json_each(${elementsOf(valueOf(sql, field))}) o WHERE o.value IN (${ids}))`;
     return op === 'ne' || op === 'nin' ? `(NOT ${holds})` : holds;
   }
   const v = valueOf(sql, field);

@@ -220,25 +220,40 @@ function idWalk(
       ${past} ${order}) c`;
 }
 
-/** The object every match is of: a top-level `eq` on `objectId`, when the filter has one. */
-function objectOf(query: Query): unknown {
-  const e = topConditions(query).find((c) => c.field.kind === 'system' && c.field.name === 'objectId' && c.op === 'eq');
-  return e?.value;
+/** Objects a walk reads the records of one by one, together: "a few". */
+const FEW_OBJECTS = 10;
+
+/**
+ * The objects every match is of: a top-level `eq` on `objectId`, or an `in` of a few, when the
+ * filter has one.
+ */
+function objectsOf(query: Query): number[] | undefined {
+  for (const c of topConditions(query)) {
+    if (c.field.kind !== 'system' || c.field.name !== 'objectId') continue;
+    const ids = c.op === 'eq' ? [c.value] : c.op === 'in' ? (c.value as unknown[]) : undefined;
+    if (ids !== undefined && ids.length <= FEW_OBJECTS && ids.every((id) => typeof id === 'number'))
+      return [...new Set(ids as number[])];
+  }
+  return undefined;
 }
 
 /**
  * The workspace's (`?2`) records in id order (`desc`: reversed) after `from`, at most `bound`: when
- * every match is of one object, the workspace's key of that object (`o`), so records of other
- * objects are never read.
+ * every match is of one object (or one of a few), the workspace's keys of it (`o`), so records of
+ * other objects are never read.
  */
 export function workspaceWalk(sql: Sql, query: Query, desc: boolean, from: number | undefined, bound?: number): string {
   const past = from === undefined ? '' : `AND record_id ${desc ? '<' : '>'} ${sql.param(from)}`;
   const order = `ORDER BY record_id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`}`;
-  const object = objectOf(query);
-  if (typeof object !== 'number')
+  const objects = objectsOf(query);
+  if (objects === undefined)
     return `(SELECT record_id AS id FROM record_workspaces WHERE workspace_id = ?2 ${past} ${order})`;
-  return `(SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2 AND key = 'o'
-      AND value = ${sql.param(object)} ${past} ${order})`;
+  const of = (object: number) => `SELECT record_id AS id FROM record_sort WHERE workspace_id = ?2 AND key = 'o'
+      AND value = ${sql.param(object)} ${past} ${order}`;
+  if (objects.length === 1) return `(${of(objects[0] as number)})`;
+  // Each object's walk reads at most the bound; together, in id order.
+  const each = objects.map((object) => `SELECT id FROM (${of(object)})`).join(' UNION ALL ');
+  return `(SELECT id FROM (${each}) ORDER BY id ${desc ? 'DESC' : ''} ${bound === undefined ? '' : `LIMIT ${bound}`})`;
 }
 
 /** SQL that holds for a record `r` the query's filter matches (live unless it names `deleted`) and `seen` shows. */
@@ -374,7 +389,7 @@ export class Queries {
       });
     }
     // Every match of one object: its records in the workspace, when few beside other objects' many.
-    if (typeof objectOf(query) === 'number') {
+    if (objectsOf(query) !== undefined) {
       const s = new Sql();
       const walk = `${workspaceWalk(s, query, false, undefined, NARROW)} c`;
       options.push({

@@ -269,6 +269,27 @@ describe('/console in headless Chromium', () => {
       expect(exported.split('\r\n').filter(Boolean)).toHaveLength(1 + 6 + 2999);
       expect(exported).toMatch(/^id,name,version,updatedAt,firstName,lastName,stage,email\r\n/);
 
+      // A summary: the contacts counted by stage, as the API counts them.
+      await page.evaluate(`document.querySelector('#summary-group').value = 'stage'`);
+      await activate('#summary button');
+      await page.waitFor(shows('#summary-note', `groups of ${6 + 2999} records`), 'the summary');
+      const table = await page.evaluate<string[][]>(
+        `[...document.querySelectorAll('#summary-table tr')].map((tr) => [...tr.children].map((c) => c.textContent))`,
+      );
+      const byStage = await call('POST', `/workspaces/${ws}/records/aggregate`, ada.key, {
+        objectId: contact.id,
+        groupBy: [{ field: 'stage' }],
+        measures: [{ op: 'count' }],
+      });
+      expect(table).toEqual([
+        ['stage', 'Records'],
+        ...byStage.groups.map((g: { key: { stage: string | null }; values: number[] }) => [
+          g.key.stage ?? '(blank)',
+          String(g.values[0]),
+        ]),
+      ]);
+      expect(table.some((row) => row[0] === 'lead' && Number(row[1]) >= 2999)).toBe(true);
+
       // Readable at a phone's width: nothing wider than the screen.
       await page.send('Emulation.setDeviceMetricsOverride', {
         width: 360,

@@ -148,7 +148,9 @@ describe('fuzz: every operation of /openapi.json, valid and hostile', () => {
         const before = await fingerprint();
         const answer = await send(request);
         byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
-        const body = answer.text === '' ? undefined : JSON.parse(answer.text);
+        // A file's bytes are no JSON, whatever they hold: only a JSON answer is read as one.
+        const json = /^application\/([a-z.+-]*\+)?json/.test(answer.headers.get('Content-Type') ?? '');
+        const body = answer.text === '' || !json ? undefined : JSON.parse(answer.text);
         if (answer.status >= 500) fail(`${answer.status} ${answer.text.slice(0, 300)}`);
         const resolved = new URL(answer.url).pathname;
         const template = matchTemplate(doc, resolved);
@@ -171,7 +173,7 @@ describe('fuzz: every operation of /openapi.json, valid and hostile', () => {
         } else {
           if (!answer.headers.get('Content-Type')?.startsWith(media))
             fail(`content type ${answer.headers.get('Content-Type')}, documented ${media}`);
-          const wrong = validate(response.content[media].schema, body);
+          const wrong = json ? validate(response.content[media].schema, body) : undefined;
           if (wrong !== undefined) fail(`body: ${wrong} (${answer.text.slice(0, 200)})`);
         }
         if (answer.status >= 400 && (await fingerprint()) !== before)

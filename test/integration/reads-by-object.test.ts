@@ -112,4 +112,23 @@ describe('a query that requires one object beside another of many records', () =
     expect(answer.body.count).toEqual({ value: AIRPORTS / 2, exact: true });
     expect(rowsRead(answer)).toBeLessThan(20 * AIRPORTS);
   });
+
+  it('an `in` of a few objects walks each, together in id order, each record once', async () => {
+    const one = await queryRecords(viewer.key, workspaceId, {
+      filter: { field: 'objectId', op: 'in', value: [airports] },
+      count: true,
+      limit: 50,
+    });
+    expect([one.body.items.length, one.body.count]).toEqual([AIRPORTS, { value: AIRPORTS, exact: true }]);
+    expect(rowsRead(one)).toBeLessThan(20 * AIRPORTS);
+    const both = await queryRecords(viewer.key, workspaceId, {
+      filter: { field: 'objectId', op: 'in', value: [flights, airports, airports] },
+      count: true,
+      limit: 100,
+    });
+    expect(both.body.count).toEqual({ value: FLIGHTS + AIRPORTS, exact: true });
+    const ids = both.body.items.map((record: { id: number }) => record.id);
+    expect(ids).toEqual([...new Set<number>(ids)].sort((a, b) => a - b));
+    expect(ids).toHaveLength(100);
+  });
 });
