@@ -1,18 +1,14 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
-import { caught } from '../core/caught.ts';
-import { isLimited, objectsInView, rowsSeen } from '../domain/access.ts';
+import { objectsInView, rowsSeen } from '../domain/access.ts';
 import { parseAggregate, type Aggregate } from '../domain/aggregate.ts';
-import { keyHashOf } from '../http/auth.ts';
-import { readJson } from '../http/body.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
-import { invalidBody, notFound, rejected, unauthorized } from '../http/errors.ts';
-import { tenantPathIds } from '../http/params.ts';
+import { invalidBody, rejected } from '../http/errors.ts';
 import { json } from '../http/respond.ts';
+import { memberRead } from './member-read.ts';
 import { Aggregates, type GroupRow } from '../storage/aggregate.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
-import { Queries } from '../storage/query.ts';
 
 /**
  * POST /workspaces/{workspaceId}/records/aggregate: read-only, members (viewers too). One round trip
@@ -21,21 +17,10 @@ import { Queries } from '../storage/query.ts';
  * non-member, then the body (every problem; 422 when each is one of meaning), a foreign cursor 400.
  */
 export async function aggregateRecords(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await keyHashOf(request);
-  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
-  const body = await caught(() => readJson(request));
-  const { caller, objects, building } = await new Queries(context.reads, context.meter, context.tenant.id).view(
-    keyHash,
-    workspaceId,
-  );
-  if (caller === undefined) throw unauthorized();
-  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
-  // The rows an aggregate reads count the records a role passes over: its answer does not tell them.
-  if (isLimited(caller)) context.meter.hideRows();
-  if (!body.ok) throw body.error;
-  const objectId = (body.value as { objectId?: unknown } | null)?.objectId;
+  const { workspaceId, caller, objects, building, body } = await memberRead(request, context);
+  const objectId = (body as { objectId?: unknown } | null)?.objectId;
   const def = objectsInView(caller, workspaceId, objects).find((d) => d.id === objectId);
-  const parsed = parseAggregate(body.value, def, building);
+  const parsed = parseAggregate(body, def, building);
   if (!parsed.ok)
     throw parsed.problems.every((p) => p.status === 422) ? rejected(parsed.problems) : invalidBody(parsed.problems);
   const aggregate = parsed.value;

@@ -1,15 +1,12 @@
 import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
-import { caught } from '../core/caught.ts';
 import { catalogOf, namedFields, parseQuery, project } from '../domain/query.ts';
-import { isLimited, objectsHiding, objectsInView, rowsSeen, shownTo } from '../domain/access.ts';
-import { keyHashOf } from '../http/auth.ts';
-import { readJson } from '../http/body.ts';
+import { objectsHiding, objectsInView, rowsSeen, shownTo } from '../domain/access.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
-import { invalidBody, notFound, rejected, unauthorized } from '../http/errors.ts';
-import { tenantPathIds } from '../http/params.ts';
+import { invalidBody, rejected } from '../http/errors.ts';
 import { json } from '../http/respond.ts';
+import { memberRead } from './member-read.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 import { Queries, type Position } from '../storage/query.ts';
 import { withExpanded, withLookupValues } from './expand.ts';
@@ -21,21 +18,10 @@ import { pageOf } from './lists.ts';
  * Order of checks: 401, the body 400 (a non-member learns nothing: 404 first), a foreign cursor 400.
  */
 export async function queryRecords(request: IRequest, context: Context): Promise<Response> {
-  const keyHash = await keyHashOf(request);
-  const { workspaceId } = tenantPathIds(request.params, context.tenant.id, 'workspaceId');
-  const body = await caught(() => readJson(request));
-  const { caller, objects, building } = await new Queries(context.reads, context.meter, context.tenant.id).view(
-    keyHash,
-    workspaceId,
-  );
-  if (caller === undefined) throw unauthorized();
-  if (!caller.roles.has(workspaceId)) throw notFound('Workspace');
-  // The rows a page reads count the records a role passes over: its answer does not tell them.
-  if (isLimited(caller)) context.meter.hideRows();
-  if (!body.ok) throw body.error;
+  const { workspaceId, caller, objects, building, body } = await memberRead(request, context);
   // The objects and fields the caller's role lets them see are all a query may name.
   const view = objectsInView(caller, workspaceId, objects);
-  const parsed = parseQuery(body.value, catalogOf(view, building));
+  const parsed = parseQuery(body, catalogOf(view, building));
   // A well-formed query naming only fields it cannot filter on (lookups) is 422, any other problem 400.
   if (!parsed.ok)
     throw parsed.problems.every((p) => p.status === 422) ? rejected(parsed.problems) : invalidBody(parsed.problems);
