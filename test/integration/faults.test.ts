@@ -138,8 +138,10 @@ describe('faults', () => {
     expect((await patch(0)).body.version).toBe(2);
     const patches = [1, 2, 3].map(patch);
     // The patches reach the record's queue (each is decided first: a few steps of the runner)
-    // before the batch asks for its turn, which then waits for them.
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    // before the batch asks for its turn: once the first has committed, the others have long been
+    // queued behind it, and the turn comes after them.
+    while (((await versions([record.id]))[0]?.version as number) < 3)
+      await new Promise((resolve) => setTimeout(resolve, 1));
     const turn = stub.turn(2);
     const answers = await Promise.all(patches);
     expect(answers.map((a) => a.body.version)).toEqual([3, 4, 5]);
