@@ -2,7 +2,7 @@ import { pointer, type InputProblem } from '../core/problem.ts';
 import type { ObjectDef } from './definition.ts';
 import { valueType } from './field-types.ts';
 import type { FieldType } from './object-def.ts';
-import { catalogOf, parseQuery, type FieldRef, type Query } from './query.ts';
+import { catalogOf, isObject, parseQuery, type FieldRef, type Query } from './query.ts';
 
 /**
  * An aggregate of one object's records in a workspace, as plain data: the records a filter keeps,
@@ -59,9 +59,6 @@ const GROUP_SYSTEM: Record<string, FieldType> = {
 const GROUPABLE = new Set<FieldType>(['select', 'multiSelect', 'boolean', 'text', 'email', 'integer', 'reference']);
 const DATES = new Set<FieldType>(['date', 'datetime']);
 const NUMBERS = new Set<FieldType>(['number', 'integer']);
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The aggregate a body asks for, against `def` as the caller sees it (`def` undefined: the object

@@ -142,7 +142,8 @@ export function catalogOf(
 type Parsed<T> = { ok: true; value: T } | { ok: false; problems: InputProblem[] };
 
 const KEYS = new Set(['filter', 'search', 'sort', 'fields', 'limit', 'cursor', 'count', 'expand']);
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+export const isObject = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** Checks a query body against the fields in view; every problem at once. */
 export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {

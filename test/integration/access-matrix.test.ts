@@ -186,8 +186,6 @@ const PROBES: Record<string, Probe[] | string> = {
     named('filter', (w, name) => aggregate(w, { filter: { field: name, op: 'eq', value: 1 } })),
     object('objectId', (w, id) => aggregate(w, { objectId: id })),
     ...records('filter id', (w, id) => aggregate(w, { filter: { field: 'id', op: 'eq', value: id } })),
-    // The member's records of the object are counted, and no field they cannot see is a group.
-    ...shows('groups', (w) => aggregate(w, { groupBy: [{ field: 'stage' }] })),
   ],
   upsertRecords: [
     named('matchOn', (w, name) =>
