@@ -24,6 +24,8 @@ export interface GroupBy {
   each: boolean;
   /** The groups one record falls in at most: its elements' (a blank one: one). */
   fanOut: number;
+  /** A unique field's: a group a record. */
+  unique: boolean;
 }
 
 export interface Measure {
@@ -41,6 +43,14 @@ export interface Aggregate {
   cursor?: string;
   /** What a cursor is bound to: everything but the limit and the cursor, as sent. */
   scope: unknown;
+  /** The body has a filter: not every record of the object is aggregated. */
+  filtered: boolean;
+}
+
+/** A group as read: its key's values in the groups' order, its measures' values in theirs. */
+export interface GroupRow {
+  key: unknown[];
+  values: (number | string | null)[];
 }
 
 export const MAX_GROUPS = 2;
@@ -85,7 +95,10 @@ export function parseAggregate(
   const catalog = catalogOf(def === undefined ? [] : [def], building);
   const filter = parseQuery(input.filter === undefined ? {} : { filter: input.filter }, catalog);
   if (!filter.ok) problems.push(...filter.problems);
-  const fieldOf = (name: unknown, at: string): { field: FieldRef; type: FieldType; fanOut: number } | undefined => {
+  const fieldOf = (
+    name: unknown,
+    at: string,
+  ): { field: FieldRef; type: FieldType; fanOut: number; unique: boolean } | undefined => {
     if (name === undefined) return void add(at, 'required', 'expected a field name');
     if (typeof name !== 'string') return void add(at, 'invalid_type', 'expected string');
     if (Object.hasOwn(GROUP_SYSTEM, name))
@@ -93,6 +106,7 @@ export function parseAggregate(
         field: { kind: 'system', name: name as 'createdAt', type: 'integer' },
         type: GROUP_SYSTEM[name] as FieldType,
         fanOut: 1,
+        unique: false,
       };
     const known = def?.fields.find((f) => f.name === name);
     if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the object');
@@ -103,7 +117,8 @@ export function parseAggregate(
     const indexed = entry !== undefined && entry !== 'conflict' && entry.indexed;
     // A record of a multiSelect is in a group per option it holds; of several ids, one per id (at most 100).
     const fanOut = known.type === 'multiSelect' ? (known.options?.length ?? 1) : multiple ? 100 : 1;
-    return { field: { kind: 'value', name, type, indexed, ready, ...(multiple ? { multiple } : {}) }, type, fanOut };
+    const field: FieldRef = { kind: 'value', name, type, indexed, ready, ...(multiple ? { multiple } : {}) };
+    return { field, type, fanOut, unique: known.unique === true };
   };
 
   const groups: GroupBy[] = [];
@@ -118,7 +133,7 @@ export function parseAggregate(
         if (key !== 'field' && key !== 'interval') add(pointer(at, key), 'unknown_property', 'unknown property');
       const found = fieldOf(item.field, pointer(at, 'field'));
       if (found === undefined) return;
-      const { field, type, fanOut } = found;
+      const { field, type, fanOut, unique } = found;
       const name = item.field as string;
       if (groups.some((g) => g.name === name)) add(pointer(at, 'field'), 'duplicate', 'grouped by twice');
       if (item.interval !== undefined) {
@@ -126,14 +141,14 @@ export function parseAggregate(
           return add(pointer(at, 'interval'), 'invalid_value', `expected one of ${INTERVALS.join(', ')}`);
         if (!DATES.has(type))
           return add(pointer(at, 'interval'), 'not_a_date', 'an interval groups a date or a date-time field', 422);
-        return void groups.push({ name, field, interval: item.interval as Interval, each: false, fanOut: 1 });
+        return void groups.push({ name, field, interval: item.interval as Interval, each: false, fanOut: 1, unique });
       }
       if (type === 'datetime')
         return add(pointer(at, 'interval'), 'required', 'a date-time field is grouped by an interval');
       if (!GROUPABLE.has(type) && type !== 'date')
         return add(pointer(at, 'field'), 'not_groupable', `a ${type} field cannot be grouped by`, 422);
       const each = type === 'multiSelect' || (field.kind === 'value' && field.multiple === true);
-      groups.push({ name, field, each, fanOut: each ? fanOut : 1 });
+      groups.push({ name, field, each, fanOut: each ? fanOut : 1, unique });
     });
   }
 
@@ -197,6 +212,7 @@ export function parseAggregate(
       limit: limit as number,
       ...(typeof cursor === 'string' ? { cursor } : {}),
       scope,
+      filtered: own !== undefined,
     },
   };
 }

@@ -2,12 +2,12 @@ import type { IRequest } from 'itty-router';
 import type { Context } from '../context.ts';
 import { canonicalJson } from '../core/json.ts';
 import { objectsInView, rowsSeen } from '../domain/access.ts';
-import { parseAggregate, type Aggregate } from '../domain/aggregate.ts';
+import { parseAggregate, type Aggregate, type GroupRow } from '../domain/aggregate.ts';
 import { cursorKey, readPosition, signPosition } from '../http/cursor.ts';
 import { invalidBody, rejected } from '../http/errors.ts';
 import { json } from '../http/respond.ts';
 import { memberRead } from './member-read.ts';
-import { Aggregates, type GroupRow } from '../storage/aggregate.ts';
+import { Aggregates } from '../storage/aggregate.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 
 /**

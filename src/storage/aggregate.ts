@@ -1,5 +1,6 @@
 import type { RowsSeen } from '../domain/access.ts';
-import type { Aggregate, GroupBy, Interval, Measure } from '../domain/aggregate.ts';
+import type { Aggregate, GroupBy, GroupRow, Interval, Measure } from '../domain/aggregate.ts';
+import { KEPT_GROUPS, keptGroups, keptPlan, type KeptPlan, type TotalsRow } from '../domain/aggregate-totals.ts';
 import type { Meter } from './meter.ts';
 import { matching, workspaceWalk } from './query.ts';
 import { elementsOf, Sql, valueOf } from './query-sql.ts';
@@ -12,7 +13,9 @@ import type { D1 } from './sessions.ts';
  * a record falls in several groups): how many the walk holds (its keys alone), and the groups of
  * those the filter keeps, each measured, in the groups' order (a blank value last). Past the
  * bound the aggregate covers the first records only and says so (`exact: false`): the rows a
- * request reads stay under 100,000 whatever the object's size, and it never runs long.
+ * request reads stay under 100,000 whatever the object's size, and it never runs long. An
+ * aggregate the workspace's kept totals answer (see domain/aggregate-totals.ts) reads those
+ * instead, when the caller may read every record: a row per group, exact at any size.
  */
 
 /** Records an aggregate reads at most. */
@@ -28,11 +31,6 @@ export function scanOf(groups: readonly GroupBy[]): number {
   const fanOut = groups.reduce((n, group) => n * group.fanOut, 1);
   const perRecord = 3 + (groups.length === 0 ? 0 : 2 * fanOut);
   return Math.max(1, Math.min(AGGREGATE_SCAN, Math.floor(ROW_BUDGET / perRecord)));
-}
-
-export interface GroupRow {
-  key: unknown[];
-  values: (number | string | null)[];
 }
 
 export interface AggregatePage {
@@ -83,6 +81,20 @@ function measureOf(sql: Sql, measure: Measure): string {
   return `${measure.op}(${value})`;
 }
 
+interface StoredTotals {
+  value: unknown;
+  records: number;
+  counts: string;
+  sums: string;
+}
+
+const totalsRow = (row: StoredTotals): TotalsRow => ({
+  value: row.value,
+  records: row.records,
+  counts: JSON.parse(row.counts) as Record<string, number>,
+  sums: JSON.parse(row.sums) as Record<string, number>,
+});
+
 export class Aggregates {
   constructor(
     private readonly db: D1,
@@ -91,8 +103,45 @@ export class Aggregates {
     private readonly seen?: RowsSeen,
   ) {}
 
-  /** The groups of the aggregate after the first `offset`, at most `limit`. One round trip. */
+  /** The groups of the aggregate after the first `offset`, at most `limit`. One round trip (two past KEPT_GROUPS). */
   async groups(workspaceId: number, aggregate: Aggregate, offset: number): Promise<AggregatePage> {
+    const plan = this.seen === undefined ? keptPlan(aggregate) : undefined;
+    const kept = plan === undefined ? undefined : await this.kept(workspaceId, aggregate.objectId, plan);
+    if (kept !== undefined) {
+      const { limit } = aggregate;
+      return { groups: kept.slice(offset, offset + limit), exact: true, more: kept.length > offset + limit };
+    }
+    return this.scanned(workspaceId, aggregate, offset);
+  }
+
+  /** The groups from kept totals; none when the field has more than KEPT_GROUPS values. */
+  private async kept(workspaceId: number, objectId: number, plan: KeptPlan): Promise<GroupRow[] | undefined> {
+    const columns = 'value, records, counts, sums';
+    const [object, groups] = await retrying(() =>
+      this.meter.d1(() =>
+        this.db.batch([
+          this.db
+            .prepare(
+              `SELECT ${columns} FROM record_totals
+               WHERE workspace_id = ?1 AND object_id = ?2 AND field = '' AND value = ''`,
+            )
+            .bind(workspaceId, objectId),
+          this.db
+            .prepare(
+              `SELECT ${columns} FROM record_totals WHERE workspace_id = ?1 AND object_id = ?2 AND field = ?3
+               ORDER BY value LIMIT ?4`,
+            )
+            .bind(workspaceId, objectId, plan.field ?? '', plan.field === undefined ? 0 : KEPT_GROUPS + 1),
+        ]),
+      ),
+    );
+    const rows = ((groups?.results ?? []) as StoredTotals[]).map(totalsRow);
+    if (rows.length > KEPT_GROUPS) return undefined;
+    const [all] = ((object?.results ?? []) as StoredTotals[]).map(totalsRow);
+    return keptGroups(plan, all, rows);
+  }
+
+  private async scanned(workspaceId: number, aggregate: Aggregate, offset: number): Promise<AggregatePage> {
     const { query, groups, measures, limit } = aggregate;
     const sql = new Sql();
     const scan = scanOf(groups);

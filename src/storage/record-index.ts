@@ -24,6 +24,14 @@ export const INDEX_VALUE = `CASE f.type WHEN 'datetime' THEN CAST(round(1000 * c
     unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)), 'subsec') + 1
   )) AS INTEGER) ELSE e.value ->> '$.value' END`;
 
+/**
+ * What an indexed field of type `type` is to the totals kept per group (the triggers say the same):
+ * 1 a field aggregates group by, 2 a number they add up, 3 both (an integer). A unique field (a
+ * group a record) is grouped by reading the records.
+ */
+const TOTALS_ROLE = `CASE WHEN type IN ('select', 'boolean', 'text', 'email', 'integer', 'reference', 'date')
+      AND NOT is_unique THEN 1 ELSE 0 END + CASE WHEN type IN ('number', 'integer') THEN 2 ELSE 0 END`;
+
 /** The same for a value `?` sent by a query, of the type `t`. */
 export const datetimeKey = (param: string): string => `CAST(round(1000 * coalesce(
     unixepoch(upper(${param}), 'subsec'),
@@ -44,22 +52,26 @@ const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED}
 const NEW_IN = (compared: string): string => `NOT EXISTS (SELECT 1 FROM json_each(${indexedOf(-1)}) p
   WHERE ${compared})`;
 /**
- * Index rows of field `f` for the records `c` of the object, from their values: the value and,
- * for a unique field of a live record, its unique key (a text or email value folded: the fold the
- * Worker stored with the record, else lower(), which folds ASCII alike). The triggers do the
- * same. Only rows that differ are written, so building a record twice changes nothing.
+ * Index rows of field `f` for the records `c` of the object, from their values: the value, whether
+ * the record is live, what the field is to the kept totals and, for a unique field of a live
+ * record, its unique key (a text or email value folded: the fold the Worker stored with the
+ * record, else lower(), which folds ASCII alike). The triggers do the same. Only rows that differ
+ * are written, so building a record twice changes nothing.
  */
 const BUILD_FROM = (records: string, fields: string, guard: string): string => `INSERT INTO record_index
-    (record_id, field, object_id, value, unique_key)
+    (record_id, field, object_id, value, unique_key, live, role)
   SELECT id, name, object_id, value, CASE WHEN is_unique AND NOT deleted
-      THEN CASE WHEN type IN ('text', 'email') THEN coalesce(folded, lower(value)) ELSE value END END
+      THEN CASE WHEN type IN ('text', 'email') THEN coalesce(folded, lower(value)) ELSE value END END, 1 - deleted,
+    ${TOTALS_ROLE}
   FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique, ${INDEX_VALUE} AS value,
       r.folds ->> ('$.' || f.name) AS folded
     FROM ${records} c JOIN records r ON r.id = c.id JOIN index_fields f ON f.object_id = r.object_id AND ${fields}
       JOIN json_each(r.field_values) e ON e.value ->> '$.fieldName' = f.name)
   WHERE ${guard}
-  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key
-    WHERE value IS NOT excluded.value OR unique_key IS NOT excluded.unique_key`;
+  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key,
+      live = excluded.live, role = excluded.role
+    WHERE value IS NOT excluded.value OR unique_key IS NOT excluded.unique_key OR live IS NOT excluded.live
+      OR role IS NOT excluded.role`;
 // A field made unique (or unique with another type) is built at once, for every record: the
 // unique index then refuses the definition's write when live records share a value.
 const BUILD_UNIQUE = BUILD_FROM(

@@ -69,10 +69,15 @@ export const TENANT_TABLES: readonly TenantTable[] = [
   ),
   table('file_uploads', 'id', 'id, upload_id, workspace_id, name, content_type, created_by, created_at, parts'),
   table('changes', 'seq', 'seq, record_id, version, type, at, by, data, was'),
+  table(
+    'record_totals',
+    'workspace_id, object_id, field, value',
+    'workspace_id, object_id, field, value, records, counts, sums',
+  ),
   table('record_workspaces', 'record_id, workspace_id', 'record_id, workspace_id'),
   table('name_terms', 'workspace_id, term, record_id', 'workspace_id, term, record_id'),
   table('record_sort', 'workspace_id, key, value, record_id', 'workspace_id, key, value, record_id'),
-  table('record_index', 'record_id, field', 'record_id, field, object_id, value, unique_key'),
+  table('record_index', 'record_id, field', 'record_id, field, object_id, value, unique_key, live, role'),
   table(
     'record_referrers',
     'workspace_id, target_id, object_id, field, record_id',
