@@ -1,4 +1,5 @@
 /// <reference types="node" />
+import { KEPT_ROWS, RECORD_ROWS, STALE_ROWS, totalsDiffer, type KeptRow, type RecordRow } from '../totals-fold.ts';
 import { LEDGER_TTL_MS } from '../../src/scheduled.ts';
 import { SETTLE_MS } from '../../src/write/formula-build.ts';
 import { KEY_TTL_MS, LEASE_MS } from '../../src/storage/idempotency.ts';
@@ -843,8 +844,25 @@ function checkTenant(tenant: Tenant, feed: readonly any[], attempts: readonly At
       violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
   }
   violations.push(...checkKeys(tenant), ...checkReferences(tenant), ...referencesInFeed(feed, referenceFields));
+  violations.push(...checkTotals(tenant));
   violations.push(...checkAnswers(attempts), ...checkLifecycle(feed, attempts, setupEnd));
   return violations;
+}
+
+/**
+ * The totals kept per group where the tenant lives equal a count of its records (by the companies
+ * they reference), whatever failed, restarted or moved; every index row knows if its record is live.
+ */
+function checkTotals(tenant: Tenant): string[] {
+  const [lo, hi] = blockOf(tenant);
+  const { db } = tenant.d1;
+  const stale = (db.prepare(STALE_ROWS).get(lo, hi) as { n: number }).n;
+  const records = db.prepare(RECORD_ROWS).all(lo, hi) as unknown as RecordRow[];
+  const kept = db.prepare(KEPT_ROWS).all(lo, hi) as unknown as KeptRow[];
+  return [
+    ...(stale === 0 ? [] : [`${stale} index rows say their record is live when it is not, or not when it is`]),
+    ...totalsDiffer(records, kept),
+  ];
 }
 
 /** A 503 that says the write may have committed (as opposed to "busy, nothing was written"). */
