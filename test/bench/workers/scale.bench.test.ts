@@ -6,8 +6,9 @@ import { admin, call, newUser, newWorkspace, rowsRead, type Answer } from '../..
 /**
  * `npm run bench:scale`: a workspace of BENCH_RECORDS records (1,000,000 by default) beside one of
  * 1,000, loaded into local D1 with the keys every write gives a record; then, per query shape, the
- * rows D1 read and the milliseconds of the first and the tenth page of 20, and the rows written by
- * each kind of write. Prints a markdown table; asserts only what does not depend on the machine.
+ * rows D1 read and the milliseconds of the first and the tenth page of 20, per aggregate shape the
+ * rows read, milliseconds and whether it counted every record, and the rows written by each kind
+ * of write. Prints markdown tables; asserts only what does not depend on the machine.
  */
 const RECORDS = Number((env as unknown as { BENCH_RECORDS?: string }).BENCH_RECORDS || 1_000_000);
 const SMALL = 1_000;
@@ -27,7 +28,7 @@ async function load(objectId: number, workspaceId: number, from: number, to: num
   const tuples = [];
   for (let i = from; i <= to; i++) {
     const name = nameOf(i);
-    const values = [fv('rank', rankOf(i)), fv('code', `c${i % 50}`)];
+    const values = [fv('rank', rankOf(i)), fv('code', `c${i % 50}`), fv('amount', (i % 1000) / 4)];
     const keys = recordKeys(name, values);
     tuples.push([idBase + i, name, JSON.stringify(values), keys.nameKey, keys.terms, keys.folds, i]);
   }
@@ -58,6 +59,7 @@ describe(`reads over ${RECORDS} records beside ${SMALL}`, () => {
       { name: 'rank', type: 'integer', indexed: true },
       { name: 'code', type: 'text', indexed: true },
       { name: 'note', type: 'text' },
+      { name: 'amount', type: 'number', indexed: true },
     ];
     const definition = { name: 'Person', workspaceIds: [big, small], fields };
     const object = (await admin('POST', '/admin/objects', definition)).body as { id: number };
@@ -139,6 +141,48 @@ describe(`reads over ${RECORDS} records beside ${SMALL}`, () => {
       }
     }
 
+    // Aggregates: by an indexed field from the totals kept per group (exact at any size), the rest by
+    // reading at most 20,000 records (never more than 100,000 rows).
+    const count = { op: 'count' };
+    const aggregates: [string, boolean, Record<string, unknown>][] = [
+      ['count, sum amount (kept)', true, { measures: [count, { op: 'sum', field: 'amount' }] }],
+      [
+        'count, sum rank, avg amount by code (kept)',
+        true,
+        {
+          groupBy: [{ field: 'code' }],
+          measures: [count, { op: 'sum', field: 'rank' }, { op: 'avg', field: 'amount' }],
+        },
+      ],
+      ['count by note (unindexed: read)', false, { groupBy: [{ field: 'note' }], measures: [count] }],
+      [
+        'count by code, filtered (read)',
+        false,
+        { filter: { field: 'rank', op: 'lt', value: 100 }, groupBy: [{ field: 'code' }], measures: [count] },
+      ],
+      ['max amount (read)', false, { measures: [{ op: 'max', field: 'amount' }] }],
+    ];
+    const aggregateLines: string[] = [];
+    for (const [label, kept, body] of aggregates)
+      for (const [name, workspaceId] of [
+        ['big', big],
+        ['small', small],
+      ] as const) {
+        const started = performance.now();
+        const answer = await call('POST', `/workspaces/${workspaceId}/records/aggregate`, {
+          key: editor.key,
+          body: { objectId: object.id, limit: 100, ...body },
+        });
+        const ms = performance.now() - started;
+        expect(answer.status).toBe(200);
+        if (kept) expect([answer.body.exact, rowsRead(answer) <= 5000]).toEqual([true, true]);
+        else expect(rowsRead(answer)).toBeLessThanOrEqual(100_000);
+        aggregateLines.push(
+          `| ${label} | ${name} | ${rowsRead(answer)} | ${ms.toFixed(1)} | ${answer.body.exact} | ` +
+            `${answer.body.groups.length} |`,
+        );
+      }
+
     // Rows written per write, in the big workspace.
     const created = await call('POST', '/records/batch', {
       key: editor.key,
@@ -159,6 +203,7 @@ describe(`reads over ${RECORDS} records beside ${SMALL}`, () => {
       ],
       ['patch one unindexed field', await patch([fv('note', 'x')])],
       ['patch one indexed field', await patch([fv('rank', 2)])],
+      ['patch an indexed number (kept in 2 groups)', await patch([fv('amount', 2.5)])],
       [
         'patch with an Idempotency-Key',
         await call('PATCH', path, {
@@ -178,6 +223,10 @@ describe(`reads over ${RECORDS} records beside ${SMALL}`, () => {
         '| query | workspace | page 1 | page 10 |',
         '|---|---|---:|---:|',
         ...lines,
+        '',
+        '| aggregate | workspace | rows read | ms | exact | groups |',
+        '|---|---|---:|---:|---|---:|',
+        ...aggregateLines,
         '',
         '| write | status | rows written |',
         '|---|---:|---:|',
