@@ -60,8 +60,8 @@ export const AggregatePage = v.strictObject({
   exact: v.pipe(
     v.boolean(),
     v.description(
-      'Whether every record of the object in the workspace was read (at most 20,000 are, fewer when ' +
-        'a record falls in several groups).',
+      'Whether every record of the object in the workspace was counted: always from kept totals, else when ' +
+        'at most 20,000 records were read (fewer when a record falls in several groups).',
     ),
   ),
   nextCursor: v.nullable(v.string()),
