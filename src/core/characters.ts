@@ -14,3 +14,18 @@ export function characters(text: string): number {
   }
   return count;
 }
+
+/**
+ * The least text past every text that starts with `prefix`, in code point order (SQLite's binary
+ * order of UTF-8): its last code point raised by one (past the surrogates), or, for the greatest
+ * code point, the text before it raised. None when every code point is the greatest: no text is
+ * past those. A value starts with `prefix` exactly when `prefix <= value < pastPrefix(prefix)`.
+ */
+export function pastPrefix(prefix: string): string | undefined {
+  const points = [...prefix].map((c) => c.codePointAt(0) as number);
+  while (points.length > 0) {
+    const last = (points.pop() as number) + 1;
+    if (last <= 0x10ffff) return String.fromCodePoint(...points, last === 0xd800 ? 0xe000 : last);
+  }
+  return undefined;
+}

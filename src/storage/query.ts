@@ -3,6 +3,7 @@ import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { RELEVANCE_TIERS, type Expr, type FieldRef, type Query, type SystemField } from '../domain/query.ts';
 import { searchWords } from '../core/fold.ts';
+import { pastPrefix } from '../core/characters.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import type { Meter } from './meter.ts';
 import { movesOf, splitSince, unmoved, SINCE, type Position, type Since } from './query-moves.ts';
@@ -102,22 +103,31 @@ const several = (field: FieldRef): boolean => field.kind === 'value' && field.mu
 
 const BOUNDING = { eq: '=', lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
 type Bounding = keyof typeof BOUNDING;
-const RANGE_OPS = new Set<string>(['lt', 'lte', 'gt', 'gte']);
+const RANGE_OPS = new Set<string>(['lt', 'lte', 'gt', 'gte', 'startsWith']);
 
 /**
  * The conditions on a kept key that every match must meet (an `eq`, `lt`, `lte`, `gt`, `gte` of
- * the field the key keeps), as SQL on `value` of `record_sort`: a walk of the key reads only the
- * entries between them. Empty when the filter bounds the key nowhere.
+ * the field the key keeps, and a `startsWith` as the range of texts with its prefix: `gte` the
+ * prefix, `lt` the least text past them), as SQL on `value` of `record_sort`: a walk of the key
+ * reads only the entries between them. Empty when the filter bounds the key nowhere.
  */
 function boundsOf(sql: Sql, query: Query, key: SortKeyOf, ops: readonly Bounding[] = BOUNDS): string[] {
-  return topConditions(query)
-    .filter((e) => ops.includes(e.op as Bounding) && !several(e.field) && keyOf(e.field)?.name === key.name)
-    .map((e) => `value ${BOUNDING[e.op as Bounding]} ${operand(sql, e.field, e.value)}`);
+  const bounds: string[] = [];
+  for (const e of topConditions(query)) {
+    if (several(e.field) || keyOf(e.field)?.name !== key.name) continue;
+    if (e.op === 'startsWith' && typeof e.value === 'string') {
+      const past = pastPrefix(e.value);
+      if (ops.includes('gte')) bounds.push(`value >= ${sql.param(e.value)}`);
+      if (ops.includes('lt') && past !== undefined) bounds.push(`value < ${sql.param(past)}`);
+    } else if (ops.includes(e.op as Bounding))
+      bounds.push(`value ${BOUNDING[e.op as Bounding]} ${operand(sql, e.field, e.value)}`);
+  }
+  return bounds;
 }
 const BOUNDS = Object.keys(BOUNDING) as Bounding[];
 
 /**
- * A range (`lt`, `lte`, `gt`, `gte`) on a kept key other than `except` that every match must meet:
+ * A range (`lt`, `lte`, `gt`, `gte`, `startsWith`) on a kept key other than `except` that every match must meet:
  * its entries in `record_sort` hold every match, in the key's order, not the page's.
  */
 function rangeOf(query: Query, except?: string): SortKeyOf | undefined {

@@ -80,6 +80,8 @@ describe(`a range on an indexed field among ${N} records walks the field's index
       LATE_FLIGHTS.slice(1),
     ],
     ['code gt "z"', { field: 'code', op: 'gt', value: 'z' }, ZULU],
+    ['code startsWith "zulu-"', { field: 'code', op: 'startsWith', value: 'zulu-' }, ZULU],
+    ['code startsWith "zulu-25"', { field: 'code', op: 'startsWith', value: 'zulu-25' }, ZULU.slice(1)],
     ['delay lt 0', { field: 'delay', op: 'lt', value: 0 }, []],
   ];
   const sorts: [string, unknown[] | undefined, (matches: number[]) => number[]][] = [
@@ -150,6 +152,28 @@ describe(`a range on an indexed field among ${N} records walks the field's index
     const late = await query({ filter: { field: 'delay', op: 'gte', value: 100 }, limit: 20 });
     expect(ids(late)).toEqual((await truth(`${DELAY} >= 100`)).slice(0, 20));
     expect(rowsRead(late)).toBeLessThanOrEqual(2_000);
+  });
+
+  it('a startsWith on an indexed text walks the prefix as a range: full pages, sorted by it or by id', async () => {
+    // c1 and c10 to c19: 11 codes of 50, about 6,600 records.
+    const filter = { field: 'code', op: 'startsWith', value: 'c1' };
+    const code = `r.field_values ->> '$[1].value'`;
+    // By id, as a range of most records above: the short walk, the range's entries counted, then the workspace's.
+    for (const [sort, order, rows] of [
+      [undefined, 'r.id', 2_000],
+      [[{ field: 'code' }], `${code}, r.id`, PAGE_ROWS],
+      [[{ field: 'code', direction: 'desc' }], `${code} DESC, r.id DESC`, PAGE_ROWS],
+    ] as const) {
+      const body = { filter, limit: 20, ...(sort === undefined ? {} : { sort }) };
+      const expected = await truth(`substr(${code}, 1, 2) = 'c1'`, order);
+      expect(expected.length).toBeGreaterThan(6_000);
+      let answer = await query(body);
+      for (let page = 1; page <= 5; page++) {
+        expect(ids(answer)).toEqual(expected.slice((page - 1) * 20, page * 20));
+        expect(rowsRead(answer)).toBeLessThanOrEqual(rows);
+        answer = await query({ ...body, cursor: answer.body.nextCursor });
+      }
+    }
   });
 });
 
