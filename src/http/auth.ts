@@ -62,15 +62,21 @@ export async function derivedApiKey(secret: string, writeId: string, start = 'rk
   return start + base64url(new Uint8Array(mac));
 }
 
+/** The admin API's answer when no admin token is configured and no tenant administrator's key was sent. */
+export const adminDisabled = (): HttpError =>
+  new HttpError(503, {
+    code: 'unavailable',
+    title: 'Admin API disabled',
+    detail: 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
+  });
+
+/** Whether an admin token is configured. */
+export const hasAdminToken = (adminToken: string | undefined): adminToken is string =>
+  adminToken !== undefined && adminToken !== '';
+
 /** Whether the request's bearer is the admin token; 503 when no token is configured, 401 without a bearer. */
 export async function isAdminToken(request: Request, adminToken: string | undefined): Promise<boolean> {
-  if (adminToken === undefined || adminToken === '') {
-    throw new HttpError(503, {
-      code: 'unavailable',
-      title: 'Admin API disabled',
-      detail: 'The ADMIN_TOKEN secret is not set; set it to enable the admin API.',
-    });
-  }
+  if (!hasAdminToken(adminToken)) throw adminDisabled();
   const sent = BEARER.exec(request.headers.get('Authorization') ?? '')?.[1];
   if (sent === undefined) throw adminUnauthorized();
   // Compare digests so the comparison takes the same time whatever the lengths.

@@ -14,7 +14,15 @@ import {
   reservedNames,
   type ObjectDef,
 } from '../domain/definition.ts';
-import { derivedApiKey, isAdminToken, KEY_PREFIX_LENGTH, keyHashOf, sha256Hex } from '../http/auth.ts';
+import {
+  adminDisabled,
+  derivedApiKey,
+  hasAdminToken,
+  isAdminToken,
+  KEY_PREFIX_LENGTH,
+  keyHashOf,
+  sha256Hex,
+} from '../http/auth.ts';
 import { parsePageQuery } from '../domain/list-query.ts';
 import { readJson } from '../http/body.ts';
 import { cursorKey, readCursor, signCursor } from '../http/cursor.ts';
@@ -60,15 +68,21 @@ export const adminStore = ({ primary, meter, tenant }: Context): AdminStore =>
 
 /**
  * Who may call the admin API: the admin token (the operator, for the default tenant, as before
- * tenants), or the key of an administrator of the key's tenant, for that tenant alone. Another
- * key is 403; no key, or one that is none, 401.
+ * tenants), or the key of an administrator of the key's tenant, for that tenant alone, whether or
+ * not an admin token is configured. Another key is 403; no key, or one that is none, 401; without
+ * an admin token configured, anything but an administrator's key is 503 (the admin API is off).
  */
 export async function requireAdmin(request: IRequest, context: Context): Promise<void> {
-  if (await isAdminToken(request, context.env.ADMIN_TOKEN)) {
+  const token = context.env.ADMIN_TOKEN;
+  if (hasAdminToken(token) && (await isAdminToken(request, token))) {
     context.admin = { userId: undefined };
     return;
   }
-  const holder = await context.keys.holder(await keyHashOf(request));
+  const hash = await keyHashOf(request).catch((error: unknown) => {
+    throw hasAdminToken(token) ? error : adminDisabled();
+  });
+  const holder = await context.keys.holder(hash);
+  if (!hasAdminToken(token) && holder?.admin !== true) throw adminDisabled();
   if (holder === undefined) throw adminUnauthorized();
   if (!holder.admin) throw forbidden("The admin API takes the ADMIN_TOKEN secret or a tenant administrator's key.");
   context.admin = { userId: holder.userId };
