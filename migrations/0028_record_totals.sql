@@ -74,8 +74,8 @@ BEGIN
 END;
 
 -- 2. The totals. `counts` and `sums` are JSON objects by field name: how many of the group's
--- records hold a number in that field, and their sum (as doubles, as aggregates add them). A group
--- whose records are all gone is removed.
+-- records hold a number in that field, and their sum (whole numbers add as whole numbers, exactly,
+-- until past 2^63; decimals as doubles). A group whose records are all gone is removed.
 CREATE TABLE record_totals (
   workspace_id INTEGER NOT NULL,
   object_id    INTEGER NOT NULL,
@@ -108,12 +108,10 @@ BEGIN
         AND typeof(NEW.value) IN ('integer', 'real')))) m
   WHERE NEW.live = 1 AND NEW.role & 1 AND NEW.value IS NOT NULL AND w.record_id = NEW.record_id
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   INSERT INTO record_totals (workspace_id, object_id, field, value, records, counts, sums)
   SELECT w.workspace_id, g.object_id, g.field, g.value, 0, json_object(NEW.field, d.n), json_object(NEW.field, d.s)
   FROM record_workspaces w,
@@ -128,12 +126,10 @@ BEGIN
       UNION ALL SELECT NEW.object_id, '', '') g
   WHERE w.record_id = NEW.record_id AND (d.n <> 0 OR d.s <> 0)
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
 END;
 
 CREATE TRIGGER record_totals_on_index_delete AFTER DELETE ON record_index
@@ -152,12 +148,10 @@ BEGIN
         AND typeof(OLD.value) IN ('integer', 'real')))) m
   WHERE OLD.live = 1 AND OLD.role & 1 AND OLD.value IS NOT NULL AND w.record_id = OLD.record_id
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   INSERT INTO record_totals (workspace_id, object_id, field, value, records, counts, sums)
   SELECT w.workspace_id, g.object_id, g.field, g.value, 0, json_object(OLD.field, d.n), json_object(OLD.field, d.s)
   FROM record_workspaces w,
@@ -172,12 +166,10 @@ BEGIN
       UNION ALL SELECT OLD.object_id, '', '') g
   WHERE w.record_id = OLD.record_id AND (d.n <> 0 OR d.s <> 0)
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   DELETE FROM record_totals WHERE records = 0 AND object_id = OLD.object_id AND field = OLD.field AND value = OLD.value
     AND workspace_id IN (SELECT workspace_id FROM record_workspaces WHERE record_id = OLD.record_id)
     AND NOT EXISTS (SELECT 1 FROM json_each(counts) WHERE value <> 0);
@@ -202,12 +194,10 @@ BEGIN
         AND typeof(OLD.value) IN ('integer', 'real')))) m
   WHERE OLD.live = 1 AND OLD.role & 1 AND OLD.value IS NOT NULL AND w.record_id = OLD.record_id
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   DELETE FROM record_totals WHERE records = 0 AND object_id = OLD.object_id AND field = OLD.field AND value = OLD.value
     AND workspace_id IN (SELECT workspace_id FROM record_workspaces WHERE record_id = OLD.record_id)
     AND NOT EXISTS (SELECT 1 FROM json_each(counts) WHERE value <> 0);
@@ -222,12 +212,10 @@ BEGIN
         AND typeof(NEW.value) IN ('integer', 'real')))) m
   WHERE NEW.live = 1 AND NEW.role & 1 AND NEW.value IS NOT NULL AND w.record_id = NEW.record_id
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   INSERT INTO record_totals (workspace_id, object_id, field, value, records, counts, sums)
   SELECT w.workspace_id, g.object_id, g.field, g.value, 0, json_object(NEW.field, d.n), json_object(NEW.field, d.s)
   FROM record_workspaces w,
@@ -248,12 +236,10 @@ BEGIN
       UNION ALL SELECT NEW.object_id, '', '') g
   WHERE w.record_id = NEW.record_id AND (d.n <> 0 OR d.s <> 0)
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   DELETE FROM record_totals WHERE records = 0 AND object_id = NEW.object_id AND field = '' AND value = ''
     AND workspace_id IN (SELECT workspace_id FROM record_workspaces WHERE record_id = NEW.record_id)
     AND NOT EXISTS (SELECT 1 FROM json_each(counts) WHERE value <> 0);
@@ -274,12 +260,10 @@ BEGIN
       WHERE record_id = NEW.record_id AND live = 1 AND role & 2 AND typeof(value) IN ('integer', 'real')) m
   WHERE true
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   DELETE FROM record_totals WHERE workspace_id = NEW.workspace_id AND field = '' AND value = '' AND records = 0
     AND object_id = (SELECT object_id FROM records WHERE id = NEW.record_id)
     AND NOT EXISTS (SELECT 1 FROM json_each(counts) WHERE value <> 0);
@@ -298,12 +282,10 @@ BEGIN
       WHERE record_id = OLD.record_id AND live = 1 AND role & 2 AND typeof(value) IN ('integer', 'real')) m
   WHERE true
   ON CONFLICT (workspace_id, object_id, field, value) DO UPDATE SET records = records + excluded.records,
-    counts = (SELECT json_group_object(k, n) FROM (SELECT key AS k, sum(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.counts)
-      UNION ALL SELECT key, value FROM json_each(excluded.counts)) GROUP BY key)),
-    sums = (SELECT json_group_object(k, n) FROM (SELECT key AS k, total(value) AS n FROM (
-      SELECT key, value FROM json_each(record_totals.sums)
-      UNION ALL SELECT key, value FROM json_each(excluded.sums)) GROUP BY key));
+    counts = json_patch(counts, (SELECT json_group_object(e.key, coalesce(counts ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.counts) e)),
+    sums = json_patch(sums, (SELECT json_group_object(e.key, coalesce(sums ->> ('$.' || e.key), 0) + e.value)
+      FROM json_each(excluded.sums) e));
   DELETE FROM record_totals WHERE workspace_id = OLD.workspace_id AND records = 0
     AND (object_id, field, value) IN (SELECT object_id, field, value FROM record_index WHERE record_id = OLD.record_id
       UNION ALL SELECT object_id, '', '' FROM records WHERE id = OLD.record_id)
@@ -374,7 +356,7 @@ UPDATE record_totals SET
     WHERE g.field = record_totals.field AND g.value = record_totals.value AND g.object_id = record_totals.object_id
       AND g.live = 1 AND g.role & 1 AND w.workspace_id = record_totals.workspace_id
     GROUP BY m.field)),
-  sums = (SELECT json_group_object(k, n) FROM (SELECT m.field AS k, total(m.value) AS n
+  sums = (SELECT json_group_object(k, n) FROM (SELECT m.field AS k, sum(m.value) AS n
     FROM record_index g JOIN record_workspaces w ON w.record_id = g.record_id
       JOIN record_index m ON m.record_id = g.record_id AND m.live = 1 AND m.role & 2
         AND typeof(m.value) IN ('integer', 'real')
@@ -389,7 +371,7 @@ UPDATE record_totals SET
       AND typeof(m.value) IN ('integer', 'real')
     WHERE m.object_id = record_totals.object_id AND w.workspace_id = record_totals.workspace_id
     GROUP BY m.field)),
-  sums = (SELECT json_group_object(k, n) FROM (SELECT m.field AS k, total(m.value) AS n
+  sums = (SELECT json_group_object(k, n) FROM (SELECT m.field AS k, sum(m.value) AS n
     FROM record_workspaces w JOIN record_index m ON m.record_id = w.record_id AND m.live = 1 AND m.role & 2
       AND typeof(m.value) IN ('integer', 'real')
     WHERE m.object_id = record_totals.object_id AND w.workspace_id = record_totals.workspace_id

@@ -75,7 +75,12 @@ function groupValue(sql: Sql, group: GroupBy, i: number): { value: string; join:
 
 function measureOf(sql: Sql, measure: Measure): string {
   if (measure.op === 'count' || measure.field === undefined) return 'count(*)';
-  const value = valueOf(sql, measure.field);
+  const raw = valueOf(sql, measure.field);
+  // Of a number field, numbers only: a text kept from before its type changed is no value (as the kept totals hold).
+  const numeric = measure.field.type === 'number' || measure.field.type === 'integer';
+  const value = numeric
+    ? `(SELECT CASE WHEN typeof(v) IN ('integer', 'real') THEN v END FROM (SELECT ${raw} AS v))`
+    : raw;
   // SQLite's sum() fails past 2^63 in whole numbers: total() adds as doubles, as JSON holds them.
   if (measure.op === 'sum') return `CASE WHEN count(${value}) > 0 THEN total(${value}) END`;
   return `${measure.op}(${value})`;

@@ -29,8 +29,9 @@ export const INDEX_VALUE = `CASE f.type WHEN 'datetime' THEN CAST(round(1000 * c
  * 1 a field aggregates group by, 2 a number they add up, 3 both (an integer). A unique field (a
  * group a record) is grouped by reading the records.
  */
-const TOTALS_ROLE = `CASE WHEN type IN ('select', 'boolean', 'text', 'email', 'integer', 'reference', 'date')
-      AND NOT is_unique THEN 1 ELSE 0 END + CASE WHEN type IN ('number', 'integer') THEN 2 ELSE 0 END`;
+const totalsRole = (of = ''): string => `CASE WHEN ${of}type IN ('select', 'boolean', 'text', 'email', 'integer',
+      'reference', 'date') AND NOT ${of}is_unique THEN 1 ELSE 0 END + CASE WHEN ${of}type IN ('number', 'integer')
+      THEN 2 ELSE 0 END`;
 
 /** The same for a value `?` sent by a query, of the type `t`. */
 export const datetimeKey = (param: string): string => `CAST(round(1000 * coalesce(
@@ -62,7 +63,7 @@ const BUILD_FROM = (records: string, fields: string, guard: string): string => `
     (record_id, field, object_id, value, unique_key, live, role)
   SELECT id, name, object_id, value, CASE WHEN is_unique AND NOT deleted
       THEN CASE WHEN type IN ('text', 'email') THEN coalesce(folded, lower(value)) ELSE value END END, 1 - deleted,
-    ${TOTALS_ROLE}
+    ${totalsRole()}
   FROM (SELECT r.id, r.object_id, r.deleted, f.name, f.type, f.is_unique, ${INDEX_VALUE} AS value,
       r.folds ->> ('$.' || f.name) AS folded
     FROM ${records} c JOIN records r ON r.id = c.id JOIN index_fields f ON f.object_id = r.object_id AND ${fields}
@@ -83,6 +84,12 @@ const BUILD_UNIQUE = BUILD_FROM(
 const UNCLAIM = `UPDATE record_index SET unique_key = NULL
   WHERE object_id = ?1 AND unique_key IS NOT NULL AND ${CHANGED}
     AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1 AND is_unique)`;
+// A field whose index rows stay (its type unchanged) but whose role to the kept totals changed (no
+// longer unique: now grouped by) has its rows say so; the totals follow them.
+const ROLES = `UPDATE record_index SET role = ${totalsRole('f.')}
+  FROM index_fields f
+  WHERE record_index.object_id = ?1 AND ${CHANGED} AND f.object_id = ?1 AND f.name = record_index.field
+    AND record_index.role IS NOT (${totalsRole('f.')})`;
 // Builds no longer due: the field is no longer indexed, or is unique (built above). The
 // computation of formulas is not an index's build: it goes on.
 const CANCEL = `DELETE FROM index_builds WHERE object_id = ?1 AND field <> '${FORMULAS_BUILD}'
@@ -119,7 +126,7 @@ const FORMULAS_DUE = `INSERT INTO index_builds (object_id, field, after_record_i
  */
 export function reindexObject(db: D1, objectId: number, now: number): D1PreparedStatement[] {
   return [
-    ...[DROP, BUILD_UNIQUE, UNCLAIM, CANCEL].map((sql) => db.prepare(sql).bind(objectId)),
+    ...[DROP, BUILD_UNIQUE, UNCLAIM, ROLES, CANCEL].map((sql) => db.prepare(sql).bind(objectId)),
     db.prepare(DUE).bind(objectId, now),
     db.prepare(FORMULAS_DUE).bind(objectId, now),
   ];

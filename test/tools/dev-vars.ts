@@ -23,7 +23,7 @@ export function ensureDevVars(dir: string): string | undefined {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const made = ensureDevVars(fileURLToPath(new URL('../../', import.meta.url)));
+  const made = ensureDevVars(fileURLToPath(new URL('../../', import.meta.url).href));
   if (made !== undefined)
     console.log('Wrote .dev.vars from .dev.vars.example: the admin API takes "Bearer dev-admin-token" locally.');
 }

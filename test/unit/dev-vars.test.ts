@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { devVarsFrom, ensureDevVars } from '../tools/dev-vars.ts';
 
-const example = readFileSync(new URL('../../.dev.vars.example', import.meta.url), 'utf8');
+const example = readFileSync(new URL('../../.dev.vars.example', import.meta.url).pathname, 'utf8');
 
 describe('the first npm start writes .dev.vars', () => {
   it('from the example: the admin token set, every placeholder a random value', () => {
