@@ -38,7 +38,6 @@ async function expectSame(objectId: number, body: object) {
   await expectTotalsExact(env.DB);
 }
 const G = { name: 'g', type: 'select', options: ['x'], indexed: true };
-const N = { name: 'n', type: 'number', indexed: true };
 
 it('a field no longer unique is grouped by its values', async () => {
   const { id } = await object(
