@@ -9,8 +9,10 @@ export interface InputProblem {
   parameter?: string;
   header?: string;
   query?: string;
-  /** The CSV column a problem of an imported row is in, beside its pointer into the row. */
+  /** The column (CSV) or field (NDJSON) a problem of an imported row is in, beside its pointer into the row. */
   column?: string;
+  /** The value an imported row's problem is about, as text, at most 200 characters. */
+  value?: string;
   /** A record the problem names (one that references the record a delete was refused for). */
   recordId?: number;
   /** A formula's expression: where in it (0-based, in UTF-16 code units) the problem is. */

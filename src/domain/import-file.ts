@@ -1,5 +1,5 @@
 import { blankRecord, csvRecords, csvRow, isBlankLine, ndjsonRow, type RowRead } from './import-rows.ts';
-import type { ImportMode } from './imports.ts';
+import type { ColumnMap, ImportMode } from './imports.ts';
 import type { ObjectDef } from './object-def.ts';
 
 /**
@@ -34,6 +34,7 @@ export function ndjsonRows(
   max: number,
   state: PieceStart,
   mode: ImportMode,
+  map?: ColumnMap,
 ): { rows: Row[]; to: number } {
   const rows: Row[] = [];
   let start = 0;
@@ -58,7 +59,7 @@ export function ndjsonRows(
     rows.push({
       number: state.processed + rows.length + 1,
       end: state.position + Math.min(start, bytes.length),
-      read: ndjsonRow(text, mode),
+      read: ndjsonRow(text, mode, map),
     });
   }
   return { rows, to: state.position + Math.min(start, bytes.length) };
@@ -78,7 +79,7 @@ export function csvChunk(
   max: number,
   state: PieceStart,
   def: ObjectDef,
-  columns: readonly string[],
+  columns: readonly (string | null)[],
   mode: ImportMode,
 ): { rows: Row[]; to: number } {
   // Decoded line by line: a record ends at a line's end, so each record's bytes are those of its

@@ -6,7 +6,7 @@ import { FieldValue, RecordSchema, type FieldValueOut } from '../schemas/record.
 import { fieldValueDuplicates, parseObject } from '../schemas/parse.ts';
 import { SYSTEM_COLUMNS } from './export.ts';
 import { restored } from './csv-injection.ts';
-import type { ImportMode } from './imports.ts';
+import { mapped, type ColumnMap, type ImportMode } from './imports.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
 import { isComputed } from './definition.ts';
 
@@ -86,11 +86,59 @@ const notARow = (message: string): RowRead => ({
 /** Whether an NDJSON line holds no row: nothing but JSON's whitespace. */
 export const isBlankLine = (line: string): boolean => /^[ \t\r]*$/.test(line);
 
-/** An NDJSON line as a row of an import in `mode`, checked as a request body is. */
-export function ndjsonRow(line: string, mode: ImportMode): RowRead {
+/** The characters of a value a row's problem shows at most. */
+export const SHOWN_VALUE = 200;
+
+/** A value as a row's problem shows it: text as it is, anything else as JSON, at most SHOWN_VALUE characters. */
+export function shownValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  const points = [...text];
+  return points.length <= SHOWN_VALUE ? text : points.slice(0, SHOWN_VALUE).join('');
+}
+
+/** The record's own keys of a plain line of an update: the record it patches and its version. */
+const OWN_KEYS = new Set(['id', 'version']);
+
+/**
+ * A plain NDJSON line (`{"title": "x", "year": 1999}`, no `fieldValues`) in the form a row takes:
+ * each key (as `map` names it; a key mapped to null skipped) a field's value, a `null` no value
+ * (an update removes it); an update's `id` and `version` the record's own. A line of the row's
+ * own form has its field names mapped alike.
+ */
+function rowForm(value: unknown, mode: ImportMode, map: ColumnMap | undefined): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const line = value as Record<string, unknown>;
+  if (Object.hasOwn(line, 'fieldValues')) {
+    if (map === undefined || !Array.isArray(line.fieldValues)) return value;
+    const fieldValues = line.fieldValues.flatMap((entry: unknown) => {
+      if (
+        typeof entry !== 'object' ||
+        entry === null ||
+        typeof (entry as { fieldName?: unknown }).fieldName !== 'string'
+      )
+        return [entry];
+      const name = mapped(map, (entry as { fieldName: string }).fieldName);
+      return name === null ? [] : [{ ...entry, fieldName: name }];
+    });
+    return { ...line, fieldValues };
+  }
+  const row: Record<string, unknown> = {};
+  const fieldValues: { fieldName: string; value: unknown }[] = [];
+  for (const [key, item] of Object.entries(line)) {
+    const name = mapped(map, key);
+    if (name === null) continue;
+    if (mode === 'update' && OWN_KEYS.has(name)) row[name] = item;
+    else if (item !== null || mode === 'update') fieldValues.push({ fieldName: name, value: item });
+  }
+  return { ...row, fieldValues };
+}
+
+/** An NDJSON line as a row of an import in `mode` (its names as `map` names them), checked as a request body is. */
+export function ndjsonRow(line: string, mode: ImportMode, map?: ColumnMap): RowRead {
   const parsed = parseStrictJson(line, ROW_DEPTH);
   if (!parsed.ok) return parsed.malformed ? notARow('the line is not JSON') : { ok: false, problems: parsed.problems };
   const duplicates = (input: unknown): InputProblem[] => fieldValueDuplicates(input, '');
+  parsed.value = rowForm(parsed.value, mode, map);
   if (mode !== 'update') {
     const line = parseObject(ImportLine, parsed.value, duplicates);
     return line.ok ? { ok: true, row: line.value } : { ok: false, problems: [...line.problems] };
@@ -186,12 +234,19 @@ const ownColumn = (name: string, def: ObjectDef): boolean =>
  * Problems with a CSV header for an import in `mode`: every column names a field of the object,
  * once; an update also takes an export's own columns (`id`, which it needs; `version`, which it
  * checks; `name` and `updatedAt`, which it ignores). Elsewhere those are unknown, never dropped in
- * silence. A header that is not one is refused before the file is kept.
+ * silence. A header that is not one is refused before the file is kept. `columns` are the names
+ * the header's cells (`sources`) are read as: a mapping's (null: skipped), else their own.
  */
-export function headerProblems(columns: readonly string[], def: ObjectDef, mode: ImportMode): InputProblem[] {
+export function headerProblems(
+  columns: readonly (string | null)[],
+  def: ObjectDef,
+  mode: ImportMode,
+  sources: readonly string[] = columns.map((name) => name ?? ''),
+): InputProblem[] {
   const seen = new Set<string>();
   const problems = columns.flatMap((name, i): InputProblem[] => {
-    const at = { pointer: pointer('', 'columns', i), column: name };
+    if (name === null) return [];
+    const at = { pointer: pointer('', 'columns', i), column: sources[i] ?? name };
     if (seen.has(name)) return [{ ...at, code: 'duplicate', message: `column ${name} appears twice` }];
     seen.add(name);
     if (def.fields.some((f) => f.name === name) || (mode === 'update' && ownColumn(name, def))) return [];
@@ -281,14 +336,20 @@ function ownCell(row: ImportRow, column: string, cell: string, mode: ImportMode)
  * (an export's `'` before a formula taken off). An empty cell is no value: left out of a create
  * or upsert, and for an update the field's value removed.
  */
-export function csvRow(record: CsvRecord, columns: readonly string[], def: ObjectDef, mode: ImportMode): RowRead {
+export function csvRow(
+  record: CsvRecord,
+  columns: readonly (string | null)[],
+  def: ObjectDef,
+  mode: ImportMode,
+): RowRead {
   if ('error' in record) return notARow(`the record is not CSV: ${record.error}`);
   if (record.cells.length !== columns.length)
     return notARow(`expected ${columns.length} cells, found ${record.cells.length}`);
   const row: ImportRow = { fieldValues: [] };
   const problems: InputProblem[] = [];
   for (const [i, raw] of record.cells.entries()) {
-    const name = columns[i] as string;
+    const name = columns[i];
+    if (name === null || name === undefined) continue;
     const cell = restored(raw);
     const field = def.fields.find((f) => f.name === name);
     if (field !== undefined && isComputed(field)) continue;
@@ -299,7 +360,14 @@ export function csvRow(record: CsvRecord, columns: readonly string[], def: Objec
       const at = pointer('', 'fieldValues', row.fieldValues.length, 'value');
       const value = cellValue(field, cell);
       if (!value.ok)
-        problems.push(...value.problems.map((p) => ({ ...p, pointer: at + (p.pointer ?? ''), column: name })));
+        problems.push(
+          ...value.problems.map((p) => ({
+            ...p,
+            pointer: at + (p.pointer ?? ''),
+            column: name,
+            value: shownValue(cell),
+          })),
+        );
       row.fieldValues.push({ fieldName: name, value: value.ok ? value.value : cell });
     }
   }
@@ -307,15 +375,17 @@ export function csvRow(record: CsvRecord, columns: readonly string[], def: Objec
 }
 
 /**
- * Names the CSV column of each problem of a row, beside its pointer: a problem at
- * `/fieldValues/<i>…` is in the column of that entry's field; at `/id` or `/version`, in that column.
+ * Names the column (the field) of each problem of a row, beside its pointer, and shows the value
+ * it is about: a problem at `/fieldValues/<i>…` is in the column of that entry's field, about its
+ * value; at `/id` or `/version`, in that column.
  */
 export function inColumns(problems: readonly InputProblem[], fieldValues: readonly FieldValueOut[]): InputProblem[] {
   return problems.map((problem) => {
     if (problem.column !== undefined || problem.pointer === undefined) return problem;
-    const entry = /^\/fieldValues\/(\d+)(?:\/|$)/.exec(problem.pointer);
+    const at = /^\/fieldValues\/(\d+)(?:\/|$)/.exec(problem.pointer);
     const own = /^\/(id|version)(?:\/|$)/.exec(problem.pointer);
-    const column = entry === null ? own?.[1] : fieldValues[Number(entry[1])]?.fieldName;
-    return column === undefined ? problem : { ...problem, column };
+    const entry = at === null ? undefined : fieldValues[Number(at[1])];
+    if (entry !== undefined) return { ...problem, column: entry.fieldName, value: shownValue(entry.value) };
+    return own === null ? problem : { ...problem, column: own[1] as string };
   });
 }

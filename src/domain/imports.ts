@@ -10,11 +10,72 @@ import type { ObjectDef } from './object-def.ts';
  */
 export type ImportMode = 'create' | 'upsert' | 'update';
 
+/** A mapping of a file's columns (CSV) or keys (NDJSON) to field names; `null` skips one; others keep their names. */
+export type ColumnMap = Record<string, string | null>;
+
 /** What `POST /workspaces/{id}/imports` takes in its query string. */
 export interface ImportQuery {
   objectId: number;
   mode: ImportMode;
   matchOn?: string;
+  columns?: ColumnMap;
+}
+
+/** Sources a mapping may name at most. */
+export const MAX_MAPPED = 1000;
+
+/** The `columns` parameter: a JSON object of source names to field names or null. */
+function columnMapOf(text: string | undefined): { map?: ColumnMap; problems: InputProblem[] } {
+  if (text === undefined) return { problems: [] };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { problems: [bad('columns', 'invalid_type', 'expected a JSON object of columns to field names or null')] };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { problems: [bad('columns', 'invalid_type', 'expected a JSON object of columns to field names or null')] };
+  const entries = Object.entries(value);
+  if (entries.length > MAX_MAPPED)
+    return { problems: [bad('columns', 'too_many', `expected at most ${MAX_MAPPED} columns`)] };
+  const problems = entries.flatMap(([source, target]) =>
+    target === null || typeof target === 'string'
+      ? []
+      : [bad('columns', 'invalid_type', `column ${JSON.stringify(source)}: expected a field name or null`)],
+  );
+  return problems.length > 0 ? { problems } : { map: Object.fromEntries(entries) as ColumnMap, problems };
+}
+
+/** The name a source column or key is read as: its mapping's, else its own (`null`: skipped). */
+export const mapped = (map: ColumnMap | undefined, source: string): string | null =>
+  map !== undefined && Object.hasOwn(map, source) ? (map[source] as string | null) : source;
+
+/**
+ * A mapping's problems against the object: each field it names is one of the object's (or, for an
+ * update, the record's `id` or `version`), named by one source only.
+ */
+export function columnMapProblems(def: ObjectDef, query: ImportQuery): InputProblem[] {
+  const targets = Object.entries(query.columns ?? {}).flatMap(([source, target]) =>
+    target === null ? [] : [[source, target] as const],
+  );
+  const seen = new Map<string, string>();
+  return targets.flatMap(([source, target]): InputProblem[] => {
+    const before = seen.get(target);
+    seen.set(target, source);
+    if (before !== undefined)
+      return [
+        bad('columns', 'duplicate', `${JSON.stringify(before)} and ${JSON.stringify(source)} both map to ${target}`),
+      ];
+    const own = query.mode === 'update' && (target === 'id' || target === 'version');
+    if (own || def.fields.some((f) => f.name === target)) return [];
+    return [
+      bad(
+        'columns',
+        'unknown_field',
+        `${JSON.stringify(source)} maps to ${JSON.stringify(target)}, no field of the object`,
+      ),
+    ];
+  });
 }
 
 const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
@@ -32,10 +93,11 @@ function matchOnProblems(mode: string, matchOn: string | undefined): InputProble
 
 /**
  * Parses an import's query: `objectId`, `mode` (create, the default; upsert, which names a unique
- * field in `matchOn`; or update, which matches on `id`).
+ * field in `matchOn`; or update, which matches on `id`) and `columns` (a mapping of the file's
+ * columns or keys to field names).
  */
 export function parseImportQuery(params: URLSearchParams): Result<ImportQuery> {
-  const { values, problems } = single(params, (name) => ['objectId', 'mode', 'matchOn'].includes(name));
+  const { values, problems } = single(params, (name) => ['objectId', 'mode', 'matchOn', 'columns'].includes(name));
   const rawId = values.get('objectId');
   const objectId = rawId !== undefined && /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
   if (objectId === undefined || !Number.isSafeInteger(objectId))
@@ -44,10 +106,17 @@ export function parseImportQuery(params: URLSearchParams): Result<ImportQuery> {
   if (!MODES.includes(mode)) problems.push(bad('mode', 'invalid_value', 'expected create, upsert or update'));
   const matchOn = values.get('matchOn') ?? (mode === 'update' ? 'id' : undefined);
   problems.push(...matchOnProblems(mode, matchOn));
+  const columns = columnMapOf(values.get('columns'));
+  problems.push(...columns.problems);
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
-    value: { objectId: objectId as number, mode: mode as ImportMode, ...(matchOn === undefined ? {} : { matchOn }) },
+    value: {
+      objectId: objectId as number,
+      mode: mode as ImportMode,
+      ...(matchOn === undefined ? {} : { matchOn }),
+      ...(columns.map === undefined ? {} : { columns: columns.map }),
+    },
   };
 }
 

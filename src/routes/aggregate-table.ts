@@ -16,7 +16,7 @@ export const aggregateOperations = {
       'a query takes it) keeps and the caller may read, grouped by 0 to 2 fields and measured by 1 to 10 ' +
       'measures; a field hidden from the caller is as one the object lacks. Groups come in the order of their ' +
       'values, the blank group last, `limit` (1–1,000, 100 by default) a page, with a `nextCursor`. An aggregate ' +
-      'of all of the object\'s records (no filter) by at most one indexed field (not unique, a multiSelect or ' +
+      "of all of the object's records (no filter) by at most one indexed field (not unique, a multiSelect or " +
       'a date-time) that counts or adds up indexed numbers (`count`, `sum`, `avg`) reads the totals the ' +
       'workspace keeps per group, in the transaction of every write: exact at any size, a row a group (up to ' +
       '4,000 groups), when the caller may read every record. Any other reads at most 20,000 records of the ' +

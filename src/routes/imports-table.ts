@@ -29,7 +29,8 @@ export const importOperations = {
     summary: 'Import a file of records in the background',
     description:
       'Editors of the workspace. The body (up to 100 MB, with its Content-Length) is NDJSON (`application/x-ndjson`: ' +
-      'a line is `{ "fieldValues": [...], "isTemplate"? }`) or CSV (`text/csv`, RFC 4180: a header row naming ' +
+      'a line is `{ "fieldValues": [...], "isTemplate"? }`, or a plain object of field names and values, `null` no ' +
+      'value) or CSV (`text/csv`, RFC 4180: a header row naming ' +
       "fields, cells parsed by their field's type, an empty cell no value, several values as a JSON array or " +
       "separated by `;`, an export's `'` before a formula taken off). It is kept in R2 and applied in chunks, each " +
       "one D1 transaction with the import's position, so every row is applied exactly once through restarts. " +
@@ -39,7 +40,9 @@ export const importOperations = {
       "takes an export as it is: a row's `version`, when given, must be the record's (else the row fails: it " +
       "changed since), the record's other properties (`name`, `updatedAt`, …) are ignored, and in CSV an empty " +
       'cell removes the value. Each row is checked as a create or patch element (I-JSON, depth, types). A row that ' +
-      'fails is skipped and listed; the others are applied; an import whose rows all fail is `failed`. A file that ' +
+      'fails is skipped and listed, each problem with its `column` and the `value` at fault (up to 200 characters); ' +
+      'the others are applied; an import whose rows all fail is `failed`. `columns` maps the file as it comes. ' +
+      'A file that ' +
       'is not NDJSON or CSV of the object at all: 400 at once. Follow `Location`.\n\n' +
       FIELD_FORMATS,
     auth: 'key',
@@ -63,6 +66,14 @@ export const importOperations = {
       {
         name: 'matchOn',
         description: 'An upsert: the unique field that finds the record to patch. An update: `id` (the default).',
+        schema: { type: 'string' },
+      },
+      {
+        name: 'columns',
+        description:
+          'A JSON object mapping a CSV column or an NDJSON key to a field name (an update also takes `id` and ' +
+          '`version`), or to `null` to skip it; unmapped ones keep their names. Example: ' +
+          '`{"Name": "name", "US Gross": "usGross", "Notes": null}`.',
         schema: { type: 'string' },
       },
     ],

@@ -4,7 +4,15 @@ import type { Context } from '../context.ts';
 import { concatBytes } from '../core/bytes.ts';
 import { rowCounter } from '../domain/import-count.ts';
 import { blankRecord, csvRecords, headerProblems, isBlankLine } from '../domain/import-rows.ts';
-import { importFormat, importOut, matchOnFieldProblems, parseImportQuery, type ImportMode } from '../domain/imports.ts';
+import {
+  columnMapProblems,
+  importFormat,
+  importOut,
+  mapped,
+  matchOnFieldProblems,
+  parseImportQuery,
+  type ImportQuery,
+} from '../domain/imports.ts';
 import type { ObjectDef } from '../domain/object-def.ts';
 import { keyHashOf, sha256Hex } from '../http/auth.ts';
 import {
@@ -76,11 +84,11 @@ export async function createImport(request: IRequest, context: Context): Promise
   if (def === undefined || !def.workspaceIds.includes(workspaceId) || !seesObject(caller, workspaceId, def.id))
     throw notFound('Object');
   if (caller.roles.get(workspaceId) !== 'editor') throw forbidden('Importing needs role editor in the workspace.');
-  const matchProblems = matchOnFieldProblems(def, query.value);
+  const matchProblems = [...matchOnFieldProblems(def, query.value), ...columnMapProblems(def, query.value)];
   if (matchProblems.length > 0) throw invalidQuery(matchProblems);
 
   const file = `imports/${crypto.randomUUID()}`;
-  const kept = await keep(context, request, file, length, format, def, query.value.mode);
+  const kept = await keep(context, request, file, length, format, def, query.value);
   const requestHash =
     key.key === undefined ? undefined : await sha256Hex(JSON.stringify([key.key.path, query.value, format, kept.hash]));
   const imports = new Imports(context.db, context.meter);
@@ -93,7 +101,7 @@ export async function createImport(request: IRequest, context: Context): Promise
     format,
     file,
     size: length,
-    columns: kept.columns,
+    columns: format === 'csv' ? kept.columns : query.value.columns,
     total: kept.total,
     start: kept.start,
     now: Date.now(),
@@ -146,8 +154,8 @@ async function keep(
   length: number,
   format: 'ndjson' | 'csv',
   def: ObjectDef,
-  mode: ImportMode,
-): Promise<{ hash: string; total: number; columns?: string[]; start: number }> {
+  query: ImportQuery,
+): Promise<{ hash: string; total: number; columns?: (string | null)[]; start: number }> {
   const reader = (request.body ?? new ReadableStream<Uint8Array>()).getReader();
   const head: Uint8Array[] = [];
   let read = 0;
@@ -161,7 +169,7 @@ async function keep(
     }
   }
   const bytes = concatBytes(head);
-  const start = format === 'csv' ? csvHeader(bytes, done, def, mode) : ndjsonHead(bytes, done);
+  const start = format === 'csv' ? csvHeader(bytes, done, def, query) : ndjsonHead(bytes, done);
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       for (const chunk of head) controller.enqueue(chunk);
@@ -247,15 +255,16 @@ function ndjsonHead(bytes: Uint8Array, whole: boolean): { start: number } {
 }
 
 /**
- * A CSV file's header: columns naming fields of the object, each once. Its rows start after it.
- * Only the header's lines are decoded: a row further on that is not UTF-8 fails as a row.
+ * A CSV file's header: columns naming fields of the object (as the query's `columns` map them),
+ * each once. Its rows start after it. Only the header's lines are decoded: a row further on that
+ * is not UTF-8 fails as a row.
  */
 function csvHeader(
   bytes: Uint8Array,
   whole: boolean,
   def: ObjectDef,
-  mode: ImportMode,
-): { columns: string[]; start: number } {
+  { mode, columns: map }: ImportQuery,
+): { columns: (string | null)[]; start: number } {
   // The decoder drops a byte-order mark: its three bytes still come before the header.
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   const decoder = utf8();
@@ -277,10 +286,15 @@ function csvHeader(
     if (header === undefined && !last) continue;
     if (header === undefined || blankRecord(header)) throw badFile('The file holds no header row.');
     if ('error' in header) throw badFile(`The header row is not CSV: ${header.error}.`);
-    const wrong = headerProblems(header.cells, def, mode);
+    const columns = header.cells.map((cell) => mapped(map, cell));
+    const wrong = headerProblems(columns, def, mode, header.cells);
     if (wrong.length > 0)
-      throw badFile("The header row must name fields of the object, each once, or an export's own columns.", wrong);
-    return { columns: header.cells, start: bom + new TextEncoder().encode(text.slice(0, consumed)).byteLength };
+      throw badFile(
+        'The header row must name fields of the object (as `columns` maps them), each once, or ' +
+          "an export's own columns.",
+        wrong,
+      );
+    return { columns, start: bom + new TextEncoder().encode(text.slice(0, consumed)).byteLength };
   }
 }
 

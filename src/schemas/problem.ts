@@ -9,7 +9,16 @@ export const InputProblem = v.pipe(
     header: v.exactOptional(v.pipe(v.string(), v.description('The request header at fault.'))),
     query: v.exactOptional(v.pipe(v.string(), v.description('The query parameter at fault.'))),
     column: v.exactOptional(
-      v.pipe(v.string(), v.description('An imported CSV row: the column at fault, beside the pointer into the row.')),
+      v.pipe(
+        v.string(),
+        v.description('An imported row: the column (CSV) or field at fault, beside the pointer into the row.'),
+      ),
+    ),
+    value: v.exactOptional(
+      v.pipe(
+        v.string(),
+        v.description('An imported row: the value at fault, as text (JSON unless a string), up to 200 characters.'),
+      ),
     ),
     recordId: v.exactOptional(
       v.pipe(v.number(), v.integer(), v.description('A record the problem names: one that references the record.')),

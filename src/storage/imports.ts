@@ -1,6 +1,6 @@
 import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
-import type { ImportMode, ImportState } from '../domain/imports.ts';
+import type { ColumnMap, ImportMode, ImportState } from '../domain/imports.ts';
 import type { Meter } from './meter.ts';
 import type { D1 } from './sessions.ts';
 import { callerOf, OBJECTS, toObjectDef, userStatement, type ObjectRow } from './store.ts';
@@ -25,8 +25,11 @@ export interface NewImport {
   size: number;
   /** The file's data rows, counted as it was kept. */
   total: number;
-  /** A CSV file's header: its columns, and the bytes of the header line (where rows start). */
-  columns: string[] | undefined;
+  /**
+   * A CSV file's columns (the field each header cell is read as, null: skipped), and the bytes of
+   * the header line (where rows start); an NDJSON file's mapping of keys to fields, if any.
+   */
+  columns: (string | null)[] | ColumnMap | undefined;
   start: number;
   now: number;
   key: string | undefined;

@@ -2,7 +2,7 @@ import type { Caller } from '../domain/access.ts';
 import type { ObjectDef } from '../domain/definition.ts';
 import { csvChunk, ndjsonRows, type Row } from '../domain/import-file.ts';
 import { inColumns } from '../domain/import-rows.ts';
-import { allFailed, FAILING_START, modeOf, statusAfterChunk } from '../domain/imports.ts';
+import { allFailed, FAILING_START, modeOf, statusAfterChunk, type ColumnMap } from '../domain/imports.ts';
 import { referenceClaims } from '../domain/references.ts';
 import type { Env } from '../env.ts';
 import type { InputProblem } from '../http/errors.ts';
@@ -108,11 +108,10 @@ async function readRows(env: Env, state: ImportState, def: ObjectDef, max: numbe
     if (object === null) return 'the file is no longer kept';
     const bytes = new Uint8Array(await object.arrayBuffer());
     const atEnd = state.position + bytes.length >= state.size;
-    const columns = JSON.parse(state.columns ?? '[]') as string[];
     const read =
       state.format === 'ndjson'
-        ? ndjsonRows(bytes, atEnd, max, state, mode)
-        : csvChunk(bytes, atEnd, max, state, def, columns, mode);
+        ? ndjsonRows(bytes, atEnd, max, state, mode, (JSON.parse(state.columns ?? 'null') ?? undefined) as ColumnMap)
+        : csvChunk(bytes, atEnd, max, state, def, JSON.parse(state.columns ?? '[]') as (string | null)[], mode);
     if (read.to > state.position || atEnd) return { ...read, atEnd: atEnd && read.to >= state.size };
   }
   return `a row is longer than ${MAX_READ_BYTES} bytes`;
@@ -220,7 +219,7 @@ async function chunkDone(
  */
 async function refusedRows(
   db: D1Database,
-  { state, caller, def }: PlanInput,
+  { caller, def }: PlanInput,
   plan: ChunkPlan,
   error: unknown,
 ): Promise<Map<number, InputProblem[]> | undefined> {
@@ -238,10 +237,7 @@ async function refusedRows(
     const w = written.find((x) => x.number === Number(pointer?.split('/')[1]));
     if (w === undefined) return;
     const inRow = [{ ...problem, pointer: pointer?.replace(/^\/\d+/, '') ?? '' }];
-    refused.set(w.number, [
-      ...(refused.get(w.number) ?? []),
-      ...(state.format === 'csv' ? inColumns(inRow, w.fieldValues) : inRow),
-    ]);
+    refused.set(w.number, [...(refused.get(w.number) ?? []), ...inColumns(inRow, w.fieldValues)]);
   };
   if (isUniqueViolation(error)) {
     const claims = claimsOf(

@@ -68,7 +68,7 @@ export async function planChunk(input: ChunkInput): Promise<ChunkPlan> {
   return plan;
 }
 
-/** Lists a row as failed; its problems point into the row, and in a CSV file name their column. */
+/** Lists a row as failed; its problems point into the row and name their column and value. */
 function fail(
   input: ChunkInput,
   plan: ChunkPlan,
@@ -79,7 +79,7 @@ function fail(
   const inRow = problems.map(({ status: _status, ...problem }) =>
     problem.pointer === undefined ? problem : { ...problem, pointer: problem.pointer.replace(/^\/0(?=\/|$)/, '') },
   );
-  plan.errors.push({ row: number, errors: input.state.format === 'csv' ? inColumns(inRow, values) : inRow });
+  plan.errors.push({ row: number, errors: inColumns(inRow, values) });
 }
 
 /** The rows that read well; the others, and those D1 refused before, are listed as failed. */

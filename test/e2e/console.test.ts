@@ -253,7 +253,10 @@ describe('/console in headless Chromium', () => {
       expect(await page.evaluate(`document.querySelector('#import-text').textContent`)).toBe(
         'succeeded: 3000 of 3000 rows, 2999 created, 0 updated, 0 unchanged, 1 failed',
       );
-      await page.waitFor(shows('#import-errors', 'Row 1500: stage: expected one of the options'), 'the bad row');
+      await page.waitFor(
+        shows('#import-errors', 'Row 1500: stage: expected one of the options (was "won")'),
+        'the bad row',
+      );
       const count = await call('POST', `/workspaces/${ws}/records/query`, ada.key, {
         filter: { field: 'objectId', op: 'eq', value: contact.id },
         count: true,

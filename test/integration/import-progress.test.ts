@@ -62,7 +62,7 @@ describe('an import whose rows all fail says so', () => {
       rows: { processed: 1000, failed: 1000, total: 2500 },
       failure:
         'The first 1000 rows all failed, so the rest of the file was not read. Most common problem (1000 of them): ' +
-        'fieldValues is required (required) at /fieldValues.',
+        'not a field of the object (unknown_field) in column "name".',
     });
     expect(done.bytesRead).toBeLessThan(done.bytes);
     expect((await errorLines(editor.key, done.id)).length).toBe(1000);
@@ -170,10 +170,17 @@ describe('row errors a person can act on, and rows checked as the create element
       {
         row: 2,
         errors: [
-          { pointer: '/fieldValues/0/value', column: 'price', code: 'invalid_type', message: 'expected number' },
+          {
+            pointer: '/fieldValues/0/value',
+            column: 'price',
+            value: 'high',
+            code: 'invalid_type',
+            message: 'expected number',
+          },
           {
             pointer: '/fieldValues/1/value',
             column: 'date',
+            value: '2024-02-30',
             code: 'invalid_value',
             message: 'expected a calendar date YYYY-MM-DD',
           },

@@ -71,7 +71,18 @@ describe('imports: NDJSON and CSV files applied in the background', () => {
       ['Grace', 'System', editor.id],
     ]);
     expect(await errorLines(editor.key, answer.body.id)).toEqual([
-      { row: 2, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_type', message: 'expected integer' }] },
+      {
+        row: 2,
+        errors: [
+          {
+            pointer: '/fieldValues/1/value',
+            column: 'age',
+            value: 'old',
+            code: 'invalid_type',
+            message: 'expected integer',
+          },
+        ],
+      },
       { row: 3, errors: [{ pointer: '', code: 'invalid_row', message: 'the line is not JSON' }] },
     ]);
     // The feed shows them as any create.
@@ -294,7 +305,13 @@ describe('imports: exactly once through lost replies, restarts and cancels', () 
       {
         row: 2,
         errors: [
-          { pointer: '/fieldValues/1', code: 'unique_violation', message: 'another live record holds this value' },
+          {
+            pointer: '/fieldValues/1',
+            column: 'email',
+            value: 'HELD@example.com',
+            code: 'unique_violation',
+            message: 'another live record holds this value',
+          },
         ],
       },
       {
@@ -302,6 +319,8 @@ describe('imports: exactly once through lost replies, restarts and cancels', () 
         errors: [
           {
             pointer: '/fieldValues/1',
+            column: 'email',
+            value: 'a@example.com',
             code: 'unique_violation',
             message: 'another element of this request holds this value',
           },
@@ -426,8 +445,24 @@ describe('imports check references as every write does', () => {
     expect(done.rows).toEqual({ processed: 4, created: 2, updated: 0, unchanged: 0, failed: 2, total: 4 });
     const message = `expected the id of a live record of object ${company.id} that you can read`;
     expect(await errorLines(editor.key, answer.body.id)).toEqual([
-      { row: 2, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message, column: 'company' }] },
-      { row: 3, errors: [{ pointer: '/fieldValues/1/value', code: 'invalid_reference', message, column: 'company' }] },
+      {
+        row: 2,
+        errors: [
+          {
+            pointer: '/fieldValues/1/value',
+            code: 'invalid_reference',
+            message,
+            column: 'company',
+            value: String(hidden.id),
+          },
+        ],
+      },
+      {
+        row: 3,
+        errors: [
+          { pointer: '/fieldValues/1/value', code: 'invalid_reference', message, column: 'company', value: '999999' },
+        ],
+      },
     ]);
     const refs = await env.DB.prepare(
       'SELECT r.name FROM record_refs x JOIN records r ON r.id = x.record_id WHERE x.target_id = ? ORDER BY r.id',

@@ -89,10 +89,31 @@ describe('import rows are checked as the create element they are', () => {
       ok: true,
       row: { id: 12, version: 3, ownedBy: 1, fieldValues: [fv('code', 'LIS')] },
     });
-    const read = ndjsonRow('{"id":12,"feildValues":[]}', 'update');
+    // A line without fieldValues is a plain one: a misspelt key is a field the write then finds unknown.
+    expect(ndjsonRow('{"id":12,"feildValues":[]}', 'update')).toEqual({
+      ok: true,
+      row: { id: 12, fieldValues: [fv('feildValues', [])] },
+    });
+    const read = ndjsonRow('{"fieldValues":[],"version":"x"}', 'update');
     expect(read.ok ? [] : read.problems.map((p) => [p.pointer, p.code])).toEqual([
-      ['/feildValues', 'unknown_property'],
+      ['/id', 'required'],
+      ['/version', 'invalid_type'],
     ]);
+  });
+
+  it('a plain line is a row: its keys, as a mapping names them, fields; null no value; an update its id', () => {
+    const map = { Title: 'code', 'US Gross': 'gross', Notes: null };
+    expect(ndjsonRow('{"Title":"Titanic","US Gross":600788188,"Notes":"x","rank":null}', 'create', map)).toEqual({
+      ok: true,
+      row: { fieldValues: [fv('code', 'Titanic'), fv('gross', 600788188)] },
+    });
+    expect(ndjsonRow('{"ID":7,"Title":"Up","rank":null}', 'update', { ...map, ID: 'id' })).toEqual({
+      ok: true,
+      row: { id: 7, fieldValues: [fv('code', 'Up'), fv('rank', null)] },
+    });
+    // The row's own form has its field names mapped alike; a name mapped to null is left out.
+    const own = '{"fieldValues":[{"fieldName":"Title","value":"Jaws"},{"fieldName":"Notes","value":1}]}';
+    expect(ndjsonRow(own, 'create', map)).toEqual({ ok: true, row: { fieldValues: [fv('code', 'Jaws')] } });
   });
 });
 
@@ -119,13 +140,21 @@ describe('CSV cells: values by their field, formulas restored, problems in their
       {
         pointer: '/fieldValues/0/value',
         column: 'rank',
+        value: '9007199254740993',
         code: 'invalid_number',
         message: 'integer beyond ±2^53 cannot be held exactly',
       },
-      { pointer: '/fieldValues/1/value', column: 'score', code: 'invalid_number', message: 'number out of range' },
+      {
+        pointer: '/fieldValues/1/value',
+        column: 'score',
+        value: '1e400',
+        code: 'invalid_number',
+        message: 'number out of range',
+      },
       {
         pointer: '/fieldValues/2/value/a',
         column: 'data',
+        value: '{"a":1,"a":2}',
         code: 'duplicate',
         message: 'member name appears more than once in this object',
       },
