@@ -27,18 +27,61 @@ export const exportColumns = (def: ObjectDef): string[] => [
 /** Whether cells a spreadsheet would run as a formula are neutralised (the default) or kept as they are. */
 export type Formulas = 'escape' | 'keep';
 
+/** The records in view of an export: a query's `filter` and `sort` (as sent, JSON) and `search`. */
+export interface ExportView {
+  filter?: unknown;
+  sort?: unknown;
+  search?: string;
+}
+
 /** What `GET /workspaces/{id}/records/export` takes in its query string. */
 export interface ExportQuery {
   objectId: number;
   format: 'ndjson' | 'csv';
   formulas: Formulas;
+  /** Only the records a query would find, in its order; none: every live record, in id order. */
+  view?: ExportView;
+}
+
+/** A JSON query parameter's value, or its problem. */
+function jsonParam(name: string, text: string | undefined): { value?: unknown; problems: InputProblem[] } {
+  if (text === undefined) return { problems: [] };
+  try {
+    return { value: JSON.parse(text), problems: [] };
+  } catch {
+    return { problems: [bad(name, 'invalid_type', `expected the ${name} as a query takes it, in JSON`)] };
+  }
+}
+
+/**
+ * The body of the query an export's view is: its filter, sort and search, a page a time. The
+ * object is required apart (see `forObject`), so a problem points into what was sent.
+ */
+export const viewQueryBody = (view: ExportView, limit: number): Record<string, unknown> => ({
+  ...(view.filter === undefined ? {} : { filter: view.filter }),
+  ...(view.sort === undefined ? {} : { sort: view.sort }),
+  ...(view.search === undefined ? {} : { search: view.search }),
+  limit,
+});
+
+/** A problem of the view's query as the export's: in its query parameter, the pointer into its JSON. */
+export function inParameter(problem: InputProblem): InputProblem {
+  const match = /^\/(filter|sort|search)(\/.*)?$/.exec(problem.pointer ?? '');
+  if (match === null) return problem;
+  const { pointer: _pointer, ...rest } = problem;
+  return { ...rest, query: match[1] as string, ...(match[2] === undefined ? {} : { pointer: match[2] }) };
 }
 
 const bad = (query: string, code: string, message: string): InputProblem => ({ query, code, message });
 
-/** `objectId` (required), `format` (ndjson, the default, or csv) and, for a CSV export, `formulas` (escape or keep). */
+/**
+ * `objectId` (required), `format` (ndjson, the default, or csv), for a CSV export `formulas` (escape
+ * or keep), and the view: `filter` and `sort` (JSON, as a query takes them) and `search`.
+ */
 export function parseExportQuery(params: URLSearchParams): { query?: ExportQuery; problems: InputProblem[] } {
-  const { values, problems } = single(params, (name) => ['objectId', 'format', 'formulas'].includes(name));
+  const { values, problems } = single(params, (name) =>
+    ['objectId', 'format', 'formulas', 'filter', 'sort', 'search'].includes(name),
+  );
   const rawId = values.get('objectId') ?? '';
   const objectId = /^[0-9]{1,16}$/.test(rawId) ? Number(rawId) : undefined;
   if (objectId === undefined) problems.push(bad('objectId', 'required', 'expected an object id'));
@@ -49,8 +92,26 @@ export function parseExportQuery(params: URLSearchParams): { query?: ExportQuery
     problems.push(bad('formulas', 'invalid_value', 'expected escape or keep'));
   else if (values.has('formulas') && format !== 'csv')
     problems.push(bad('formulas', 'not_allowed', 'only a CSV export holds formulas'));
+  const filter = jsonParam('filter', values.get('filter'));
+  const sort = jsonParam('sort', values.get('sort'));
+  problems.push(...filter.problems, ...sort.problems);
+  const search = values.get('search');
   if (problems.length > 0 || objectId === undefined) return { problems };
-  return { query: { objectId, format: format as ExportQuery['format'], formulas: formulas as Formulas }, problems };
+  const view: ExportView = {
+    ...(filter.value === undefined ? {} : { filter: filter.value }),
+    ...(sort.value === undefined ? {} : { sort: sort.value }),
+    ...(search === undefined ? {} : { search }),
+  };
+  const viewed = Object.keys(view).length > 0;
+  return {
+    query: {
+      objectId,
+      format: format as ExportQuery['format'],
+      formulas: formulas as Formulas,
+      ...(viewed ? { view } : {}),
+    },
+    problems,
+  };
 }
 
 /** A field's value as a cell: no value empty, a string as it is (a `json` one as JSON), anything else as JSON. */

@@ -24,6 +24,8 @@ export const exportOperations = {
       'empty). A cell a spreadsheet would run as a formula (starting `=`, `+`, `-`, `@`, tab or carriage return; not ' +
       "a number) gets a `'` before it, which an import takes off again, unless `formulas=keep`. Either imports back " +
       'with `mode=update&matchOn=id`. A record changed during the download appears once. Members (viewers too). ' +
+      "With `filter`, `sort` or `search`, it holds exactly the records that query finds among the object's, in its " +
+      'order (a bad one: 400 naming the parameter, with a pointer into its JSON, before anything is sent). ' +
       "The headers go out before any page is read: the export's whole cost (rows read, round trips) is logged with " +
       'its request id when it ends.',
     auth: 'key',
@@ -51,6 +53,24 @@ export const exportOperations = {
           "A CSV export only: `escape` (default) puts a `'` before each cell a spreadsheet would run as a formula; " +
           '`keep` writes every cell as it is.',
         schema: { type: 'string', enum: ['escape', 'keep'] },
+      },
+      {
+        name: 'filter',
+        description:
+          "A query's `filter`, as JSON: only the records it keeps. Example: " +
+          '`{"field":"stage","op":"in","value":["won","lost"]}`.',
+        schema: { type: 'string' },
+      },
+      {
+        name: 'sort',
+        description:
+          'A query\'s `sort`, as JSON: the records in its order. Example: `[{"field":"amount","direction":"desc"}]`.',
+        schema: { type: 'string' },
+      },
+      {
+        name: 'search',
+        description: "A query's `search`: only the records whose names it finds (by relevance, unless sorted).",
+        schema: { type: 'string' },
       },
     ],
     errors: [],
