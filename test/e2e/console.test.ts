@@ -293,6 +293,45 @@ describe('/console in headless Chromium', () => {
       ]);
       expect(table.some((row) => row[0] === 'lead' && Number(row[1]) >= 2999)).toBe(true);
 
+      // A file as it comes: columns mapped to fields by name (case and spacing aside), one no field takes skipped.
+      writeFileSync(
+        join(files, 'zeldas.csv'),
+        'First Name,Last_name,STAGE,Notes\r\nZelda,Fitzgerald,customer,wrote\r\nZelda,Sayre,lead,x\r\n',
+      );
+      const picked = await page.send('Runtime.evaluate', { expression: `document.querySelector('#import-file')` });
+      await page.send('DOM.setFileInputFiles', {
+        files: [join(files, 'zeldas.csv')],
+        objectId: picked.result.objectId,
+      });
+      await page.waitFor(`document.querySelectorAll('#import-mapping select').length === 4`, 'the proposed mapping');
+      const proposed = await page.evaluate<string[][]>(
+        `[...document.querySelectorAll('#import-mapping tbody tr')].map((tr) =>
+          [tr.querySelector('th').textContent, tr.querySelector('select').value, tr.lastChild.textContent])`,
+      );
+      expect(proposed).toEqual([
+        ['First Name', 'firstName', 'Zelda · Zelda'],
+        ['Last_name', 'lastName', 'Fitzgerald · Sayre'],
+        ['STAGE', 'stage', 'customer · lead'],
+        ['Notes', '', 'wrote · x'],
+      ]);
+      expect(await page.accessible('combobox', 'Field for column Notes')).toHaveLength(1);
+      await activate('#import button');
+      await page.waitFor(shows('#import-text', 'succeeded: 2 of 2 rows, 2 created'), 'the mapped import', 60_000);
+
+      // The export holds exactly the records in view: here, the search for them, by name.
+      await setSelect('#sort', 'name:asc');
+      await page.evaluate(`(() => { const s = document.querySelector('#search');
+        s.value = 'zelda'; s.dispatchEvent(new Event('input')); })()`);
+      await page.waitFor(shows('#count', '2 Contact records found'), 'the search');
+      rmSync(join(files, 'Contact.csv'));
+      await activate('#export button');
+      await page.waitFor(shows('#exported', 'Downloaded Contact.csv'), 'the export of the view');
+      const inView = (await waitForFile(join(files, 'Contact.csv'))).split('\r\n').filter(Boolean);
+      expect(inView.slice(1).map((line) => line.split(',').slice(4, 7))).toEqual([
+        ['Zelda', 'Fitzgerald', 'customer'],
+        ['Zelda', 'Sayre', 'lead'],
+      ]);
+
       // Readable at a phone's width: nothing wider than the screen.
       await page.send('Emulation.setDeviceMetricsOverride', {
         width: 360,
