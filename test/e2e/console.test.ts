@@ -543,6 +543,37 @@ describe('/console over HTTP', () => {
     },
   );
 
+  it.skipIf(!browserTestsRun)(
+    "tells the operator's ADMIN_TOKEN and an administrator of no workspace what they can do, on administration",
+    async () => {
+      const fresh = await user('Fresh Admin', true);
+      const page = await openTab(`${worker.url}/console`);
+      try {
+        await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
+        await page.type('#api-key', ADMIN);
+        await page.press('Enter');
+        await page.waitFor(shows('#admin-note', "This is the operator's ADMIN_TOKEN."), 'the note for the operator');
+        expect(await page.evaluate('location.hash')).toBe('#/admin');
+        await page.waitFor(shows('#main table', 'Fresh Admin'), 'the users, read with the token');
+        expect(await page.evaluate(`document.querySelector('#who-name').textContent`)).toContain('ADMIN_TOKEN');
+        await page.evaluate(`document.querySelector('#forget').click()`);
+        await page.waitFor(`!document.querySelector('#key-form').hidden`, 'the key form again');
+        await page.type('#api-key', fresh.key);
+        await page.press('Enter');
+        await page.waitFor(shows('#admin-note', 'belong to no workspace yet'), 'the note for a fresh administrator');
+        expect(await page.evaluate('location.hash')).toBe('#/admin');
+        // Anything else pasted is still not accepted.
+        await page.evaluate(`document.querySelector('#forget').click()`);
+        await page.waitFor(`!document.querySelector('#key-form').hidden`, 'the key form again');
+        await page.type('#api-key', 'rk_not-a-key');
+        await page.press('Enter');
+        await page.waitFor(shows('body', 'That API key was not accepted.'), 'the refusal');
+      } finally {
+        await page.close();
+      }
+    },
+  );
+
   it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
     const res = await fetch(`${worker.url}/console`);
     expect(res.status).toBe(200);
