@@ -574,6 +574,52 @@ describe('/console over HTTP', () => {
     },
   );
 
+  it.skipIf(!browserTestsRun)(
+    'deletes records selected in the list, and restores and deletes one from its page, at the version shown',
+    async () => {
+      const dee = await user('Dee');
+      const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Ops' });
+      await call('PUT', `/admin/workspaces/${ws}/members/${dee.id}`, ADMIN, { role: 'editor' });
+      const task = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Task',
+        workspaceIds: [ws],
+        nameTemplate: '{title}',
+        fields: [{ name: 'title', type: 'text', required: true }],
+      });
+      const made = [];
+      for (const title of ['Alpha', 'Beta', 'Gamma']) made.push(await create(dee.key, task.id, [fv('title', title)]));
+      const page = await openTab(`${worker.url}/console`);
+      try {
+        await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
+        await page.type('#api-key', dee.key);
+        await page.press('Enter');
+        await page.waitFor(`${listed} === 'Alpha|Beta|Gamma'`, 'the tasks, by name');
+        expect(await page.accessible('checkbox', 'Select Beta')).toHaveLength(1);
+        await page.evaluate(`(() => { for (const name of ['Alpha', 'Gamma'])
+          document.querySelector('#records input[aria-label="Select ' + name + '"]').click(); })()`);
+        await page.evaluate(`document.querySelector('#delete-picked').click()`);
+        await page.waitFor(shows('#picked-note', 'Deleted 2 of 2 records'), 'the records deleted');
+        await page.waitFor(`${listed} === 'Beta'`, 'the list without them');
+        const read = async (id: number) => call('GET', `/records/${id}`, dee.key);
+        expect((await read(made[0].id)).deleted).toBe(true);
+        expect((await read(made[2].id)).deleted).toBe(true);
+        expect((await read(made[1].id)).deleted).toBe(false);
+
+        await page.evaluate(`location.hash = '#/records/${made[0].id}'`);
+        await page.waitFor(shows('#delete-record', 'Restore record'), 'the restore button of a deleted record');
+        await page.evaluate(`document.querySelector('#delete-record').click()`);
+        await page.waitFor(shows('#record-action', 'Restored.'), 'the record restored');
+        expect(await read(made[0].id)).toMatchObject({ deleted: false, version: 3 });
+        expect(await page.evaluate(`document.querySelector('#delete-record').textContent`)).toBe('Delete record');
+        await page.evaluate(`document.querySelector('#delete-record').click()`);
+        await page.waitFor(shows('#record-action', 'Deleted'), 'the record deleted again');
+        expect(await read(made[0].id)).toMatchObject({ deleted: true, version: 4 });
+      } finally {
+        await page.close();
+      }
+    },
+  );
+
   it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
     const res = await fetch(`${worker.url}/console`);
     expect(res.status).toBe(200);
