@@ -575,7 +575,7 @@ describe('/console over HTTP', () => {
   );
 
   it.skipIf(!browserTestsRun)(
-    'deletes records selected in the list, and restores and deletes one from its page, at the version shown',
+    'deletes records picked in a list, keeps its view in the address through a reload, deletes and restores one',
     async () => {
       const dee = await user('Dee');
       const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Ops' });
@@ -600,6 +600,33 @@ describe('/console over HTTP', () => {
         await page.evaluate(`document.querySelector('#delete-picked').click()`);
         await page.waitFor(shows('#picked-note', 'Deleted 2 of 2 records'), 'the records deleted');
         await page.waitFor(`${listed} === 'Beta'`, 'the list without them');
+
+        // The view is in the address: a reload (or the link, shared) shows the same search, filter and sort.
+        await page.evaluate(`(() => { const s = document.querySelector('#search');
+          s.value = 'bet'; s.dispatchEvent(new Event('input')); })()`);
+        await page.evaluate(`(() => { const s = document.querySelector('#sort');
+          s.value = 'name:desc'; s.dispatchEvent(new Event('change')); })()`);
+        await page.evaluate(`(() => { document.querySelector('#filter-field').value = 'title';
+          document.querySelector('#filter-op').value = 'startsWith';
+          document.querySelector('#filter-value').value = 'B';
+          document.querySelector('#filter-value').form.requestSubmit(); })()`);
+        await page.waitFor(`location.hash.includes('filters=')`, 'the view in the address');
+        const address = await page.evaluate<string>('location.hash');
+        const params = new URLSearchParams(address.split('?')[1]);
+        expect([params.get('object'), params.get('search'), params.get('sort')]).toEqual([
+          String(task.id),
+          'bet',
+          'name:desc',
+        ]);
+        expect(JSON.parse(params.get('filters') ?? '')).toEqual([{ field: 'title', op: 'startsWith', value: 'B' }]);
+        await page.evaluate('location.reload()');
+        await page.waitFor(`document.querySelector('#search')?.value === 'bet'`, 'the search after a reload');
+        await page.waitFor(`${listed} === 'Beta'`, 'the same records after a reload');
+        expect(
+          await page.evaluate(
+            `[document.querySelector('#sort').value, document.querySelector('#filters').textContent]`,
+          ),
+        ).toEqual(['name:desc', expect.stringContaining('title starts with B')]);
         const read = async (id: number) => call('GET', `/records/${id}`, dee.key);
         expect((await read(made[0].id)).deleted).toBe(true);
         expect((await read(made[2].id)).deleted).toBe(true);
