@@ -1,3 +1,4 @@
+import { parseStrictJson } from '../core/json-scan.ts';
 import type { InputProblem } from '../core/problem.ts';
 import type { RecordOut } from '../schemas/record.ts';
 import { neutralised } from './csv-injection.ts';
@@ -43,14 +44,14 @@ export interface ExportQuery {
   view?: ExportView;
 }
 
-/** A JSON query parameter's value, or its problem. */
+/** A JSON query parameter's value, read as strictly as a body is (a member twice: refused), or its problems. */
 function jsonParam(name: string, text: string | undefined): { value?: unknown; problems: InputProblem[] } {
   if (text === undefined) return { problems: [] };
-  try {
-    return { value: JSON.parse(text), problems: [] };
-  } catch {
+  const parsed = parseStrictJson(text);
+  if (parsed.ok) return { value: parsed.value, problems: [] };
+  if (parsed.malformed)
     return { problems: [bad(name, 'invalid_type', `expected the ${name} as a query takes it, in JSON`)] };
-  }
+  return { problems: parsed.problems.map((problem) => ({ ...problem, query: name })) };
 }
 
 /**

@@ -105,11 +105,11 @@ const OWN_KEYS = new Set(['id', 'version']);
  * (an update removes it); an update's `id` and `version` the record's own. A line of the row's
  * own form has its field names mapped alike.
  */
-function rowForm(value: unknown, mode: ImportMode, map: ColumnMap | undefined): unknown {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+function rowForm(value: unknown, mode: ImportMode, map: ColumnMap | undefined): Result<unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: true, value };
   const line = value as Record<string, unknown>;
   if (Object.hasOwn(line, 'fieldValues')) {
-    if (map === undefined || !Array.isArray(line.fieldValues)) return value;
+    if (map === undefined || !Array.isArray(line.fieldValues)) return { ok: true, value };
     const fieldValues = line.fieldValues.flatMap((entry: unknown) => {
       if (
         typeof entry !== 'object' ||
@@ -120,17 +120,24 @@ function rowForm(value: unknown, mode: ImportMode, map: ColumnMap | undefined): 
       const name = mapped(map, (entry as { fieldName: string }).fieldName);
       return name === null ? [] : [{ ...entry, fieldName: name }];
     });
-    return { ...line, fieldValues };
+    return { ok: true, value: { ...line, fieldValues } };
   }
   const row: Record<string, unknown> = {};
   const fieldValues: { fieldName: string; value: unknown }[] = [];
+  const named = new Map<string, string>();
+  const problems: InputProblem[] = [];
   for (const [key, item] of Object.entries(line)) {
     const name = mapped(map, key);
     if (name === null) continue;
-    if (mode === 'update' && OWN_KEYS.has(name)) row[name] = item;
+    const before = named.get(name);
+    named.set(name, key);
+    if (before !== undefined) {
+      const message = `${JSON.stringify(before)} and ${JSON.stringify(key)} both name ${name}`;
+      problems.push({ pointer: pointer('', key), column: key, code: 'duplicate', message });
+    } else if (mode === 'update' && OWN_KEYS.has(name)) row[name] = item;
     else if (item !== null || mode === 'update') fieldValues.push({ fieldName: name, value: item });
   }
-  return { ...row, fieldValues };
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: { ...row, fieldValues } };
 }
 
 /** An NDJSON line as a row of an import in `mode` (its names as `map` names them), checked as a request body is. */
@@ -138,13 +145,18 @@ export function ndjsonRow(line: string, mode: ImportMode, map?: ColumnMap): RowR
   const parsed = parseStrictJson(line, ROW_DEPTH);
   if (!parsed.ok) return parsed.malformed ? notARow('the line is not JSON') : { ok: false, problems: parsed.problems };
   const duplicates = (input: unknown): InputProblem[] => fieldValueDuplicates(input, '');
-  parsed.value = rowForm(parsed.value, mode, map);
+  const form = rowForm(parsed.value, mode, map);
+  if (!form.ok) return form;
+  // A problem of a field's entry names the field and shows the value, as a write's would.
+  const entries = (form.value as { fieldValues?: unknown }).fieldValues;
+  const located = (problems: readonly InputProblem[]): InputProblem[] =>
+    inColumns(problems, Array.isArray(entries) ? (entries as FieldValueOut[]) : []);
   if (mode !== 'update') {
-    const line = parseObject(ImportLine, parsed.value, duplicates);
-    return line.ok ? { ok: true, row: line.value } : { ok: false, problems: [...line.problems] };
+    const line = parseObject(ImportLine, form.value, duplicates);
+    return line.ok ? { ok: true, row: line.value } : { ok: false, problems: located(line.problems) };
   }
-  const update = parseObject(UpdateLine, parsed.value, duplicates);
-  if (!update.ok) return { ok: false, problems: [...update.problems] };
+  const update = parseObject(UpdateLine, form.value, duplicates);
+  if (!update.ok) return { ok: false, problems: located(update.problems) };
   const { id, version, fieldValues = [], ownedBy } = update.value;
   return {
     ok: true,
@@ -385,7 +397,12 @@ export function inColumns(problems: readonly InputProblem[], fieldValues: readon
     const at = /^\/fieldValues\/(\d+)(?:\/|$)/.exec(problem.pointer);
     const own = /^\/(id|version)(?:\/|$)/.exec(problem.pointer);
     const entry = at === null ? undefined : fieldValues[Number(at[1])];
-    if (entry !== undefined) return { ...problem, column: entry.fieldName, value: shownValue(entry.value) };
+    if (typeof entry?.fieldName === 'string')
+      return {
+        ...problem,
+        column: entry.fieldName,
+        ...(entry.value === undefined ? {} : { value: shownValue(entry.value) }),
+      };
     return own === null ? problem : { ...problem, column: own[1] as string };
   });
 }

@@ -1,3 +1,4 @@
+import { parseStrictJson } from '../core/json-scan.ts';
 import type { InputProblem } from '../core/problem.ts';
 import type { Result } from '../core/result.ts';
 import { single } from './list-query.ts';
@@ -27,12 +28,14 @@ export const MAX_MAPPED = 1000;
 /** The `columns` parameter: a JSON object of source names to field names or null. */
 function columnMapOf(text: string | undefined): { map?: ColumnMap; problems: InputProblem[] } {
   if (text === undefined) return { problems: [] };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { problems: [bad('columns', 'invalid_type', 'expected a JSON object of columns to field names or null')] };
-  }
+  const parsed = parseStrictJson(text);
+  if (!parsed.ok)
+    return {
+      problems: parsed.malformed
+        ? [bad('columns', 'invalid_type', 'expected a JSON object of columns to field names or null')]
+        : parsed.problems.map((problem) => ({ ...problem, query: 'columns' })),
+    };
+  const value = parsed.value;
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return { problems: [bad('columns', 'invalid_type', 'expected a JSON object of columns to field names or null')] };
   const entries = Object.entries(value);

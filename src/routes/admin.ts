@@ -183,13 +183,24 @@ export async function deleteUser(request: IRequest, context: Context): Promise<R
 }
 
 /**
- * Issues a key for a user. The key is derived from the write's id under the admin token, so the
- * ledger keeps the answer without it and a retry or replay shows the same key; only its hash is
- * stored. A replay after the admin token was rotated shows a key that does not work.
+ * The secret keys are derived under: the admin token, else (a tenant administrator issuing keys
+ * while none is configured) the service's own secret, CURSOR_SECRET or the random one kept in D1.
+ * Never an empty text: a key derived under one would be anyone's to compute from the ledger.
+ */
+async function keySecret(context: Context): Promise<string> {
+  const token = context.env.ADMIN_TOKEN;
+  if (hasAdminToken(token)) return token;
+  return cursorKey(context.env.CURSOR_SECRET, () => storedCursorKey(context.env.DB, context.meter));
+}
+
+/**
+ * Issues a key for a user. The key is derived from the write's id under a secret (see keySecret),
+ * so the ledger keeps the answer without it and a retry or replay shows the same key; only its
+ * hash is stored. A replay after that secret changed shows a key that does not work.
  */
 export async function createKey(request: IRequest, context: Context): Promise<Response> {
-  const secret = context.env.ADMIN_TOKEN ?? '';
   await requireAdmin(request, context);
+  const secret = await keySecret(context);
   const userId = own(context, pathIds(request.params, 'userId').userId);
   const key = keyHeader(request);
   noBodyProblems(key);

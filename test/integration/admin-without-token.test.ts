@@ -33,6 +33,16 @@ describe('without ADMIN_TOKEN', () => {
     expect(workspace.status).toBe(201);
     const stored = await env.DB.prepare('SELECT name FROM workspaces WHERE id = ?').bind(workspace.body.id).first();
     expect(stored).toEqual({ name: 'made without the token' });
+    // It issues keys: the key works (derived under the service's own secret, never under an empty one).
+    const issued = await send(headKey, 'POST', `/admin/users/${made.body.id}/keys`);
+    expect(issued.status).toBe(201);
+    expect(issued.body.key).toMatch(/^rk_/);
+    const me = await worker.fetch(
+      new Request('http://x/me', { headers: { Authorization: `Bearer ${issued.body.key}` } }),
+      withoutAdminToken,
+      ctx,
+    );
+    expect([me.status, ((await me.json()) as { userId: number }).userId]).toEqual([200, made.body.id]);
     // Anything else is told the admin API is off, as before.
     for (const key of [plain.key, 'rk_not-a-key', undefined]) {
       const answer = await send(key);

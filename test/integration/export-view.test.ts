@@ -83,14 +83,25 @@ describe('an export of the records in view', () => {
   });
 
   it('a view that is not one: 400 naming its query parameter and pointer, nothing streamed', async () => {
-    const cases: [Record<string, unknown>, unknown[]][] = [
+    const cases: [Record<string, unknown> | string, unknown[]][] = [
       [{ filter: '{not json' }, [['filter', undefined, 'invalid_type']]],
       [{ filter: { field: 'nope', op: 'eq', value: 1 } }, [['filter', '/field', 'unknown_field']]],
       [{ sort: [{ field: 'amount', direction: 'up' }] }, [['sort', '/0/direction', 'invalid_value']]],
       [{ search: 'x'.repeat(201) }, [['search', undefined, expect.any(String)]]],
+      // Read as strictly as a query's body: a member twice, a lone surrogate.
+      ['filter={"field":"stage","op":"eq","value":"won","value":"lost"}', [['filter', '/value', 'duplicate']]],
+      ['filter={"field":"stage","op":"eq","value":"\\ud800"}', [['filter', '/value', 'invalid_string']]],
     ];
     for (const [params, problems] of cases) {
-      const answer = await exported(params);
+      const answer =
+        typeof params === 'string'
+          ? await (async () => {
+              const [name, value] = params.split(/=(.*)/s) as [string, string];
+              const query = new URLSearchParams({ objectId: String(dealId), [name]: value });
+              const res = await download(editor.key, `/workspaces/${workspaceId}/records/export?${query}`);
+              return { status: res.status, text: await res.text() };
+            })()
+          : await exported(params);
       expect(answer.status).toBe(400);
       const body = JSON.parse(answer.text) as { errors: { query: string; pointer?: string; code: string }[] };
       expect(body.errors.map((p) => [p.query, p.pointer, p.code])).toEqual(problems);

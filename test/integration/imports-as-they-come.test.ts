@@ -134,6 +134,30 @@ describe('imports of files as they come', () => {
     ]);
   });
 
+  it('a plain line naming a field or the id twice, through the mapping, fails; problems name their column', async () => {
+    const { editor, workspaceId, object } = await objectIn(AIRPORT);
+    const first = JSON.stringify({ code: 'BOS', airportName: 'Logan' });
+    await finished(editor.key, (await upload(editor.key, workspaceId, `objectId=${object.id}`, first)).body.id);
+    const [id] = (
+      await env.DB.prepare('SELECT id FROM records WHERE object_id = ?').bind(object.id).all<{ id: number }>()
+    ).results.map((r) => r.id);
+    const lines = [
+      JSON.stringify({ id, recId: 999_999, city: 'X' }),
+      JSON.stringify({ code: 'JFK', IATA: 'JFK2' }),
+      JSON.stringify({ id: 'five', city: 'Y' }),
+    ].join('\n');
+    const query = `objectId=${object.id}&mode=update&${mapping({ recId: 'id', IATA: 'code' })}`;
+    const done = await finished(editor.key, (await upload(editor.key, workspaceId, query, lines)).body.id);
+    expect(done.rows).toMatchObject({ processed: 3, updated: 0, failed: 3 });
+    const errors = await errorLines(editor.key, done.id);
+    expect(errors.map((e) => e.errors.map((p: any) => [p.pointer, p.column, p.code]))).toEqual([
+      [['/recId', 'recId', 'duplicate']],
+      [['/IATA', 'IATA', 'duplicate']],
+      [['/id', 'id', 'invalid_type']],
+    ]);
+    expect(await stored(object.id)).toEqual([{ code: 'BOS', airportName: 'Logan' }]);
+  });
+
   it('a mapping that is not one, or names no field, or one field twice: 400 listing each, nothing kept', async () => {
     const { editor, workspaceId, object } = await objectIn(AIRPORT);
     const csv = 'a,b\r\n1,2\r\n';
@@ -145,6 +169,7 @@ describe('imports of files as they come', () => {
       [mapping({ a: 'nope' }), 'unknown_field'],
       [mapping({ a: 'code', b: 'code' }), 'duplicate'],
       [mapping({ a: 'id' }), 'unknown_field'],
+      [`columns=${encodeURIComponent('{"a":"code","a":"city"}')}`, 'duplicate'],
     ];
     for (const [query, code] of cases) {
       const answer = await upload(editor.key, workspaceId, `objectId=${object.id}&${query}`, csv, 'text/csv');
