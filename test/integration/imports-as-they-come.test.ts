@@ -134,7 +134,7 @@ describe('imports of files as they come', () => {
     ]);
   });
 
-  it('a plain line naming a field or the id twice, through the mapping, fails; problems name their column', async () => {
+  it('a plain line naming a field or the id twice through the mapping fails; problems name their column', async () => {
     const { editor, workspaceId, object } = await objectIn(AIRPORT);
     const first = JSON.stringify({ code: 'BOS', airportName: 'Logan' });
     await finished(editor.key, (await upload(editor.key, workspaceId, `objectId=${object.id}`, first)).body.id);
