@@ -190,20 +190,24 @@ describe('/console in headless Chromium', () => {
         fv('lastName', 'Hopper-Murray'),
       );
 
-      // Someone else saves first: the page's save is refused and shows their newer value.
+      // Someone else saves the same field while the person types: the page shows their change at once and
+      // keeps what is typed; the save is refused, shows their newer value and keeps the typed one to save again.
+      await page.type('#field-lastName', 'Mine');
       await call('PATCH', `/workspaces/${ws}/records/${hopper.id}`, bob.key, {
         fieldValues: [fv('lastName', 'Hopper (Bob)')],
       });
-      await page.type('#field-lastName', 'Mine');
+      await page.waitFor(shows('#moved', 'what you are typing in lastName is kept'), 'their change, shown live');
+      expect(await page.evaluate(`document.querySelector('#field-lastName').value`)).toBe('Mine');
       await activate('form[data-field="lastName"] button');
       await page.waitFor(shows('#conflict', 'Hopper (Bob)'), 'the conflict');
       expect(await page.evaluate(`document.querySelector('#conflict').textContent`)).toMatch(
         new RegExp(
           '^Not saved: someone else changed this record first \\(now version 3\\)\\. ' +
-            'lastName is now “Hopper \\(Bob\\)”; your “Mine” was not saved\\.',
+            'lastName is now “Hopper \\(Bob\\)”; your “Mine” was not saved and is still in the box\\.',
         ),
       );
-      expect(await page.evaluate(`document.querySelector('#field-lastName').value`)).toBe('Hopper (Bob)');
+      expect(await page.evaluate(`document.querySelector('#field-lastName').value`)).toBe('Mine');
+      expect(await page.evaluate(`document.querySelector('#status').textContent`)).not.toContain('Saved');
       expect(await page.evaluate(`document.querySelector('#conflict').getAttribute('role')`)).toBe('alert');
       const stored = await call('GET', `/records/${hopper.id}`, ada.key);
       expect([stored.version, stored.fieldValues[1]]).toEqual([3, fv('lastName', 'Hopper (Bob)')]);
@@ -224,6 +228,19 @@ describe('/console in headless Chromium', () => {
       const shot = await page.send('Page.captureScreenshot', { format: 'png' });
       writeFileSync(here('generated/console.png'), Buffer.from(shot.data, 'base64'));
       if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(here('generated/console.png'), here('console.png'));
+
+      // Someone else changes another field while the person edits one: the save goes on top, theirs is kept.
+      await page.type('#field-firstName', 'Grace B.');
+      await call('PATCH', `/workspaces/${ws}/records/${hopper.id}`, bob.key, {
+        fieldValues: [fv('stage', 'customer')],
+      });
+      await page.waitFor(shows('#moved', 'now version 4'), 'the other change, shown live');
+      await activate('form[data-field="firstName"] button');
+      await page.waitFor(shows('#record-meta', 'version 5'), 'the save on top of theirs');
+      const both = await call('GET', `/records/${hopper.id}`, ada.key);
+      expect(both.fieldValues).toEqual(
+        expect.arrayContaining([fv('firstName', 'Grace B.'), fv('stage', 'customer'), fv('lastName', 'Hopper (Bob)')]),
+      );
 
       // References are links; what references a record is listed.
       await page.evaluate(`location.hash = '#/records/${acme.id}'`);
