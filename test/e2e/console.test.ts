@@ -561,7 +561,7 @@ describe('/console over HTTP', () => {
   );
 
   it.skipIf(!browserTestsRun)(
-    "tells the operator's ADMIN_TOKEN and an administrator of no workspace what they can do, on administration",
+    "tells the operator's token and a new administrator what they can do; one sets up users, keys, workspaces, objects",
     async () => {
       const fresh = await user('Fresh Admin', true);
       const page = await openTab(`${worker.url}/console`);
@@ -579,6 +579,56 @@ describe('/console over HTTP', () => {
         await page.press('Enter');
         await page.waitFor(shows('#admin-note', 'belong to no workspace yet'), 'the note for a fresh administrator');
         expect(await page.evaluate('location.hash')).toBe('#/admin');
+
+        // The administrator sets the tenant up in the browser: a workspace, themself in it, a user and their key,
+        // an object with fields of each kind and their flags; then revokes the key.
+        const submit = async (form: string, values: Record<string, string | boolean | string[]>, done: string) => {
+          await page.waitFor(`document.querySelector('${form}')`, form);
+          await page.evaluate(`(() => { const f = document.querySelector('${form}');
+            for (const [name, value] of Object.entries(${JSON.stringify(values)})) {
+              const e = f.elements[name];
+              if (e.type === 'checkbox') e.checked = value;
+              else if (e.multiple) for (const o of e.options) o.selected = value.includes(o.textContent);
+              else if (e.tagName === 'SELECT') e.value = [...e.options].find((o) => o.textContent === value).value;
+              else e.value = value;
+            }
+            f.requestSubmit(); })()`);
+          await page.waitFor(shows('#main', done), done);
+        };
+        await submit('#new-workspace', { name: 'Lab' }, 'Created workspace Lab');
+        await submit(
+          '#add-member',
+          { workspace: 'Lab', user: 'Fresh Admin', role: 'editor' },
+          'is now a member of Lab',
+        );
+        await page.waitFor(linkNamed('Lab', 'nav'), 'the workspace on the left');
+        await submit('#new-user', { name: 'Lee' }, 'Created user Lee');
+        await page.evaluate(`document.querySelector('button[aria-label="New key for Lee"]').click()`);
+        await page.waitFor(`document.querySelector('#new-key-text')`, 'the key, shown once');
+        expect(await page.accessible('button', 'Copy key')).toHaveLength(1);
+        const leeKey = await page.evaluate<string>(`document.querySelector('#new-key-text').textContent`);
+        expect((await call('GET', '/me', leeKey)).name).toBe('Lee');
+        await submit('#new-object', { name: 'Sample', workspaces: ['Lab'], first: 'title' }, 'Created object Sample');
+        await submit(
+          '#add-field',
+          { object: 'Sample', name: 'size', type: 'integer', required: true, indexed: true },
+          'Added size to Sample',
+        );
+        await page.waitFor(`document.querySelector('#add-field')`, 'the field form again');
+        await page.evaluate(`(() => { const f = document.querySelector('#add-field');
+          f.elements.object.value = [...f.elements.object.options].find((o) => o.textContent === 'Sample').value;
+          f.elements.name.value = 'parent'; f.elements.type.value = 'reference';
+          f.elements.target.value = f.elements.object.value; f.requestSubmit(); })()`);
+        await page.waitFor(shows('#field-added', 'Added parent to Sample'), 'the reference field');
+        expect(await page.evaluate(`document.querySelector('#admin-objects').textContent`)).toContain(
+          'Sample (version 3): title text (required), size integer (required, indexed), parent reference → Sample',
+        );
+        await page.evaluate(`document.querySelector('button[aria-label="Show keys of Lee"]').click()`);
+        await page.waitFor(`document.querySelector('button[aria-label^="Revoke key"]')`, "Lee's key");
+        await page.evaluate(`document.querySelector('button[aria-label^="Revoke key"]').click()`);
+        await page.waitFor(shows('#status', 'it stops working now'), 'the key revoked');
+        const revoked = await fetch(`${worker.url}/me`, { headers: { Authorization: `Bearer ${leeKey}` } });
+        expect(revoked.status).toBe(401);
         // Anything else pasted is still not accepted.
         await page.evaluate(`document.querySelector('#forget').click()`);
         await page.waitFor(`!document.querySelector('#key-form').hidden`, 'the key form again');
