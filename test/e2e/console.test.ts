@@ -140,8 +140,12 @@ describe('/console in headless Chromium', () => {
       // A filter by a field, and a sort.
       await setSelect('#filter-field', 'stage');
       await setSelect('#filter-op', 'eq');
-      await page.type('#filter-value', 'lead');
-      await page.press('Enter');
+      // A select field's value is picked from its options.
+      expect(
+        await page.evaluate(`[...document.querySelector('#filter-value').options].map((o) => o.value).join('|')`),
+      ).toBe('lead|customer');
+      await setSelect('#filter-value', 'lead');
+      await page.evaluate(`document.querySelector('#filter-value').form.requestSubmit()`);
       await page.waitFor(`${listed} === 'Alan Turing|Grace Hopper'`, 'the filter stage is lead');
       await setSelect('#sort', 'name:desc');
       await page.waitFor(`${listed} === 'Grace Hopper|Alan Turing'`, 'the sort by name, descending');
