@@ -32,7 +32,7 @@ export interface Tab {
   /** Focuses the element `selector` names and types `text` into it, as a keyboard would. */
   type(selector: string, text: string): Promise<void>;
   /** Presses a key (`Enter`, `Tab`) in the focused element. */
-  press(key: 'Enter' | 'Tab'): Promise<void>;
+  press(key: keyof typeof KEYS): Promise<void>;
   /** Nodes of the accessibility tree with this role and accessible name (what a screen reader announces). */
   accessible(role: string, name: string): Promise<{ role: string; name: string }[]>;
   close(): Promise<void>;
@@ -41,6 +41,11 @@ export interface Tab {
 const KEYS = {
   Enter: { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, text: '\r' },
   Tab: { key: 'Tab', code: 'Tab', windowsVirtualKeyCode: 9 },
+  Escape: { key: 'Escape', code: 'Escape', windowsVirtualKeyCode: 27 },
+  ArrowLeft: { key: 'ArrowLeft', code: 'ArrowLeft', windowsVirtualKeyCode: 37 },
+  ArrowUp: { key: 'ArrowUp', code: 'ArrowUp', windowsVirtualKeyCode: 38 },
+  ArrowRight: { key: 'ArrowRight', code: 'ArrowRight', windowsVirtualKeyCode: 39 },
+  ArrowDown: { key: 'ArrowDown', code: 'ArrowDown', windowsVirtualKeyCode: 40 },
 };
 
 /** Starts headless Chromium with a fresh profile and opens one tab on `url`. */
