@@ -236,8 +236,7 @@ describe('/console in headless Chromium', () => {
       await page.evaluate(`document.querySelector('#status').textContent = ''`);
       mkdirSync(here('generated'), { recursive: true });
       const shot = await page.send('Page.captureScreenshot', { format: 'png' });
-      writeFileSync(here('generated/console.png'), Buffer.from(shot.data, 'base64'));
-      if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(here('generated/console.png'), here('console.png'));
+      writeFileSync(here('generated/console-record.png'), Buffer.from(shot.data, 'base64'));
 
       // Someone else changes another field while the person edits one: the save goes on top, theirs is kept.
       await page.type('#field-firstName', 'Grace B.');
@@ -838,6 +837,13 @@ describe('/console over HTTP', () => {
         await page.press('Enter');
         await page.waitFor(shows('#grid-note', 'Saved qty of Item 00'), 'saved over theirs');
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('qty', 5));
+        // The README's picture: the grid.
+        await page.evaluate(`document.querySelector('#status').textContent = ''`);
+        await page.evaluate(`document.querySelector('#records-heading').scrollIntoView()`);
+        mkdirSync(here('generated'), { recursive: true });
+        const shot = await page.send('Page.captureScreenshot', { format: 'png' });
+        writeFileSync(here('generated/console.png'), Buffer.from(shot.data, 'base64'));
+        if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(here('generated/console.png'), here('console.png'));
       } finally {
         await page.close();
       }
