@@ -254,6 +254,18 @@ describe('/console in headless Chromium', () => {
       // References are links; what references a record is listed.
       await page.evaluate(`location.hash = '#/records/${acme.id}'`);
       await page.waitFor(linkNamed('Ada Lovelace', '#record-fields'), 'the reference as a link');
+      // Its history names the record referenced, not its id.
+      await page.waitFor(shows('#history', 'ceo: (none) → Ada Lovelace'), 'the reference in the history by name');
+      // The box offers the target's records by name as the person types.
+      await page.evaluate(`(() => { const box = document.querySelector('#field-ceo'); box.value = 'gra';
+        box.dispatchEvent(new Event('input')); })()`);
+      await page.waitFor(
+        `[...document.querySelectorAll('#field-ceo-choices option')].some((o) => o.label.startsWith('Grace B. Hopper'))`,
+        'the names offered',
+      );
+      expect(
+        await page.evaluate(`[...document.querySelectorAll('#field-ceo-choices option')].map((o) => o.value)`),
+      ).toContain(String(hopper.id));
       await activate(`#record-fields a[href="#/records/${lovelace.id}"]`);
       await page.waitFor(linkNamed('Acme', '#referenced-by'), 'what references Ada');
 
