@@ -260,7 +260,7 @@ describe('/console in headless Chromium', () => {
       await page.evaluate(`(() => { const box = document.querySelector('#field-ceo'); box.value = 'gra';
         box.dispatchEvent(new Event('input')); })()`);
       await page.waitFor(
-        `[...document.querySelectorAll('#field-ceo-choices option')].some((o) => o.label.startsWith('Grace B. Hopper'))`,
+        `[...document.querySelectorAll('#field-ceo-choices option')].some((o) => o.label.startsWith('Grace B.'))`,
         'the names offered',
       );
       expect(
