@@ -766,7 +766,7 @@ describe('/console over HTTP', () => {
           bob.key,
           Array.from({ length: 20 }, (_, i) => ({ objectId: other.id, fieldValues: [fv('n', b * 20 + i)] })),
         );
-      const items = [];
+      const items: { id: number }[] = [];
       for (let b = 0; b < 2; b++) {
         const made = await call(
           'POST',
@@ -832,7 +832,7 @@ describe('/console over HTTP', () => {
         await page.evaluate(`document.activeElement.value = 'blue'`);
         await page.press('Enter');
         await page.waitFor(shows('#grid-note', 'Saved color of Item 00'), 'the saved cell');
-        const first = items.find((r) => r.id === Math.min(...items.map((x) => x.id)));
+        const first = items.find((r) => r.id === Math.min(...items.map((x) => x.id))) as { id: number };
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('color', 'blue'));
 
         // Someone else changes the cell while it is edited: refused, theirs said, the typed value kept; Enter saves it.
