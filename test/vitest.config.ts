@@ -118,7 +118,8 @@ export default defineConfig({
           root: root(''),
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
-          hookTimeout: 120_000,
+          // Starting a local Worker while the others' Chromium tests run can take two minutes on 2 cores.
+          hookTimeout: 240_000,
         },
       },
     ],
