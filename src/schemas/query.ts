@@ -103,7 +103,11 @@ export const QueryBody = v.strictObject({
   count: v.exactOptional(
     v.pipe(
       v.boolean(),
-      v.description('Also count the matching records (exact when it read at most 20,000 candidates).'),
+      v.description(
+        'Also count the matching records: exact when it read at most 20,000 candidates, and at any size ' +
+          'for all of one object (a filter of only `objectId` `eq`) or of the workspace (no filter, no search) ' +
+          'when the caller may read every record (the totals kept with each write).',
+      ),
     ),
   ),
 });

@@ -248,6 +248,23 @@ function objectsOf(query: Query): number[] | undefined {
 }
 
 /**
+ * What a query matches when the workspace's totals count it: every live record (no filter, no
+ * search), or those of one object (a filter of nothing but `objectId` equal to it).
+ */
+function totalledObjects(query: Query): number | 'all' | undefined {
+  if (query.search !== undefined || query.namesDeleted) return undefined;
+  if (query.filter === undefined) return 'all';
+  const top = 'and' in query.filter ? query.filter.and : [query.filter];
+  const ids = new Set(
+    top.map((e) =>
+      'field' in e && e.field.kind === 'system' && e.field.name === 'objectId' && e.op === 'eq' ? e.value : undefined,
+    ),
+  );
+  const [id] = ids;
+  return ids.size === 1 && typeof id === 'number' ? id : undefined;
+}
+
+/**
  * The workspace's (`?2`) records in id order (`desc`: reversed) after `from`, at most `bound`: when
  * every match is of one object (or one of a few), the workspace's keys of it (`o`), so records of
  * other objects are never read.
@@ -309,8 +326,29 @@ export class Queries {
     };
   }
 
-  /** One page of the query after `after` (a position this walk issued). */
+  /**
+   * One page of the query after `after` (a position this walk issued). A count past COUNT_SCAN of
+   * what the workspace keeps totals of (an object's live records, or all of them), for a caller
+   * who may read every record, is read from those totals: exact, one more round trip of one row.
+   */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
+    const page = await this.walkedPage(workspaceId, query, after);
+    const totalled = page.count?.exact === false && this.seen === undefined ? totalledObjects(query) : undefined;
+    if (totalled === undefined) return page;
+    const object = totalled === 'all' ? '' : 'AND object_id = ?2';
+    const [counted] = await this.read([
+      this.db
+        .prepare(
+          `SELECT coalesce(sum(records), 0) AS n FROM record_totals
+           WHERE workspace_id = ?1 ${object} AND field = '' AND value = ''`,
+        )
+        .bind(...(totalled === 'all' ? [workspaceId] : [workspaceId, totalled])),
+    ]);
+    const n = (counted?.results[0] as { n: number } | undefined)?.n ?? 0;
+    return { ...page, count: { value: Math.max(n, page.records.length), exact: true } };
+  }
+
+  private async walkedPage(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
     const words = searchWords(query.search ?? '');
     const planned = words.length === 0 ? undefined : await this.plan(workspaceId, words);
     // Deleted records hold no terms: a search that names `deleted` walks the workspace.

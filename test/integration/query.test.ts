@@ -14,6 +14,7 @@ import {
   fv,
   objectIn,
 } from './helpers.ts';
+import { roleWorld } from './role-world.ts';
 
 const FIELDS = [
   { name: 'title', type: 'text' },
@@ -377,11 +378,37 @@ describe('sort, cursors, projection, count', () => {
     });
     expect(rare.body.count).toEqual({ value: 1, exact: false });
     expect(rowsRead(rare)).toBeLessThan(80_000);
-    // Every record matches: the count read 20,000 and one, all matches, and says there may be more.
+    // Every record matches: past the bound the workspace's kept totals count them, exactly, in one more row.
     const whole = await query(viewer.key, workspaceId, { count: true, limit: 1 });
-    expect(whole.body.count).toEqual({ value: 20_001, exact: false });
+    expect(whole.body.count).toEqual({ value: 20_001, exact: true });
+    expect(rowsRead(whole)).toBeLessThan(80_000);
+    // So are one object's records, and a deleted one is not among them.
+    const [gone] = (await query(viewer.key, workspaceId, { limit: 1 })).body.items;
+    await env.DB.prepare('UPDATE records SET deleted = 1, version = version + 1 WHERE id = ?').bind(gone.id).run();
+    const ofObject = { field: 'objectId', op: 'eq', value: object.id };
+    for (const filter of [ofObject, { and: [ofObject, ofObject] }]) {
+      const answer = await query(viewer.key, workspaceId, { count: true, limit: 1, filter });
+      expect(answer.body.count).toEqual({ value: 20_000, exact: true });
+    }
+    // Any other condition is counted from the records: past the bound, a lower bound.
+    const ranked = await query(viewer.key, workspaceId, {
+      count: true,
+      limit: 1,
+      filter: { and: [ofObject, { field: 'rank', op: 'gt', value: -5 }] },
+    });
+    expect(ranked.body.count.exact).toBe(false);
     const early = await query(viewer.key, workspaceId, { count: true, filter: { field: 'rank', op: 'eq', value: 7 } });
     expect(early.body.count).toEqual({ value: 1, exact: false });
+  });
+
+  it('counts records of a role that reads its own alone from the records, never from the totals', async () => {
+    const w = await roleWorld();
+    await bulkRecords(w.deal.id, w.workspaceId, 20_001, `json_array(json_object('fieldName', 'title', 'value', 'b'))`);
+    const ofDeals = { field: 'objectId', op: 'eq', value: w.deal.id };
+    const mine = await query(w.member.key, w.workspaceId, { count: true, limit: 1, filter: ofDeals });
+    expect(mine.body.count).toEqual({ value: 1, exact: false });
+    const all = await query(w.owner.key, w.workspaceId, { count: true, limit: 1, filter: ofDeals });
+    expect(all.body.count).toEqual({ value: 20_003, exact: true });
   });
 });
 
