@@ -162,22 +162,28 @@ function exportStream(
     start(controller) {
       if (format === 'csv') controller.enqueue(encoder.encode(csvLine(columns)));
     },
+    // A pull that enqueues nothing is not called again: pages that found no record (a walk past
+    // records of other objects) are read on until one finds some, or the walk ends.
     async pull(controller) {
-      const page = await pages(after).catch((error: unknown) => {
-        logged('failed: a page could not be read');
-        throw error;
-      });
-      if (!page.member) {
-        logged('the caller lost access');
-        controller.error(new Error('the caller lost access during the export'));
-        return;
-      }
-      if (page.records.length > 0) controller.enqueue(encoder.encode(page.records.map(line).join('')));
-      records += page.records.length;
-      after = page.next;
-      if (page.next === undefined) {
-        logged('complete');
-        controller.close();
+      for (;;) {
+        const page = await pages(after).catch((error: unknown) => {
+          logged('failed: a page could not be read');
+          throw error;
+        });
+        if (!page.member) {
+          logged('the caller lost access');
+          controller.error(new Error('the caller lost access during the export'));
+          return;
+        }
+        records += page.records.length;
+        after = page.next;
+        if (page.records.length > 0) controller.enqueue(encoder.encode(page.records.map(line).join('')));
+        if (page.next === undefined) {
+          logged('complete');
+          controller.close();
+          return;
+        }
+        if (page.records.length > 0) return;
       }
     },
     cancel() {

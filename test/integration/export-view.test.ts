@@ -75,6 +75,26 @@ describe('an export of the records in view', () => {
     expect(lines.slice(1).every((line) => line.split(',')[1]?.startsWith('Big deal'))).toBe(true);
   });
 
+  it('a sort whose walk meets only other objects for pages on end: it reads on past them, to the end', async () => {
+    const own = await newUser('own');
+    const space = await newWorkspace({ [own.id]: 'editor' });
+    const objectIn = async (name: string) =>
+      (await admin('POST', '/admin/objects', { name, workspaceIds: [space], fields: [] })).body.id as number;
+    const notes = await objectIn('Note');
+    const others = await objectIn('Noise');
+    // Too many to be sorted as the object's candidates: the walk is by the workspace's names.
+    await bulkRecords(notes, space, 1_100, 'json_array()', `'Note ' || i`);
+    // Pages' walks (5,000 each) of nothing but these, one after another: by name, after every note.
+    await bulkRecords(others, space, 30_000, 'json_array()', `'Zz ' || i`);
+    const query = new URLSearchParams({ objectId: String(notes), sort: JSON.stringify([{ field: 'name' }]) });
+    const res = await download(own.key, `/workspaces/${space}/records/export?${query}`);
+    const names = (await res.text())
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { name: string }).name);
+    expect(names).toEqual(Array.from({ length: 1_100 }, (_, i) => `Note ${i + 1}`).sort());
+  });
+
   it('without a view, every live record in id order, as before', async () => {
     const answer = await exported({});
     const ids = idsOf(answer.text);
