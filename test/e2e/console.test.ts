@@ -60,6 +60,36 @@ const setSelectOn = (page: Tab, selector: string, value: string) =>
     s.value = ${JSON.stringify(value)};
     s.dispatchEvent(new Event('change', { bubbles: true })); })()`);
 
+/** Records of another object that share each workspace the console is tried in, as a real one holds. */
+const NOISE = 30_000;
+
+/**
+ * Gives workspace `ws` an object of NOISE records (imported as one CSV file by `key`, an editor
+ * there), which no view of the test's own objects may show or read past.
+ */
+async function noise(ws: number, key: string): Promise<{ id: number }> {
+  const object = await call('POST', '/admin/objects', ADMIN, {
+    name: `Noise ${ws}`,
+    workspaceIds: [ws],
+    fields: [{ name: 'n', type: 'integer' }],
+  });
+  const csv = ['n', ...Array.from({ length: NOISE }, (_, i) => String(i))].join('\n');
+  const res = await fetch(`${worker.url}/workspaces/${ws}/imports?objectId=${object.id}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'text/csv' },
+    body: csv,
+  });
+  if (res.status !== 202) throw new Error(`noise import: ${res.status} ${await res.text()}`);
+  const { id } = (await res.json()) as { id: string };
+  for (let tries = 0; tries < 1200; tries++) {
+    const state = await call('GET', `/imports/${id}`, key);
+    if (state.status === 'succeeded' && state.rows.created === NOISE) return object;
+    if (state.status !== 'queued' && state.status !== 'running') throw new Error(`noise: ${JSON.stringify(state)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('noise: the import did not finish');
+}
+
 /** A downloaded file's text, once the browser finished writing it. */
 async function waitForFile(path: string): Promise<string> {
   for (let tries = 0; tries < 100; tries++) {
@@ -120,6 +150,7 @@ describe('/console in headless Chromium', () => {
         fv('stage', 'lead'),
       ]);
       const acme = await create(ada.key, company.id, [fv('title', 'Acme'), fv('ceo', lovelace.id)]);
+      await noise(ws, bob.key);
 
       // The key, pasted into the field a screen reader announces as "API key"; kept for the tab only.
       tab = await openTab(`${worker.url}/console`);
@@ -434,6 +465,7 @@ describe('/console over HTTP', () => {
         ],
       });
       const made = await create(cleo.key, object.id, [fv('title', 'Broken window')]);
+      await noise(ws, cleo.key);
       // A 1x1 PNG and 2 MiB of text: an image shown as a thumbnail, a file shown as a link.
       const png = Buffer.from(
         'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
@@ -490,6 +522,7 @@ describe('/console over HTTP', () => {
         await page.close();
       }
     },
+    300_000,
   );
 
   it.skipIf(!browserTestsRun)(
@@ -524,6 +557,7 @@ describe('/console over HTTP', () => {
         fv('count', 4),
         fv('buyer', grace.id),
       ]);
+      await noise(ws, fay.key);
       const page = await openTab(`${worker.url}/console`);
       try {
         await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
@@ -579,6 +613,7 @@ describe('/console over HTTP', () => {
         await page.close();
       }
     },
+    300_000,
   );
 
   it.skipIf(!browserTestsRun)(
@@ -676,6 +711,7 @@ describe('/console over HTTP', () => {
       });
       const made = [];
       for (const title of ['Alpha', 'Beta', 'Gamma']) made.push(await create(dee.key, task.id, [fv('title', title)]));
+      await noise(ws, dee.key);
       const page = await openTab(`${worker.url}/console`);
       try {
         await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
@@ -733,6 +769,7 @@ describe('/console over HTTP', () => {
         await page.close();
       }
     },
+    300_000,
   );
 
   it.skipIf(!browserTestsRun)(
@@ -743,6 +780,12 @@ describe('/console over HTTP', () => {
       const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Stock' });
       for (const member of [gil, bob])
         await call('PUT', `/admin/workspaces/${ws}/members/${member.id}`, ADMIN, { role: 'editor' });
+      const supplier = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Supplier',
+        workspaceIds: [ws],
+        nameTemplate: '{label}',
+        fields: [{ name: 'label', type: 'text' }],
+      });
       const item = await call('POST', '/admin/objects', ADMIN, {
         name: 'Item',
         workspaceIds: [ws],
@@ -752,20 +795,12 @@ describe('/console over HTTP', () => {
           { name: 'qty', type: 'integer', indexed: true },
           { name: 'color', type: 'select', options: ['red', 'blue'] },
           { name: 'note', type: 'text' },
+          { name: 'from', type: 'reference', target: supplier.id },
         ],
       });
-      const other = await call('POST', '/admin/objects', ADMIN, {
-        name: 'Noise',
-        workspaceIds: [ws],
-        fields: [{ name: 'n', type: 'integer' }],
-      });
-      for (let b = 0; b < 10; b++)
-        await call(
-          'POST',
-          '/records/batch',
-          bob.key,
-          Array.from({ length: 20 }, (_, i) => ({ objectId: other.id, fieldValues: [fv('n', b * 20 + i)] })),
-        );
+      const acme = await create(gil.key, supplier.id, [fv('label', 'Acme Parts')]);
+      const bolt = await create(gil.key, supplier.id, [fv('label', 'Bolt Co')]);
+      await noise(ws, bob.key);
       const items: { id: number }[] = [];
       for (let b = 0; b < 2; b++) {
         const made = await call(
@@ -778,6 +813,7 @@ describe('/console over HTTP', () => {
               fv('title', `Item ${String(b * 15 + i).padStart(2, '0')}`),
               fv('qty', ((b * 15 + i) * 7) % 30),
               fv('color', 'red'),
+              fv('from', acme.id),
             ],
           })),
         );
@@ -791,10 +827,14 @@ describe('/console over HTTP', () => {
         await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
         await page.type('#api-key', gil.key);
         await page.press('Enter');
+        await page.waitFor(`document.querySelector('#object option[value="${item.id}"]')`, 'the objects');
+        await setSelectOn(page, '#object', String(item.id));
         await page.waitFor(shows('#count', '30 Item records found'), 'the grid');
         // The other object's records share the workspace: the grid shows the chosen object's alone.
         await page.waitFor(`document.querySelectorAll('#records tr').length === 30`, 'a page of 50 holding all 30');
-        expect(await page.evaluate(headers)).toBe('Name ▲|title|qty|color|note');
+        expect(await page.evaluate(headers)).toBe('Name ▲|title|qty|color|note|from');
+        // A reference shows the record it names, by name.
+        expect(new Set((await page.evaluate<string>(column('from'))).split('|'))).toEqual(new Set(['Acme Parts']));
         expect(await page.evaluate(`document.querySelector('#grid-head th').getAttribute('aria-sort')`)).toBe(
           'ascending',
         );
@@ -802,19 +842,19 @@ describe('/console over HTTP', () => {
         // Columns chosen are remembered in this browser.
         await page.evaluate(`(() => { const box = [...document.querySelectorAll('#columns input')]
           .find((i) => i.parentElement.textContent.trim() === 'note'); box.click(); })()`);
-        await page.waitFor(`${headers} === 'Name ▲|title|qty|color'`, 'the note column hidden');
+        await page.waitFor(`${headers} === 'Name ▲|title|qty|color|from'`, 'the note column hidden');
 
         // A header sorts by its field where the API can (an indexed field): ascending, then descending.
         await page.evaluate(
           `[...document.querySelectorAll('#grid-head button')].find((b) => b.textContent === 'qty').click()`,
         );
-        await page.waitFor(`${headers} === 'Name|title|qty ▲|color'`, 'sorted by qty');
+        await page.waitFor(`${headers} === 'Name|title|qty ▲|color|from'`, 'sorted by qty');
         const ascending = await page.evaluate<string>(column('qty'));
         expect(ascending.split('|').map(Number)).toEqual([...ascending.split('|').map(Number)].sort((a, b) => a - b));
         await page.evaluate(
           `[...document.querySelectorAll('#grid-head button')].find((b) => b.textContent.startsWith('qty')).click()`,
         );
-        await page.waitFor(`${headers} === 'Name|title|qty ▼|color'`, 'sorted by qty, descending');
+        await page.waitFor(`${headers} === 'Name|title|qty ▼|color|from'`, 'sorted by qty, descending');
 
         // Page sizes.
         await setSelectOn(page, '#page-size', '25');
@@ -822,7 +862,7 @@ describe('/console over HTTP', () => {
 
         // Keyboard: arrows move between cells; Enter edits one; Enter saves it with If-Match.
         await setSelectOn(page, '#sort', 'name:asc');
-        await page.waitFor(`${headers} === 'Name ▲|title|qty|color'`, 'by name again');
+        await page.waitFor(`${headers} === 'Name ▲|title|qty|color|from'`, 'by name again');
         await page.evaluate(`document.querySelector('#records tr td[data-field="title"]').focus()`);
         await page.press('ArrowRight');
         await page.press('ArrowRight');
@@ -849,6 +889,21 @@ describe('/console over HTTP', () => {
         await page.press('Enter');
         await page.waitFor(shows('#grid-note', 'Saved qty of Item 00'), 'saved over theirs');
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('qty', 5));
+
+        // A reference cell picks a record by name: the names typed offer the target's records; Enter saves the one picked.
+        await page.evaluate(`document.querySelector('#records tr td[data-field="from"]').focus()`);
+        await page.press('Enter');
+        await page.waitFor(`document.activeElement.getAttribute('list')`, 'the reference box with its choices');
+        await page.type(`#${`cell-${first.id}-from`}`, 'Bol');
+        await page.waitFor(
+          `[...document.querySelectorAll('#cell-${first.id}-from-choices option')].map((o) => o.label).join() === 'Bolt Co'`,
+          'Bolt Co offered',
+        );
+        await page.evaluate(`(() => { const box = document.activeElement; box.value = box.list.options[0].value; })()`);
+        await page.press('Enter');
+        await page.waitFor(shows('#grid-note', 'Saved from of Item 00'), 'the reference saved');
+        expect(await page.evaluate(`document.activeElement.textContent`)).toBe('Bolt Co');
+        expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('from', bolt.id));
         // The README's picture: the grid.
         await page.evaluate(`document.querySelector('#status').textContent = ''`);
         await page.evaluate(`document.querySelector('#records-heading').scrollIntoView()`);
@@ -860,6 +915,7 @@ describe('/console over HTTP', () => {
         await page.close();
       }
     },
+    300_000,
   );
 
   it('is served without a key, from the Worker alone (nothing from elsewhere), never inside a frame', async () => {
