@@ -327,22 +327,24 @@ export class Queries {
   }
 
   /**
-   * One page of the query after `after` (a position this walk issued). A count past COUNT_SCAN of
-   * what the workspace keeps totals of (an object's live records, or all of them), for a caller
-   * who may read every record, is read from those totals: exact, one more round trip of one row.
+   * One page of the query after `after` (a position this walk issued). A count of what the
+   * workspace keeps totals of (an object's live records, or all of them), for a caller who may read
+   * every record, is read from those totals: one row, exact at any size, read beside the page.
    */
   async page(workspaceId: number, query: Query, after: Position | undefined): Promise<QueryPage> {
-    const page = await this.walkedPage(workspaceId, query, after);
-    const totalled = page.count?.exact === false && this.seen === undefined ? totalledObjects(query) : undefined;
-    if (totalled === undefined) return page;
+    const totalled = query.count && this.seen === undefined ? totalledObjects(query) : undefined;
+    if (totalled === undefined) return this.walkedPage(workspaceId, query, after);
     const object = totalled === 'all' ? '' : 'AND object_id = ?2';
-    const [counted] = await this.read([
-      this.db
-        .prepare(
-          `SELECT coalesce(sum(records), 0) AS n FROM record_totals
-           WHERE workspace_id = ?1 ${object} AND field = '' AND value = ''`,
-        )
-        .bind(...(totalled === 'all' ? [workspaceId] : [workspaceId, totalled])),
+    const [page, [counted]] = await Promise.all([
+      this.walkedPage(workspaceId, { ...query, count: false }, after),
+      this.read([
+        this.db
+          .prepare(
+            `SELECT coalesce(sum(records), 0) AS n FROM record_totals
+             WHERE workspace_id = ?1 ${object} AND field = '' AND value = ''`,
+          )
+          .bind(...(totalled === 'all' ? [workspaceId] : [workspaceId, totalled])),
+      ]),
     ]);
     const n = (counted?.results[0] as { n: number } | undefined)?.n ?? 0;
     return { ...page, count: { value: Math.max(n, page.records.length), exact: true } };

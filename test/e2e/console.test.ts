@@ -446,6 +446,133 @@ describe('/console in headless Chromium', () => {
     },
     300_000,
   );
+
+  it.skipIf(!browserTestsRun)(
+    'imports airports.csv and movies.json as they come: a mapping proposed by name, the values of rows refused',
+    async () => {
+      const ivy = await user('Ivy');
+      const { id: ws } = await call('POST', '/admin/workspaces', ADMIN, { name: 'Atlas' });
+      await call('PUT', `/admin/workspaces/${ws}/members/${ivy.id}`, ADMIN, { role: 'editor' });
+      const airport = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Airport',
+        workspaceIds: [ws],
+        nameTemplate: '{airport}',
+        fields: [
+          { name: 'iata', type: 'text', unique: true },
+          { name: 'airport', type: 'text' },
+          { name: 'city', type: 'text' },
+          { name: 'state', type: 'text' },
+          { name: 'country', type: 'text' },
+          { name: 'latitude', type: 'number' },
+          { name: 'longitude', type: 'number' },
+        ],
+      });
+      const movie = await call('POST', '/admin/objects', ADMIN, {
+        name: 'Movie',
+        workspaceIds: [ws],
+        nameTemplate: '{title}',
+        fields: [
+          { name: 'title', type: 'text', required: true },
+          { name: 'usGross', type: 'integer' },
+          { name: 'releaseDate', type: 'text' },
+          { name: 'imdbRating', type: 'number' },
+          { name: 'majorGenre', type: 'text' },
+        ],
+      });
+      await noise(ws, ivy.key);
+      // The files' first lines as they come (vega-datasets): a column `name` no field may take, keys with
+      // spaces, a pretty-printed JSON array, blanks as null, and a title written as a number.
+      writeFileSync(
+        join(files, 'airports.csv'),
+        'iata,name,city,state,country,latitude,longitude\n' +
+          '00M,Thigpen ,Bay Springs,MS,USA,31.95376472,-89.23450472\n' +
+          '00R,Livingston Municipal,Livingston,TX,USA,30.68586111,-95.01792778\n' +
+          '00V,Meadow Lake,Colorado Springs,CO,USA,38.94574889,-104.5698933\n',
+      );
+      const movies = [
+        { Title: 'The Land Girls', 'US Gross': 146083, 'Worldwide Gross': 146083, 'Release Date': 'Jun 12 1998' },
+        { Title: 'First Love, Last Rites', 'US Gross': 10876, 'Release Date': 'Aug 07 1998', 'IMDB Rating': 6.9 },
+        { Title: 1776, 'US Gross': 0, 'Release Date': 'Nov 08 1972', 'Major Genre': 'Musical', 'IMDB Rating': null },
+      ];
+      writeFileSync(join(files, 'movies.json'), JSON.stringify(movies, null, 2));
+      const page = await openTab(`${worker.url}/console`);
+      const mapping = `[...document.querySelectorAll('#import-mapping tbody tr')].map((tr) =>
+          [tr.querySelector('th').textContent, tr.querySelector('select').value])`;
+      const pick = async (name: string) => {
+        const { result } = await page.send('Runtime.evaluate', {
+          expression: `document.querySelector('#import-file')`,
+        });
+        await page.send('DOM.setFileInputFiles', { files: [join(files, name)], objectId: result.objectId });
+      };
+      try {
+        await page.waitFor(`document.querySelector('#api-key')`, 'the key field');
+        await page.type('#api-key', ivy.key);
+        await page.press('Enter');
+        await page.waitFor(`document.querySelector('#object option[value="${airport.id}"]')`, 'the objects');
+        await setSelectOn(page, '#object', String(airport.id));
+        await page.waitFor(shows('#count', '0 Airport records found'), 'no airport yet');
+
+        await pick('airports.csv');
+        await page.waitFor(`document.querySelectorAll('#import-mapping select').length === 7`, 'the proposed mapping');
+        expect(await page.evaluate(mapping)).toEqual([
+          ['iata', 'iata'],
+          ['name', ''],
+          ['city', 'city'],
+          ['state', 'state'],
+          ['country', 'country'],
+          ['latitude', 'latitude'],
+          ['longitude', 'longitude'],
+        ]);
+        // The person sends the column `name` to the field that names an airport.
+        await setSelectOn(page, '#import-mapping select[data-source="name"]', 'airport');
+        await page.evaluate(`document.querySelector('#import button').click()`);
+        const ended = `/^(succeeded|failed|cancelled)/.test(document.querySelector('#import-text').textContent)`;
+        await page.waitFor(ended, 'the airports', 120_000);
+        expect(await page.evaluate(`document.querySelector('#import-text').textContent`)).toBe(
+          'succeeded: 3 of 3 rows, 3 created, 0 updated, 0 unchanged, 0 failed',
+        );
+        await page.waitFor(`${listed} === 'Livingston Municipal|Meadow Lake|Thigpen'`, 'the airports, by name');
+        const thigpen = await call('POST', `/workspaces/${ws}/records/query`, ivy.key, {
+          filter: { field: 'iata', op: 'eq', value: '00M' },
+        });
+        expect(thigpen.items[0].fieldValues).toEqual(
+          expect.arrayContaining([fv('airport', 'Thigpen '), fv('latitude', 31.95376472), fv('country', 'USA')]),
+        );
+
+        await setSelectOn(page, '#object', String(movie.id));
+        await page.waitFor(shows('#count', '0 Movie records found'), 'no movie yet');
+        await pick('movies.json');
+        await page.waitFor(`document.querySelectorAll('#import-mapping select').length === 6`, 'the keys proposed');
+        expect(await page.evaluate(mapping)).toEqual([
+          ['Title', 'title'],
+          ['US Gross', 'usGross'],
+          ['Worldwide Gross', ''],
+          ['Release Date', 'releaseDate'],
+          ['IMDB Rating', 'imdbRating'],
+          ['Major Genre', 'majorGenre'],
+        ]);
+        await page.evaluate(`document.querySelector('#import button').click()`);
+        await page.waitFor(shows('#import-text', 'succeeded: 3 of 3 rows, 2 created'), 'the movies', 120_000);
+        expect(await page.evaluate(`document.querySelector('#import-text').textContent`)).toContain('1 failed');
+        // The row refused says which column, and shows what it held.
+        await page.waitFor(
+          shows('#import-errors', 'Row 3: Title → title: expected string (was "1776")'),
+          'the refused row',
+        );
+        await page.waitFor(`${listed} === 'First Love, Last Rites|The Land Girls'`, 'the movies, by name');
+        const girls = await call('POST', `/workspaces/${ws}/records/query`, ivy.key, {
+          filter: { field: 'objectId', op: 'eq', value: movie.id },
+          search: 'land girls',
+        });
+        expect(girls.items[0].fieldValues).toEqual(
+          expect.arrayContaining([fv('usGross', 146083), fv('releaseDate', 'Jun 12 1998')]),
+        );
+      } finally {
+        await page.close();
+      }
+    },
+    300_000,
+  );
 });
 
 describe('/console over HTTP', () => {
