@@ -744,7 +744,7 @@ describe('/console over HTTP', () => {
   );
 
   it.skipIf(!browserTestsRun)(
-    "tells the operator's token and a new administrator what they can do; one sets up users, keys, workspaces, objects",
+    "tells the operator's token and a new administrator what they can do; one sets up users, keys, workspaces, objects, fields of every type",
     async () => {
       const fresh = await user('Fresh Admin', true);
       const page = await openTab(`${worker.url}/console`);
@@ -806,6 +806,43 @@ describe('/console over HTTP', () => {
         expect(await page.evaluate(`document.querySelector('#admin-objects').textContent`)).toContain(
           'Sample (version 3): title text (required), size integer (required, indexed), parent reference → Sample',
         );
+        // A field of every other type, with its flags and settings.
+        const kinds: [string, Record<string, string | boolean>][] = [
+          ['number', { indexed: true }],
+          ['boolean', {}],
+          ['date', {}],
+          ['datetime', { indexed: true }],
+          ['select', { options: 'small; large' }],
+          ['multiSelect', { options: 'red; blue' }],
+          ['email', { unique: true }],
+          ['url', {}],
+          ['json', {}],
+          ['file', { multiple: true }],
+          ['formula', { expression: 'size * 2', resultType: 'number' }],
+          ['lookup', { reference: 'parent', lookupField: 'title' }],
+        ];
+        for (const [type, settings] of kinds) {
+          const flags = { required: false, indexed: false, unique: false, multiple: false };
+          const values = { object: 'Sample', name: `a_${type}`, type, ...flags, ...settings };
+          await submit('#add-field', values, `Added a_${type} to Sample`);
+        }
+        const sample = (await call('GET', '/admin/objects', ADMIN)).items.find(
+          (o: { name: string }) => o.name === 'Sample',
+        );
+        expect(sample.fields.slice(3)).toEqual([
+          expect.objectContaining({ name: 'a_number', type: 'number', indexed: true }),
+          expect.objectContaining({ name: 'a_boolean', type: 'boolean' }),
+          expect.objectContaining({ name: 'a_date', type: 'date' }),
+          expect.objectContaining({ name: 'a_datetime', type: 'datetime', indexed: true }),
+          expect.objectContaining({ name: 'a_select', type: 'select', options: ['small', 'large'] }),
+          expect.objectContaining({ name: 'a_multiSelect', type: 'multiSelect', options: ['red', 'blue'] }),
+          expect.objectContaining({ name: 'a_email', type: 'email', unique: true }),
+          expect.objectContaining({ name: 'a_url', type: 'url' }),
+          expect.objectContaining({ name: 'a_json', type: 'json' }),
+          expect.objectContaining({ name: 'a_file', type: 'file', multiple: true }),
+          expect.objectContaining({ name: 'a_formula', type: 'formula', expression: 'size * 2', resultType: 'number' }),
+          expect.objectContaining({ name: 'a_lookup', type: 'lookup', reference: 'parent', field: 'title' }),
+        ]);
         await page.evaluate(`document.querySelector('button[aria-label="Show keys of Lee"]').click()`);
         await page.waitFor(`document.querySelector('button[aria-label^="Revoke key"]')`, "Lee's key");
         await page.evaluate(`document.querySelector('button[aria-label^="Revoke key"]').click()`);
