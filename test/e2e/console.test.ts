@@ -744,7 +744,8 @@ describe('/console over HTTP', () => {
   );
 
   it.skipIf(!browserTestsRun)(
-    "tells the operator's token and a new administrator what they can do; one sets up users, keys, workspaces, objects, fields of every type",
+    "tells the operator's token and a new administrator what they can do; " +
+      'one sets up users, keys, workspaces, objects, fields of every type',
     async () => {
       const fresh = await user('Fresh Admin', true);
       const page = await openTab(`${worker.url}/console`);
@@ -1054,13 +1055,14 @@ describe('/console over HTTP', () => {
         await page.waitFor(shows('#grid-note', 'Saved qty of Item 00'), 'saved over theirs');
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('qty', 5));
 
-        // A reference cell picks a record by name: the names typed offer the target's records; Enter saves the one picked.
+        // A reference cell picks a record by name: the names typed offer the target's records; Enter saves the pick.
         await page.evaluate(`document.querySelector('#records tr td[data-field="from"]').focus()`);
         await page.press('Enter');
         await page.waitFor(`document.activeElement.getAttribute('list')`, 'the reference box with its choices');
         await page.type(`#${`cell-${first.id}-from`}`, 'Bol');
         await page.waitFor(
-          `[...document.querySelectorAll('#cell-${first.id}-from-choices option')].map((o) => o.label).join() === 'Bolt Co'`,
+          `[...document.querySelectorAll('#cell-${first.id}-from-choices option')].map((o) => o.label).join()
+            === 'Bolt Co'`,
           'Bolt Co offered',
         );
         await page.evaluate(`(() => { const box = document.activeElement; box.value = box.list.options[0].value; })()`);
