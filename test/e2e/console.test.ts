@@ -961,22 +961,24 @@ describe('/console over HTTP', () => {
           { name: 'color', type: 'select', options: ['red', 'blue'] },
           { name: 'note', type: 'text' },
           { name: 'from', type: 'reference', target: supplier.id },
+          { name: 'photo', type: 'file' },
         ],
       });
       const acme = await create(gil.key, supplier.id, [fv('label', 'Acme Parts')]);
       const bolt = await create(gil.key, supplier.id, [fv('label', 'Bolt Co')]);
       await noise(ws, bob.key);
       const items: { id: number }[] = [];
-      for (let b = 0; b < 2; b++) {
+      // 130 items: more than a page of 50, and than one request's 100.
+      for (let b = 0; b < 13; b++) {
         const made = await call(
           'POST',
           '/records/batch',
           gil.key,
-          Array.from({ length: 15 }, (_, i) => ({
+          Array.from({ length: 10 }, (_, i) => ({
             objectId: item.id,
             fieldValues: [
-              fv('title', `Item ${String(b * 15 + i).padStart(2, '0')}`),
-              fv('qty', ((b * 15 + i) * 7) % 30),
+              fv('title', `Item ${String(b * 10 + i).padStart(3, '0')}`),
+              fv('qty', ((b * 10 + i) * 7) % 30),
               fv('color', 'red'),
               fv('from', acme.id),
             ],
@@ -994,10 +996,10 @@ describe('/console over HTTP', () => {
         await page.press('Enter');
         await page.waitFor(`document.querySelector('#object option[value="${item.id}"]')`, 'the objects');
         await setSelectOn(page, '#object', String(item.id));
-        await page.waitFor(shows('#count', '30 Item records found'), 'the grid');
+        await page.waitFor(shows('#count', '130 Item records found'), 'the grid');
         // The other object's records share the workspace: the grid shows the chosen object's alone.
-        await page.waitFor(`document.querySelectorAll('#records tr').length === 30`, 'a page of 50 holding all 30');
-        expect(await page.evaluate(headers)).toBe('Name ▲|title|qty|color|note|from');
+        await page.waitFor(`document.querySelectorAll('#records tr').length === 50`, 'a page of 50');
+        expect(await page.evaluate(headers)).toBe('Name ▲|title|qty|color|note|from|photo');
         // A reference shows the record it names, by name.
         expect(new Set((await page.evaluate<string>(column('from'))).split('|'))).toEqual(new Set(['Acme Parts']));
         expect(await page.evaluate(`document.querySelector('#grid-head th').getAttribute('aria-sort')`)).toBe(
@@ -1007,27 +1009,31 @@ describe('/console over HTTP', () => {
         // Columns chosen are remembered in this browser.
         await page.evaluate(`(() => { const box = [...document.querySelectorAll('#columns input')]
           .find((i) => i.parentElement.textContent.trim() === 'note'); box.click(); })()`);
-        await page.waitFor(`${headers} === 'Name ▲|title|qty|color|from'`, 'the note column hidden');
+        await page.waitFor(`${headers} === 'Name ▲|title|qty|color|from|photo'`, 'the note column hidden');
 
         // A header sorts by its field where the API can (an indexed field): ascending, then descending.
         await page.evaluate(
           `[...document.querySelectorAll('#grid-head button')].find((b) => b.textContent === 'qty').click()`,
         );
-        await page.waitFor(`${headers} === 'Name|title|qty ▲|color|from'`, 'sorted by qty');
+        await page.waitFor(`${headers} === 'Name|title|qty ▲|color|from|photo'`, 'sorted by qty');
         const ascending = await page.evaluate<string>(column('qty'));
         expect(ascending.split('|').map(Number)).toEqual([...ascending.split('|').map(Number)].sort((a, b) => a - b));
         await page.evaluate(
           `[...document.querySelectorAll('#grid-head button')].find((b) => b.textContent.startsWith('qty')).click()`,
         );
-        await page.waitFor(`${headers} === 'Name|title|qty ▼|color|from'`, 'sorted by qty, descending');
+        await page.waitFor(`${headers} === 'Name|title|qty ▼|color|from|photo'`, 'sorted by qty, descending');
 
-        // Page sizes.
-        await setSelectOn(page, '#page-size', '25');
-        await page.waitFor(`document.querySelectorAll('#records tr').length === 25`, 'a page of 25');
+        // Page sizes: a page of 500 is read in requests of 100, here all 130 items.
+        await setSelectOn(page, '#page-size', '500');
+        await page.waitFor(`document.querySelectorAll('#records tr').length === 130`, 'a page of 500 holding all 130');
+        const qty = await page.evaluate<string>(column('qty'));
+        expect(qty.split('|').map(Number)).toEqual([...qty.split('|').map(Number)].sort((a, b) => b - a));
+        await setSelectOn(page, '#page-size', '50');
+        await page.waitFor(`document.querySelectorAll('#records tr').length === 50`, 'a page of 50 again');
 
         // Keyboard: arrows move between cells; Enter edits one; Enter saves it with If-Match.
         await setSelectOn(page, '#sort', 'name:asc');
-        await page.waitFor(`${headers} === 'Name ▲|title|qty|color|from'`, 'by name again');
+        await page.waitFor(`${headers} === 'Name ▲|title|qty|color|from|photo'`, 'by name again');
         await page.evaluate(`document.querySelector('#records tr td[data-field="title"]').focus()`);
         await page.press('ArrowRight');
         await page.press('ArrowRight');
@@ -1036,7 +1042,7 @@ describe('/console over HTTP', () => {
         await page.waitFor(`document.activeElement.tagName === 'SELECT'`, 'the color picker');
         await page.evaluate(`document.activeElement.value = 'blue'`);
         await page.press('Enter');
-        await page.waitFor(shows('#grid-note', 'Saved color of Item 00'), 'the saved cell');
+        await page.waitFor(shows('#grid-note', 'Saved color of Item 000'), 'the saved cell');
         const first = items.find((r) => r.id === Math.min(...items.map((x) => x.id))) as { id: number };
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('color', 'blue'));
 
@@ -1052,7 +1058,7 @@ describe('/console over HTTP', () => {
         await page.waitFor(shows('#grid-note', 'qty is now “99”'), 'the conflict in the grid');
         expect(await page.evaluate(`document.activeElement.value`)).toBe('5');
         await page.press('Enter');
-        await page.waitFor(shows('#grid-note', 'Saved qty of Item 00'), 'saved over theirs');
+        await page.waitFor(shows('#grid-note', 'Saved qty of Item 000'), 'saved over theirs');
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('qty', 5));
 
         // A reference cell picks a record by name: the names typed offer the target's records; Enter saves the pick.
@@ -1067,9 +1073,23 @@ describe('/console over HTTP', () => {
         );
         await page.evaluate(`(() => { const box = document.activeElement; box.value = box.list.options[0].value; })()`);
         await page.press('Enter');
-        await page.waitFor(shows('#grid-note', 'Saved from of Item 00'), 'the reference saved');
+        await page.waitFor(shows('#grid-note', 'Saved from of Item 000'), 'the reference saved');
         expect(await page.evaluate(`document.activeElement.textContent`)).toBe('Bolt Co');
         expect((await call('GET', `/records/${first.id}`, gil.key)).fieldValues).toContainEqual(fv('from', bolt.id));
+
+        // A file cell takes an upload: picked, sent with a bar, saved into the field with If-Match.
+        writeFileSync(join(files, 'label.png'), Buffer.from('not really a png'));
+        await page.evaluate(`document.querySelector('#records tr td[data-field="photo"]').focus()`);
+        await page.press('Enter');
+        await page.waitFor(`document.activeElement.type === 'file'`, 'the file picker of the cell');
+        const { result } = await page.send('Runtime.evaluate', { expression: 'document.activeElement' });
+        await page.send('DOM.setFileInputFiles', { files: [join(files, 'label.png')], objectId: result.objectId });
+        await page.waitFor(shows('#grid-note', 'Saved photo of Item 000: label.png'), 'the file saved');
+        expect(await page.evaluate(`document.activeElement.textContent`)).toBe('label.png');
+        const photo = (await call('GET', `/records/${first.id}`, gil.key)).fieldValues.find(
+          (f: { fieldName: string }) => f.fieldName === 'photo',
+        );
+        expect(photo.value).toEqual([expect.objectContaining({ name: 'label.png', size: 16 })]);
         // The README's picture: the grid.
         await page.evaluate(`document.querySelector('#status').textContent = ''`);
         await page.evaluate(`document.querySelector('#records-heading').scrollIntoView()`);
