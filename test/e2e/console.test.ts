@@ -1079,8 +1079,10 @@ describe('/console over HTTP', () => {
 
         // A file cell takes an upload: picked, sent with a bar, saved into the field with If-Match.
         writeFileSync(join(files, 'label.png'), Buffer.from('not really a png'));
-        await page.evaluate(`document.querySelector('#records tr td[data-field="photo"]').focus()`);
-        await page.press('Enter');
+        // Focused and opened in one step: a change arriving (the save before) may draw the grid again between two.
+        const openPhoto = `(() => { const td = document.querySelector('#records tr td[data-field="photo"]'); td.focus();
+          td.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })); })()`;
+        await page.evaluate(openPhoto);
         await page.waitFor(`document.activeElement.type === 'file'`, 'the file picker of the cell');
         const { result } = await page.send('Runtime.evaluate', { expression: 'document.activeElement' });
         await page.send('DOM.setFileInputFiles', { files: [join(files, 'label.png')], objectId: result.objectId });
@@ -1090,6 +1092,25 @@ describe('/console over HTTP', () => {
           (f: { fieldName: string }) => f.fieldName === 'photo',
         );
         expect(photo.value).toEqual([expect.objectContaining({ name: 'label.png', size: 16 })]);
+
+        // Someone else changes the record while files are picked: refused, the upload kept; Enter saves it on theirs.
+        writeFileSync(join(files, 'label2.png'), Buffer.from('a second label'));
+        await page.evaluate(openPhoto);
+        await page.waitFor(`document.activeElement.type === 'file'`, 'the file picker again');
+        await call('PATCH', `/workspaces/${ws}/records/${first.id}`, bob.key, { fieldValues: [fv('qty', 77)] });
+        const again = await page.send('Runtime.evaluate', { expression: 'document.activeElement' });
+        await page.send('DOM.setFileInputFiles', {
+          files: [join(files, 'label2.png')],
+          objectId: again.result.objectId,
+        });
+        await page.waitFor(shows('#grid-note', 'Your label2.png wait here'), 'the conflict, the file kept');
+        await page.press('Enter');
+        await page.waitFor(shows('#grid-note', 'Saved photo of Item 000: label2.png'), 'the file saved on theirs');
+        const after = (await call('GET', `/records/${first.id}`, gil.key)).fieldValues;
+        expect(after).toContainEqual(fv('qty', 77));
+        expect(after.find((f: { fieldName: string }) => f.fieldName === 'photo').value).toEqual([
+          expect.objectContaining({ name: 'label2.png', size: 14 }),
+        ]);
         // The README's picture: the grid.
         await page.evaluate(`document.querySelector('#status').textContent = ''`);
         await page.evaluate(`document.querySelector('#records-heading').scrollIntoView()`);
