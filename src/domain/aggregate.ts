@@ -114,10 +114,20 @@ export function parseAggregate(
     const multiple = known.type === 'reference' && known.multiple === true;
     const entry = catalog.get(name);
     const ready = entry !== undefined && entry !== 'conflict' && entry.ready;
-    const indexed = entry !== undefined && entry !== 'conflict' && entry.indexed;
+    // A rollup is read from its index row, record by record: the kept totals hold none.
+    const rollup = known.type === 'rollup';
+    const indexed = entry !== undefined && entry !== 'conflict' && entry.indexed && !rollup;
     // A record of a multiSelect is in a group per option it holds; of several ids, one per id (at most 100).
     const fanOut = known.type === 'multiSelect' ? (known.options?.length ?? 1) : multiple ? 100 : 1;
-    const field: FieldRef = { kind: 'value', name, type, indexed, ready, ...(multiple ? { multiple } : {}) };
+    const field: FieldRef = {
+      kind: 'value',
+      name,
+      type,
+      indexed,
+      ready,
+      ...(multiple ? { multiple } : {}),
+      ...(rollup ? { rollup } : {}),
+    };
     return { field, type, fanOut, unique: known.unique === true };
   };
 

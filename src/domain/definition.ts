@@ -24,6 +24,7 @@ const TAKES_OPTIONS: Record<FieldType, boolean> = {
   file: false,
   formula: false,
   lookup: false,
+  rollup: false,
 };
 
 /** Types whose values an index keeps (scalars). */
@@ -41,17 +42,24 @@ export const INDEXABLE: ReadonlySet<FieldType> = new Set<FieldType>([
 /** Types a field may be unique in. */
 export const UNIQUE_TYPES: ReadonlySet<FieldType> = new Set<FieldType>(['text', 'email', 'url', 'integer', 'date']);
 
-/** Whether queries find a field by the index: marked indexed, unique (which implies it), or a reference (always). */
+/**
+ * Whether queries find a field by the index: marked indexed, unique (which implies it), a reference
+ * or a rollup (always).
+ */
 export const isIndexed = (field: FieldDef): boolean =>
-  field.indexed === true || field.unique === true || field.type === 'reference';
+  field.indexed === true || field.unique === true || field.type === 'reference' || field.type === 'rollup';
 
 /** The properties only a reference field takes. */
 const REFERENCE_ONLY = ['target', 'multiple', 'onDelete'] as const;
 /** The properties only a formula field takes, and needs; and a lookup's. */
 const FORMULA_ONLY = ['expression', 'resultType'] as const;
 const LOOKUP_ONLY = ['reference', 'field'] as const;
+const ROLLUP_ONLY = ['from', 'op', 'of'] as const;
 /** Fields whose values no write gives: computed, or read from elsewhere. */
-export const isComputed = (field: FieldDef): boolean => field.type === 'formula' || field.type === 'lookup';
+export const isComputed = (field: FieldDef): boolean =>
+  field.type === 'formula' || field.type === 'lookup' || field.type === 'rollup';
+/** Fields whose values come from other records: never stored with the record, never in its name. */
+export const isReadElsewhere = (field: FieldDef): boolean => field.type === 'lookup' || field.type === 'rollup';
 
 /** Rules of a definition that its schema cannot express; each answers 400 like a shape problem. */
 export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
@@ -102,6 +110,27 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
       if (field.type !== 'lookup' && field[key] !== undefined)
         add(pointer('', 'fields', i, key), 'not_allowed', 'only lookup fields take it');
     }
+    for (const key of ROLLUP_ONLY) {
+      const needed = field.type === 'rollup' && (key !== 'of' || field.op !== 'count');
+      if (needed && field[key] === undefined)
+        add(
+          pointer('', 'fields', i, key),
+          'required',
+          `a rollup field ${key === 'of' ? 'other than a count ' : ''}needs ${key}`,
+        );
+      if (!needed && field[key] !== undefined)
+        add(
+          pointer('', 'fields', i, key),
+          'not_allowed',
+          field.type === 'rollup' ? 'a count counts records: it reads no field' : 'only rollup fields take it',
+        );
+    }
+    if (field.type === 'rollup' && (field.indexed !== undefined || field.unique !== undefined))
+      add(
+        pointer('', 'fields', i, field.indexed === undefined ? 'unique' : 'indexed'),
+        'not_allowed',
+        'a rollup is always indexed and never unique',
+      );
     if (isComputed(field) && field.required !== undefined)
       add(pointer('', 'fields', i, 'required'), 'not_allowed', `a ${field.type} is never given, so never required`);
     if (field.indexed === true && !INDEXABLE.has(valueType(field)) && field.type !== 'reference')
@@ -115,10 +144,11 @@ export function definitionProblems(input: ObjectDefinitionIn): InputProblem[] {
       add(pointer('', 'fields', i, 'options'), 'duplicate', 'options must be distinct');
     }
   });
-  const lookups = new Set(input.fields.filter((f) => f.type === 'lookup').map((f) => f.name));
+  const elsewhere = new Map(input.fields.filter(isReadElsewhere).map((f) => [f.name, f.type]));
   for (const name of templateFields(input.nameTemplate ?? '')) {
-    if (lookups.has(name))
-      add('/nameTemplate', 'not_allowed', `${name} is a lookup, another record's value: a name cannot hold it`);
+    const type = elsewhere.get(name);
+    if (type !== undefined)
+      add('/nameTemplate', 'not_allowed', `${name} is a ${type}, read from other records: a name cannot hold it`);
     if (!names.has(name)) add('/nameTemplate', 'unknown_field', `the template names ${name}, which is not a field`);
   }
   return problems;
@@ -161,6 +191,8 @@ export function lookupProblems(
     const target = targets.get(reference.target)?.find((f) => f.name === field.field);
     if (target === undefined)
       return at('field', `the records ${field.reference} references have no field ${field.field}`);
+    if (target.type === 'rollup')
+      return at('field', `${field.field} is a rollup: its records keep it, not their values`);
     return target.type === 'lookup' ? at('field', `${field.field} is a lookup itself: read its own reference`) : [];
   });
 }
@@ -210,22 +242,96 @@ export function referenceChanges(history: readonly (readonly FieldDef[])[], inpu
 const fixed = (at: string, message: string): InputProblem => ({ pointer: at, code: 'fixed', message, status: 422 });
 
 /**
- * A field can be a lookup only under a name no other kind of field of the object ever held
- * (`history`: its versions' fields): records keep the values of such a field, which a lookup would
+ * A field can be a lookup or a rollup only under a name no other kind of field of the object ever
+ * held (`history`: its versions' fields): records keep the values of such a field, which it would
  * show as its own. 422 at the type.
  */
 export function lookupNames(history: readonly (readonly FieldDef[])[], input: ObjectDefinitionIn): InputProblem[] {
-  const held = new Set(history.flatMap((fields) => fields.filter((f) => f.type !== 'lookup').map((f) => f.name)));
-  return input.fields.flatMap((field, i) =>
-    field.type === 'lookup' && held.has(field.name)
+  return input.fields.flatMap((field, i) => {
+    if (!isReadElsewhere(field)) return [];
+    const held = history.some((fields) => fields.some((f) => f.name === field.name && f.type !== field.type));
+    return held
       ? [
           fixed(
             pointer('', 'fields', i, 'type'),
-            'records hold values of the field this name held: a lookup needs a new name',
+            `records hold values of the field this name held: a ${field.type} needs a new name`,
           ),
         ]
-      : [],
-  );
+      : [];
+  });
+}
+
+/** A field of a source object as a rollup reads it: a number (or a formula giving one). */
+const isNumber = (field: FieldDef | undefined): boolean =>
+  field !== undefined && (valueType(field) === 'number' || valueType(field) === 'integer') && field.type !== 'rollup';
+
+/**
+ * Rollup fields that do not summarize records referencing this object (`objectId`; none yet for a
+ * new one): their object must exist, reference this one by `from.field`, and hold the number `of`
+ * (`sources`: the definitions of the objects they name). Each 422 at what is wrong.
+ */
+export function rollupProblems(
+  input: ObjectDefinitionIn,
+  sources: ReadonlyMap<number, readonly FieldDef[]>,
+  objectId: number | undefined,
+): InputProblem[] {
+  return input.fields.flatMap((field, i): InputProblem[] => {
+    if (field.type !== 'rollup' || field.from === undefined) return [];
+    const at = (keys: readonly string[], code: string, message: string): InputProblem => ({
+      pointer: pointer('', 'fields', i, ...keys),
+      code,
+      message,
+      status: 422,
+    });
+    const { objectId: from, field: by } = field.from;
+    const source = from === objectId ? input.fields : sources.get(from);
+    if (source === undefined) return [at(['from', 'objectId'], 'unknown_object', 'no such object')];
+    const problems: InputProblem[] = [];
+    const reference = source.find((f) => f.name === by);
+    if (reference?.type !== 'reference' || objectId === undefined || reference.target !== objectId)
+      problems.push(
+        at(['from', 'field'], 'invalid_rollup', `${by} is not a reference field of object ${from} to this object`),
+      );
+    if (field.of !== undefined && !isNumber(source.find((f) => f.name === field.of)))
+      problems.push(at(['of'], 'invalid_rollup', `${field.of} is not a number field of object ${from}`));
+    return problems;
+  });
+}
+
+/** A rollup of some object reading this one's records: by which reference, and which number. */
+export interface RollupReader {
+  objectId: number;
+  name: string;
+  field: string;
+  of: string | null;
+}
+
+/**
+ * A definition replacing one whose records other objects' rollups read (`readers`) keeps what they
+ * read: the reference they follow and a number field they add up. 422 at the field, or at `/fields`
+ * for one taken out: take the rollup out first.
+ */
+export function readByRollups(readers: readonly RollupReader[], input: ObjectDefinitionIn): InputProblem[] {
+  return readers.flatMap((reader) => {
+    const what = `the rollup ${reader.name} of object ${reader.objectId} reads it`;
+    return [reader.field, ...(reader.of === null ? [] : [reader.of])].flatMap((name) => {
+      const i = input.fields.findIndex((f) => f.name === name);
+      const field = input.fields[i];
+      const kept = name === reader.field ? field?.type === 'reference' : isNumber(field);
+      if (kept) return [];
+      return [
+        {
+          pointer: field === undefined ? '/fields' : pointer('', 'fields', i, 'type'),
+          code: 'read_by_rollup',
+          message:
+            field === undefined
+              ? `${name} cannot be taken out: ${what}`
+              : `${name} must stay a ${name === reader.field ? 'reference' : 'number'}: ${what}`,
+          status: 422,
+        },
+      ];
+    });
+  });
 }
 
 /**

@@ -4,6 +4,7 @@ import type { RecordOut } from '../schemas/record.ts';
 import { neutralised } from './csv-injection.ts';
 import { single } from './list-query.ts';
 import type { FieldDef, ObjectDef } from './object-def.ts';
+import { isReadElsewhere } from './definition.ts';
 
 /**
  * A CSV export: a header, then a line per record, in the shape an import reads back
@@ -18,11 +19,11 @@ export type SystemColumn = (typeof SYSTEM_COLUMNS)[number];
 /**
  * The columns of an object's export. A record's own column is left out when a field holds its
  * name (a definition saved before such names were refused), so no column name appears twice
- * and each means one thing. A lookup is another record's value, not this one's: left out.
+ * and each means one thing. A lookup or a rollup is read from other records, not this one: left out.
  */
 export const exportColumns = (def: ObjectDef): string[] => [
   ...SYSTEM_COLUMNS.filter((column) => !def.fields.some((f) => f.name === column)),
-  ...def.fields.filter((f) => f.type !== 'lookup').map((f) => f.name),
+  ...def.fields.filter((f) => !isReadElsewhere(f)).map((f) => f.name),
 ];
 
 /** Whether cells a spreadsheet would run as a formula are neutralised (the default) or kept as they are. */

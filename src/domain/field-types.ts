@@ -18,9 +18,18 @@ export interface ValueProblem {
 const wrongType = (expected: string): ValueProblem => ({ code: 'invalid_type', message: `expected ${expected}` });
 const wrongValue = (message: string): ValueProblem => ({ code: 'invalid_value', message });
 
-/** The type of a field's values: a formula's is the type its expression yields. */
+/**
+ * The type of a field's values: a formula's is the type its expression yields; a rollup's a count
+ * (an integer) or a number.
+ */
 export const valueType = (field: FieldDef): FieldType =>
-  field.type === 'formula' ? (field.resultType ?? 'text') : field.type;
+  field.type === 'formula'
+    ? (field.resultType ?? 'text')
+    : field.type === 'rollup'
+      ? field.op === 'count'
+        ? 'integer'
+        : 'number'
+      : field.type;
 
 /** Checks one non-null value against its field's type; undefined when it fits. */
 export function checkValue(field: FieldDef, value: unknown): ValueProblem | undefined {
@@ -67,6 +76,8 @@ export function checkValue(field: FieldDef, value: unknown): ValueProblem | unde
       return checkValue({ name: field.name, type: valueType(field) }, value);
     case 'lookup':
       return wrongValue('a lookup holds no value of its own');
+    case 'rollup':
+      return wrongValue('a rollup holds no value of its own');
     default:
       return unhandled(field.type, 'field type');
   }

@@ -38,8 +38,12 @@ export function applyFieldValues(
       );
       return;
     }
-    if (field.type === 'formula' || field.type === 'lookup') {
-      const what = field.type === 'formula' ? 'computed' : 'read from the record it references';
+    if (field.type === 'formula' || field.type === 'lookup' || field.type === 'rollup') {
+      const what = {
+        formula: 'computed',
+        lookup: 'read from the record it references',
+        rollup: 'kept from the records referencing this one',
+      }[field.type];
       problems.push(problem(pointer(prefix, 'fieldValues', index), 'read_only_field', `${fieldName} is ${what}`));
       return;
     }

@@ -28,7 +28,16 @@ export const MAX_LIMIT = 100;
  */
 export type FieldRef =
   | { kind: 'system'; name: SystemField; type: FieldType }
-  | { kind: 'value'; name: string; type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean };
+  | {
+      kind: 'value';
+      name: string;
+      type: FieldType;
+      indexed: boolean;
+      ready: boolean;
+      multiple?: boolean;
+      /** A rollup: its value is its index row's, not the record's. */
+      rollup?: boolean;
+    };
 
 export type Expr = { and: Expr[] } | { or: Expr[] } | { not: Expr } | { field: FieldRef; op: Op; value?: unknown };
 
@@ -106,7 +115,7 @@ export function opsFor(type: FieldType, system: SystemField | undefined, multipl
 /** The fields of the objects in view: one type per name, or `conflict` when objects disagree. */
 export type Catalog = Map<
   string,
-  { type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean } | 'conflict'
+  { type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean; rollup?: boolean } | 'conflict'
 >;
 
 /**
@@ -126,9 +135,16 @@ export function catalogOf(
       const multiple = field.type === 'reference' ? field.multiple === true : undefined;
       // A formula is queried as the type of what it yields.
       const type = valueType(field);
+      const rollup = field.type === 'rollup' ? true : undefined;
       if (known === undefined)
-        catalog.set(field.name, { type, indexed, ready, ...(multiple === undefined ? {} : { multiple }) });
-      else if (known === 'conflict' || known.type !== type || known.multiple !== multiple)
+        catalog.set(field.name, {
+          type,
+          indexed,
+          ready,
+          ...(multiple === undefined ? {} : { multiple }),
+          ...(rollup === undefined ? {} : { rollup }),
+        });
+      else if (known === 'conflict' || known.type !== type || known.multiple !== multiple || known.rollup !== rollup)
         catalog.set(field.name, 'conflict');
       else {
         known.indexed &&= indexed;
@@ -172,8 +188,16 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
     if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the objects in view');
     if (known === 'conflict')
       return void add(at, 'ambiguous_field', 'objects in view define this field with different types');
-    const { type, indexed, ready, multiple } = known;
-    return { kind: 'value', name, type, indexed, ready, ...(multiple === true ? { multiple } : {}) };
+    const { type, indexed, ready, multiple, rollup } = known;
+    return {
+      kind: 'value',
+      name,
+      type,
+      indexed,
+      ready,
+      ...(multiple === true ? { multiple } : {}),
+      ...(rollup === true ? { rollup } : {}),
+    };
   };
 
   let conditions = 0;

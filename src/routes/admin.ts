@@ -10,6 +10,8 @@ import {
   referenceChanges,
   formulaProblems,
   lookupNames,
+  readByRollups,
+  rollupProblems,
   lookupProblems,
   reservedNames,
   type ObjectDef,
@@ -388,12 +390,16 @@ async function definitionBody(
   const input = valid(parseObject(ObjectDefinitionInput, await readJson(request)), key);
   const shape = definitionProblems(input);
   if (shape.length > 0) throw invalidBody(shape);
-  const targets = input.fields.flatMap((field) => (field.target === undefined ? [] : [own(context, field.target)]));
-  const [existing, objects, history, hidden] = await Promise.all([
+  const targets = input.fields.flatMap((field) => [
+    ...(field.target === undefined ? [] : [own(context, field.target)]),
+    ...(field.from === undefined ? [] : [own(context, field.from.objectId)]),
+  ]);
+  const [existing, objects, history, hidden, readers] = await Promise.all([
     adminStore(context).existingWorkspaces(input.workspaceIds.map((id) => own(context, id))),
     adminStore(context).objects(targets),
     objectId === undefined ? [] : adminStore(context).fieldHistory(objectId),
     objectId === undefined ? [] : adminStore(context).hiddenFields(objectId),
+    objectId === undefined ? [] : adminStore(context).rollupReaders(objectId),
   ]);
   // A role that hides a field keeps it out of the name, which every member sees, and out of a
   // formula that role shows.
@@ -436,6 +442,8 @@ async function definitionBody(
     ...hiddenInputProblems(input.fields, hidden),
     ...lookupProblems(input, targetFields),
     ...lookupNames(history, input),
+    ...rollupProblems(input, targetFields, objectId),
+    ...readByRollups(readers, input),
   ];
   const problems = [...missing, ...unknownTargets, ...changed, ...reserved, ...formulas, ...shown];
   if (problems.length > 0) throw rejected(problems);

@@ -15,6 +15,7 @@ import { json } from '../http/respond.ts';
 import { feedItem } from '../domain/feed-item.ts';
 import { expandProblems } from '../domain/references.ts';
 import { withExpanded, withLookupValues } from './expand.ts';
+import { isReadElsewhere } from '../domain/definition.ts';
 import { storedCursorKey } from '../storage/cursor-key.ts';
 
 /**
@@ -65,20 +66,24 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   // With the definitions in view (same round trip): lookups and expands read them.
   const page = await context.lists.records(keyHash, workspaceId, filter, after.value, limit + 1, true);
   const caller = member(page.caller, workspaceId, []);
-  // A lookup is read when a record is answered: nothing stored can match it.
-  // (As the reader sees the objects: a lookup hidden from them is as a field that does not exist.)
-  const lookups = new Set(
+  // A lookup is read when a record is answered: nothing stored can match it. A rollup is kept
+  // apart from the record's values, which a list compares: a query filters it.
+  // (As the reader sees the objects: a field hidden from them is as a field that does not exist.)
+  const elsewhere = new Map(
     objectsInView(caller, workspaceId, page.objects).flatMap((def) =>
-      def.fields.filter((f) => f.type === 'lookup').map((f) => f.name),
+      def.fields.filter(isReadElsewhere).map((f) => [f.name, f.type] as const),
     ),
   );
-  const named = filter.fields.filter((field) => lookups.has(field.name));
+  const named = filter.fields.filter((field) => elsewhere.has(field.name));
   if (named.length > 0)
     throw rejected(
       named.map(({ name }) => ({
         query: `field.${name}`,
         code: 'not_filterable',
-        message: 'a lookup is read from the record it references: it cannot be filtered',
+        message:
+          elsewhere.get(name) === 'lookup'
+            ? 'a lookup is read from the record it references: it cannot be filtered'
+            : 'a rollup is filtered by a query (POST …/records/query), not a list',
       })),
     );
   if (isLimited(caller)) context.meter.hideRows();

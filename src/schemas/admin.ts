@@ -18,7 +18,11 @@ export const FIELD_TYPES = [
   'file',
   'formula',
   'lookup',
+  'rollup',
 ] as const;
+
+/** What a rollup field computes over the records that reference its record. */
+export const ROLLUP_OPS = ['count', 'sum', 'avg', 'min', 'max'] as const;
 
 /** What a formula field's expression yields. */
 export const FORMULA_RESULT_TYPES = ['number', 'text', 'boolean', 'date', 'datetime'] as const;
@@ -178,6 +182,33 @@ export const FieldDefinition = v.strictObject({
     v.pipe(
       v.picklist(FORMULA_RESULT_TYPES),
       v.description('A formula field only (required there): the type of what the expression yields.'),
+    ),
+  ),
+  from: v.exactOptional(
+    v.pipe(
+      v.strictObject({ objectId: Id, field: FieldName }),
+      v.description(
+        'A rollup field only (required there): the records it summarizes, those of object `objectId` that ' +
+          'reference this record by their reference field `field`. Every live one counts, whoever reads.',
+      ),
+    ),
+  ),
+  op: v.exactOptional(
+    v.pipe(
+      v.picklist(ROLLUP_OPS),
+      v.description(
+        'A rollup field only (required there): `count` the referencing records, or the `sum`, `avg`, `min` or ' +
+          '`max` of their number field `of`. Kept exact by every write of those records, without a new version ' +
+          'of this one; sorted and filtered by an index. With none: a count or sum is 0, the others have no value.',
+      ),
+    ),
+  ),
+  of: v.exactOptional(
+    v.pipe(
+      FieldName,
+      v.description(
+        "A rollup field other than a count (required there): a number or integer field of `from`'s object.",
+      ),
     ),
   ),
   unique: v.exactOptional(

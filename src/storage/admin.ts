@@ -1,6 +1,6 @@
 import type { ObjectRule, Role } from '../domain/access.ts';
 import { idRange } from '../domain/tenant.ts';
-import type { FieldDef, ObjectDef } from '../domain/definition.ts';
+import type { FieldDef, ObjectDef, RollupReader } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
 import { FORMULAS_BUILD } from './record-index.ts';
@@ -152,6 +152,19 @@ export class AdminStore {
       true,
     );
     return rows.map((row) => JSON.parse(row.fields) as FieldDef[]);
+  }
+
+  /** The rollups of other objects that read object `objectId`'s records. */
+  async rollupReaders(objectId: number): Promise<RollupReader[]> {
+    return this.all<RollupReader>(
+      this.db
+        .prepare(
+          `SELECT object_id AS objectId, name, from_field AS field, of FROM rollup_fields
+           WHERE from_object = ?1 AND object_id <> ?1`,
+        )
+        .bind(objectId),
+      true,
+    );
   }
 
   /** The current definitions of the objects of `ids` that exist, by id. One round trip. */

@@ -71,6 +71,9 @@ function located(sql: Sql, name: string): string {
  */
 export function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
+  // A rollup is kept in its index row (the record's own primary key), never in its values.
+  if (field.rollup === true)
+    return `(SELECT value FROM record_index WHERE record_id = r.id AND field = ${sql.param(field.name)})`;
   const raw = located(sql, field.name);
   // The key's expression names its value three times: the value is found once.
   return field.type === 'datetime' ? `(SELECT ${datetimeKey('d')} FROM (SELECT ${raw} AS d))` : raw;

@@ -47,7 +47,7 @@ const indexedOf = (delta: number): string => `(SELECT json_group_array(json_arra
 // Only a version that changes which fields are indexed (or how) touches the index.
 const CHANGED = `${indexedOf(0)} IS NOT ${indexedOf(-1)}`;
 // Rows of fields the object's current definition no longer indexes.
-const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED}
+const DROP = `DELETE FROM record_index WHERE object_id = ?1 AND ${CHANGED} AND role <> 4
   AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1)`;
 /** The fields (`f`) the previous version did not index as `[name, type(, unique)]` the same way. */
 const NEW_IN = (compared: string): string => `NOT EXISTS (SELECT 1 FROM json_each(${indexedOf(-1)}) p
@@ -118,6 +118,41 @@ const FORMULAS_DUE = `INSERT INTO index_builds (object_id, field, after_record_i
   WHERE ${fieldsOf(0, `f.value ->> '$.type' = 'formula'`)} <> '[]' AND ${fieldsOf(0)} IS NOT ${fieldsOf(-1)}
   ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
 
+/** The rollup fields (name, object, reference, op, number) of version `current_version + delta` of object ?1. */
+const rollupsOf = (delta: number): string => `(SELECT json_group_array(json_array(f.value ->> '$.name',
+    f.value ->> '$.from.objectId', f.value ->> '$.from.field', f.value ->> '$.op', f.value ->> '$.of'))
+  FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
+    json_each(v.fields) f
+  WHERE o.id = ?1 AND f.value ->> '$.type' = 'rollup')`;
+/** The rollup fields of object ?1 that its new version computes as the last one did. */
+const ROLLUPS_KEPT = `SELECT c.value ->> 0 FROM json_each(${rollupsOf(0)}) c
+  WHERE EXISTS (SELECT 1 FROM json_each(${rollupsOf(-1)}) p WHERE p.value = c.value)`;
+// A rollup's rows (role 4) go with it, or when it computes another way: then it is computed again.
+const ROLLUPS_DROP = `DELETE FROM record_index WHERE object_id = ?1 AND role = 4 AND field NOT IN (${ROLLUPS_KEPT})`;
+/**
+ * A new or changed rollup is computed for every record of the object, in the definition's own
+ * transaction, from the live records referencing each (`record_refs`): how many count (every one
+ * for a count, else those holding a number), their numbers' sum, least and greatest. Writes keep
+ * it from then on (the triggers of migration 0029).
+ */
+const ROLLUPS_BUILD = `INSERT INTO record_index (record_id, field, object_id, value, unique_key, live, role, n, total)
+  SELECT id, name, ?1, CASE op WHEN 'count' THEN a ->> 0 WHEN 'sum' THEN a ->> 1
+      WHEN 'avg' THEN CASE WHEN a ->> 0 > 0 THEN (a ->> 1) * 1.0 / (a ->> 0) END
+      WHEN 'min' THEN a ->> 2 WHEN 'max' THEN a ->> 3 END, NULL, 1, 4, a ->> 0, a ->> 1
+  FROM (SELECT t.id, rf.name, rf.op, (SELECT json_array(coalesce(sum(counted), 0), coalesce(sum(num), 0), min(num),
+        max(num))
+      FROM (SELECT CASE WHEN typeof(v) IN ('integer', 'real') THEN v END AS num,
+          rf.op = 'count' OR typeof(v) IN ('integer', 'real') AS counted
+        FROM (SELECT (SELECT y.value ->> '$.value' FROM json_each(x.field_values) y
+            WHERE y.value ->> '$.fieldName' = rf.of) AS v
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = t.id AND r.object_id = rf.from_object AND r.field = rf.from_field AND r.live = 1))) AS a
+    FROM records t JOIN rollup_fields rf ON rf.object_id = t.object_id
+    WHERE t.object_id = ?1 AND rf.name NOT IN (${ROLLUPS_KEPT}))
+  WHERE true
+  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = NULL, live = 1, role = 4,
+    n = excluded.n, total = excluded.total`;
+
 /**
  * The statements that make the index follow the object's current definition (after its new
  * version is in), in the definition's own transaction: nothing, unless the new version changes
@@ -126,7 +161,9 @@ const FORMULAS_DUE = `INSERT INTO index_builds (object_id, field, after_record_i
  */
 export function reindexObject(db: D1, objectId: number, now: number): D1PreparedStatement[] {
   return [
-    ...[DROP, BUILD_UNIQUE, UNCLAIM, ROLES, CANCEL].map((sql) => db.prepare(sql).bind(objectId)),
+    ...[DROP, BUILD_UNIQUE, UNCLAIM, ROLES, CANCEL, ROLLUPS_DROP, ROLLUPS_BUILD].map((sql) =>
+      db.prepare(sql).bind(objectId),
+    ),
     db.prepare(DUE).bind(objectId, now),
     db.prepare(FORMULAS_DUE).bind(objectId, now),
   ];

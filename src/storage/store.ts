@@ -39,7 +39,7 @@ export interface ObjectRow {
   workspace_ids: string;
 }
 
-export type RecordReadRow = RecordRow & { shared_workspace_ids: string; keyed?: number };
+export type RecordReadRow = RecordRow & { shared_workspace_ids: string; keyed?: number; rollups?: string };
 
 /**
  * Records read from D1 whose row holds its keys (every record but one written before records had
@@ -48,6 +48,12 @@ export type RecordReadRow = RecordRow & { shared_workspace_ids: string; keyed?: 
  * here (one that crossed an object call, say) gets its keys computed.
  */
 export const keyedRecords = new WeakSet<RecordOut>();
+
+/**
+ * The rollups of records as read with them, by field name: what a read shows (`withRollups`). They
+ * stay beside the record, never in its values, so no write stores them.
+ */
+export const rollupsRead = new WeakMap<RecordOut, Readonly<Record<string, unknown>>>();
 
 export interface RecordContext {
   caller: Caller | undefined;
@@ -181,7 +187,8 @@ const SHARED_WORKSPACES = `(SELECT json_group_array(workspace_id) FROM
 // values, for a record of text) are for SQL to compare, never for an answer.
 export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.field_values, r.creation_type, r.version,
   r.deleted, r.owned_by, r.created_at, r.created_by, r.updated_at, r.updated_by, r.is_template,
-  r.folds IS NOT NULL AS keyed, ${SHARED_WORKSPACES}`;
+  r.folds IS NOT NULL AS keyed, ${SHARED_WORKSPACES},
+  (SELECT json_group_object(field, value) FROM record_index WHERE record_id = r.id AND role = 4) AS rollups`;
 
 const RECORDS = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
@@ -390,6 +397,8 @@ export function recordsOf(rows: readonly RecordReadRow[]): RecordOut[] {
   return rows.map((row) => {
     const record = toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]);
     if (row.keyed === 1) keyedRecords.add(record);
+    if (row.rollups !== undefined && row.rollups !== '{}')
+      rollupsRead.set(record, JSON.parse(row.rollups) as Record<string, unknown>);
     return record;
   });
 }

@@ -77,7 +77,7 @@ export const TENANT_TABLES: readonly TenantTable[] = [
   table('record_workspaces', 'record_id, workspace_id', 'record_id, workspace_id'),
   table('name_terms', 'workspace_id, term, record_id', 'workspace_id, term, record_id'),
   table('record_sort', 'workspace_id, key, value, record_id', 'workspace_id, key, value, record_id'),
-  table('record_index', 'record_id, field', 'record_id, field, object_id, value, unique_key, live, role'),
+  table('record_index', 'record_id, field', 'record_id, field, object_id, value, unique_key, live, role, n, total'),
   table(
     'record_referrers',
     'workspace_id, target_id, object_id, field, record_id',

@@ -134,6 +134,8 @@ const cases: Record<
   },
   // A lookup holds none of its own.
   lookup: { accepts: [], rejects: [['x', 'invalid_value']] },
+  // Nor does a rollup: what it shows is kept from other records.
+  rollup: { accepts: [], rejects: [[3, 'invalid_value']] },
   // A formula's values are those of its result type (text here: the field names none).
   formula: {
     accepts: ['computed', ''],

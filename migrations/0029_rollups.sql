@@ -1,0 +1,148 @@
+-- Rollup fields: a record's count, sum, average, minimum or maximum over the live records that
+-- reference it by one reference field (of one object), kept in each write's own transaction
+-- without a new version of the record. A record's rollup is a row of `record_index` (role 4: no
+-- kept total reads it), so it is sorted and filtered by the keys the index triggers keep, and a
+-- tenant's move copies it. `n` is how many referencing records count (for a count every one, else
+-- those holding a number) and `total` their sum; `value` is what the field shows.
+ALTER TABLE record_index ADD COLUMN n INTEGER;
+ALTER TABLE record_index ADD COLUMN total ANY;
+
+-- 1. The rollup fields of current definitions, by the reference they follow: only those of a
+-- reference field that references their object (kept by every definition that changes it).
+CREATE VIEW rollup_fields AS
+  SELECT rt.target AS object_id, f.value ->> '$.name' AS name, f.value ->> '$.op' AS op,
+    rt.object_id AS from_object, rt.field AS from_field, f.value ->> '$.of' AS of
+  FROM reference_targets rt JOIN objects o ON o.id = rt.target
+    JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version, json_each(v.fields) f
+  WHERE f.value ->> '$.type' = 'rollup' AND f.value ->> '$.from.objectId' = rt.object_id
+    AND f.value ->> '$.from.field' = rt.field;
+
+-- 2. A record starts with its rollups empty: a count and a sum 0, the others no value.
+CREATE TRIGGER rollups_of_new_record AFTER INSERT ON records
+WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 + 1)
+BEGIN
+  INSERT INTO record_index (record_id, field, object_id, value, unique_key, live, role, n, total)
+  SELECT NEW.id, name, NEW.object_id, CASE WHEN op IN ('count', 'sum') THEN 0 END, NULL, 1, 4, 0, 0
+  FROM rollup_fields WHERE object_id = NEW.object_id
+  ON CONFLICT (record_id, field) DO NOTHING;
+END;
+
+-- 3. A referencing record written moves its part between the records it referenced and those it
+-- references now: -1 for each of the old state (when live), +1 for each of the new, and a record
+-- whose part did not change is left alone. A count and a sum change by the difference; a minimum
+-- or maximum takes a new value at once, and is read again from the referencing records only when
+-- the value that held it leaves (the others as they stand, and this record's new part).
+CREATE TRIGGER rollups_on_insert AFTER INSERT ON records
+WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 + 1)
+  AND EXISTS (SELECT 1 FROM rollup_fields WHERE from_object = NEW.object_id)
+  AND NEW.deleted = 0
+BEGIN
+  UPDATE record_index SET n = record_index.n + d.dn,
+    total = CASE WHEN record_index.n + d.dn = 0 THEN 0 ELSE record_index.total + d.dt END,
+    value = CASE d.op
+      WHEN 'count' THEN record_index.n + d.dn
+      WHEN 'sum' THEN CASE WHEN record_index.n + d.dn = 0 THEN 0 ELSE record_index.total + d.dt END
+      WHEN 'avg' THEN CASE WHEN record_index.n + d.dn > 0
+        THEN (record_index.total + d.dt) * 1.0 / (record_index.n + d.dn) END
+      WHEN 'min' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
+        ELSE min(coalesce(record_index.value, d.lo), coalesce(d.lo, record_index.value)) END
+      WHEN 'max' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
+        ELSE max(coalesce(record_index.value, d.hi), coalesce(d.hi, record_index.value)) END
+    END
+  FROM (SELECT c.name, c.op, c.target, sum(c.counted) AS dn, sum(CASE WHEN c.number THEN c.v ELSE 0 END) AS dt,
+      min(CASE WHEN c.number THEN c.v END) AS lo, max(CASE WHEN c.number THEN c.v END) AS hi
+    FROM (SELECT *, typeof(v) IN ('integer', 'real') AS number, op = 'count' OR typeof(v) IN ('integer', 'real')
+        AS counted
+      FROM (SELECT rf.name, rf.op, t.value AS target, (SELECT x.value ->> '$.value' FROM json_each(NEW.field_values) x
+          WHERE x.value ->> '$.fieldName' = rf.of) AS v
+        FROM rollup_fields rf JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = rf.from_field,
+          json_each(e.value, '$.value') t
+        WHERE rf.from_object = NEW.object_id)) c
+    GROUP BY c.name, c.op, c.target) d
+  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4;
+END;
+
+CREATE TRIGGER rollups_on_update AFTER UPDATE OF field_values, deleted ON records
+WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 + 1)
+  AND (NEW.field_values IS NOT OLD.field_values OR NEW.deleted IS NOT OLD.deleted)
+  AND EXISTS (SELECT 1 FROM rollup_fields WHERE from_object = NEW.object_id)
+BEGIN
+  UPDATE record_index SET n = record_index.n + d.dn,
+    total = CASE WHEN record_index.n + d.dn = 0 THEN 0 ELSE record_index.total + d.dt END,
+    value = CASE d.op
+      WHEN 'count' THEN record_index.n + d.dn
+      WHEN 'sum' THEN CASE WHEN record_index.n + d.dn = 0 THEN 0 ELSE record_index.total + d.dt END
+      WHEN 'avg' THEN CASE WHEN record_index.n + d.dn > 0
+        THEN (record_index.total + d.dt) * 1.0 / (record_index.n + d.dn) END
+      WHEN 'min' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
+        WHEN d.gone_lo IS NOT NULL AND d.gone_lo <= record_index.value THEN (SELECT min(v) FROM (
+          SELECT (SELECT y.value ->> '$.value' FROM json_each(x.field_values) y
+            WHERE y.value ->> '$.fieldName' = d.of) AS v
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = d.target AND r.object_id = NEW.object_id AND r.field = d.from_field AND r.live = 1
+            AND r.record_id <> NEW.id
+          UNION ALL SELECT d.lo) WHERE typeof(v) IN ('integer', 'real'))
+        ELSE min(coalesce(record_index.value, d.lo), coalesce(d.lo, record_index.value)) END
+      WHEN 'max' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
+        WHEN d.gone_hi IS NOT NULL AND d.gone_hi >= record_index.value THEN (SELECT max(v) FROM (
+          SELECT (SELECT y.value ->> '$.value' FROM json_each(x.field_values) y
+            WHERE y.value ->> '$.fieldName' = d.of) AS v
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = d.target AND r.object_id = NEW.object_id AND r.field = d.from_field AND r.live = 1
+            AND r.record_id <> NEW.id
+          UNION ALL SELECT d.hi) WHERE typeof(v) IN ('integer', 'real'))
+        ELSE max(coalesce(record_index.value, d.hi), coalesce(d.hi, record_index.value)) END
+    END
+  FROM (SELECT c.name, c.op, c.of, c.from_field, c.target, sum(c.sign * c.counted) AS dn,
+      sum(CASE WHEN c.number THEN c.sign * c.v ELSE 0 END) AS dt,
+      min(CASE WHEN c.number AND c.sign = 1 THEN c.v END) AS lo,
+      max(CASE WHEN c.number AND c.sign = 1 THEN c.v END) AS hi,
+      min(CASE WHEN c.number AND c.sign = -1 THEN c.v END) AS gone_lo,
+      max(CASE WHEN c.number AND c.sign = -1 THEN c.v END) AS gone_hi,
+      count(*) AS parts
+    FROM (SELECT *, typeof(v) IN ('integer', 'real') AS number, op = 'count' OR typeof(v) IN ('integer', 'real')
+        AS counted
+      FROM (SELECT rf.name, rf.op, rf.of, rf.from_field, t.value AS target, s.sign,
+          (SELECT x.value ->> '$.value' FROM json_each(s.vs) x WHERE x.value ->> '$.fieldName' = rf.of) AS v
+        FROM rollup_fields rf,
+          (SELECT -1 AS sign, OLD.field_values AS vs WHERE OLD.deleted = 0
+            UNION ALL SELECT 1, NEW.field_values WHERE NEW.deleted = 0) s,
+          json_each(s.vs) e, json_each(e.value, '$.value') t
+        WHERE rf.from_object = NEW.object_id AND e.value ->> '$.fieldName' = rf.from_field)) c
+    GROUP BY c.name, c.op, c.of, c.from_field, c.target) d
+  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4
+    -- The same part before and after (the same value, or no number of a count): nothing to do.
+    AND NOT (d.parts = 2 AND d.dn = 0 AND (d.op = 'count' OR d.lo IS d.gone_lo));
+END;
+
+-- 4. Nothing else writes a rollup's rows but a definition (storage/record-index.ts computes a new or
+-- changed rollup for every record there): the index's own upkeep leaves them alone.
+DROP TRIGGER record_index_on_update;
+CREATE TRIGGER record_index_on_update AFTER UPDATE OF field_values, deleted ON records
+WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 + 1)
+  AND (NEW.field_values IS NOT OLD.field_values OR NEW.deleted IS NOT OLD.deleted)
+BEGIN
+  DELETE FROM record_index WHERE record_id = NEW.id AND role <> 4 AND field IN (
+    SELECT o.value ->> '$.fieldName' FROM json_each(OLD.field_values) o
+    WHERE NOT EXISTS (SELECT 1 FROM json_each(NEW.field_values) n
+      WHERE n.value ->> '$.fieldName' = o.value ->> '$.fieldName'));
+  INSERT INTO record_index (record_id, field, object_id, value, unique_key, live, role)
+  SELECT NEW.id, name, NEW.object_id, value, CASE WHEN is_unique AND NOT NEW.deleted
+      THEN CASE WHEN type IN ('text', 'email') THEN coalesce(NEW.folds ->> ('$.' || name), lower(value))
+        ELSE value END END,
+      1 - NEW.deleted, CASE WHEN type IN ('select', 'boolean', 'text', 'email', 'integer', 'reference', 'date')
+          AND NOT is_unique THEN 1 ELSE 0 END
+        + CASE WHEN type IN ('number', 'integer') THEN 2 ELSE 0 END
+  FROM (SELECT f.name, f.type, f.is_unique, CASE f.type WHEN 'datetime' THEN CAST(round(1000 * coalesce(
+        unixepoch(upper(e.value ->> '$.value'), 'subsec'),
+        unixepoch(upper(substr(e.value ->> '$.value', 1, 17) || '59' || substr(e.value ->> '$.value', 20)),
+          'subsec') + 1
+      )) AS INTEGER) ELSE e.value ->> '$.value' END AS value
+    FROM index_fields f JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = f.name
+    WHERE f.object_id = NEW.object_id AND (NEW.deleted IS NOT OLD.deleted OR NOT EXISTS (
+      SELECT 1 FROM json_each(OLD.field_values) o
+      WHERE o.value ->> '$.fieldName' = f.name AND o.value -> '$.value' IS e.value -> '$.value')))
+  WHERE true
+  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = excluded.unique_key,
+    live = excluded.live, role = excluded.role;
+END;
