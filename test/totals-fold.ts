@@ -17,9 +17,9 @@ export const RECORD_ROWS = `SELECT w.workspace_id AS ws, r.object_id AS object, 
 export const KEPT_ROWS = `SELECT workspace_id AS ws, object_id AS object, field, value, records, counts, sums
   FROM record_totals WHERE workspace_id >= ?1 AND workspace_id < ?2`;
 
-/** The SQL of index rows whose `live` differs from their record's. */
+/** The SQL of index rows whose `live` differs from their record's (a rollup's row, kept apart, has none). */
 export const STALE_ROWS = `SELECT count(*) AS n FROM record_index i JOIN records r ON r.id = i.record_id
-  WHERE i.live = r.deleted AND r.id >= ?1 AND r.id < ?2`;
+  WHERE i.live = r.deleted AND i.role <> 4 AND r.id >= ?1 AND r.id < ?2`;
 
 export interface RecordRow {
   ws: number;

@@ -93,6 +93,8 @@ interface Tenant {
   records: number[];
   /** The records that Sim records reference: companies. */
   companies: number[];
+  /** Their object, whose rollups count the records holding each by `company` and by `partners`. */
+  companyObjectId: number;
   /** The reference fields of every object. */
   referenceFields: ReferenceField[];
 }
@@ -212,6 +214,25 @@ async function populate(
     );
     if (made.status !== 201) throw new Error(`setup: create answered ${made.status} ${made.text}`);
     const companies = (made.body as { record: { id: number } }[]).map((item) => item.record.id);
+    // Each company counts the live records holding it, by each reference: computed for the
+    // companies already made, then kept by every write however it fails, restarts or moves.
+    const byReference = (name: string, field: string) => ({
+      name,
+      type: 'rollup',
+      from: { objectId: object.id, field },
+      op: 'count',
+    });
+    const counted = await admin('PUT', `/admin/objects/${company.id}`, {
+      name: 'SimCompany',
+      workspaceIds: [workspace.id],
+      nameTemplate: '{title}',
+      fields: [
+        { name: 'title', type: 'text' },
+        byReference('holders', 'company'),
+        byReference('partnered', 'partners'),
+      ],
+    });
+    if (counted.fields === undefined) throw new Error(`setup: rollups answered ${JSON.stringify(counted)}`);
     // The first record holds a company, the second two partners, the third another company.
     const links: FieldValue[][] = [
       [{ fieldName: 'company', value: companies[0] }],
@@ -255,6 +276,7 @@ async function populate(
       objectId: object.id as number,
       records: (created.body as { record: { id: number } }[]).map((item) => item.record.id),
       companies,
+      companyObjectId: company.id as number,
       referenceFields: [
         { objectId: object.id, name: 'company', target: company.id, multiple: false, onDelete: 'restrict' },
         { objectId: object.id, name: 'partners', target: company.id, multiple: true, onDelete: 'keep' },
@@ -844,7 +866,7 @@ function checkTenant(tenant: Tenant, feed: readonly any[], attempts: readonly At
       violations.push(`record ${record.id}: the feed's fold differs from the stored record`);
   }
   violations.push(...checkKeys(tenant), ...checkReferences(tenant), ...referencesInFeed(feed, referenceFields));
-  violations.push(...checkTotals(tenant));
+  violations.push(...checkTotals(tenant), ...checkRollups(tenant));
   violations.push(...checkAnswers(attempts), ...checkLifecycle(feed, attempts, setupEnd));
   return violations;
 }
@@ -863,6 +885,54 @@ function checkTotals(tenant: Tenant): string[] {
     ...(stale === 0 ? [] : [`${stale} index rows say their record is live when it is not, or not when it is`]),
     ...totalsDiffer(records, kept),
   ];
+}
+
+/**
+ * Each company's rollups equal a count of the live records holding it (by `company`, by
+ * `partners`), and its sort key of each in every workspace holds that count.
+ */
+function checkRollups(tenant: Tenant): string[] {
+  const [lo, hi] = blockOf(tenant);
+  const { db } = tenant.d1;
+  const records = db
+    .prepare('SELECT field_values FROM records WHERE object_id = ? AND deleted = 0 AND id >= ? AND id < ?')
+    .all(tenant.objectId, lo, hi) as { field_values: string }[];
+  const expected = new Map<string, number>();
+  for (const row of records) {
+    const values = JSON.parse(row.field_values) as FieldValue[];
+    for (const [rollup, field] of [
+      ['holders', 'company'],
+      ['partnered', 'partners'],
+    ] as const)
+      for (const id of idsOf(values.find((v) => v.fieldName === field)?.value))
+        expected.set(`${id}/${rollup}`, (expected.get(`${id}/${rollup}`) ?? 0) + 1);
+  }
+  const kept = db
+    .prepare(
+      `SELECT i.record_id AS id, i.field, i.value,
+         (SELECT json_group_array(s.value) FROM record_sort s WHERE s.record_id = i.record_id
+           AND s.key = 'f:' || i.field) AS keys,
+         (SELECT count(*) FROM record_workspaces w WHERE w.record_id = i.record_id) AS workspaces
+       FROM records r JOIN record_index i ON i.record_id = r.id AND i.role = 4
+       WHERE r.object_id = ? AND r.id >= ? AND r.id < ?`,
+    )
+    .all(tenant.companyObjectId, lo, hi) as {
+    id: number;
+    field: string;
+    value: number;
+    keys: string;
+    workspaces: number;
+  }[];
+  const violations: string[] = [];
+  if (kept.length !== 2 * tenant.companies.length) violations.push(`${kept.length} rollup rows of companies`);
+  for (const row of kept) {
+    const count = expected.get(`${row.id}/${row.field}`) ?? 0;
+    if (row.value !== count) violations.push(`company ${row.id}: ${row.field} is ${row.value}, its holders ${count}`);
+    const keys = JSON.parse(row.keys) as number[];
+    if (keys.length !== row.workspaces || keys.some((key) => key !== count))
+      violations.push(`company ${row.id}: its sort keys of ${row.field} are ${row.keys}, not ${count}`);
+  }
+  return violations;
 }
 
 /** A 503 that says the write may have committed (as opposed to "busy, nothing was written"). */
@@ -904,9 +974,10 @@ function checkKeys({ d1, referenceFields, ...tenant }: Tenant): string[] {
          (SELECT json_group_array(json_array(workspace_id, term)) FROM (SELECT workspace_id, term FROM name_terms t
            WHERE t.record_id = r.id ORDER BY workspace_id, term)) AS entries,
          (SELECT json_group_array(json_array(workspace_id, key, value)) FROM (SELECT workspace_id, key, value
-           FROM record_sort s WHERE s.record_id = r.id ORDER BY workspace_id, key, value)) AS sorts,
+           FROM record_sort s WHERE s.record_id = r.id AND s.key NOT IN ('f:holders', 'f:partnered')
+           ORDER BY workspace_id, key, value)) AS sorts,
          (SELECT json_group_array(json_array(field, unique_key)) FROM (SELECT field, unique_key FROM record_index i
-           WHERE i.record_id = r.id ORDER BY field)) AS indexed
+           WHERE i.record_id = r.id AND i.role <> 4 ORDER BY field)) AS indexed
        FROM records r WHERE r.id >= ? AND r.id < ? ORDER BY r.id`,
     )
     .all(...blockOf({ d1, referenceFields, ...tenant })) as Record<string, string | number>[];
