@@ -90,6 +90,15 @@ const definitionInput = {
 };
 
 const definition = { id: 1, version: 1, ...definitionInput };
+/** The next version: rollups of the deals (object 3) whose `contact` references each contact. */
+const definitionWithRollups = {
+  ...definitionInput,
+  fields: [
+    ...definitionInput.fields,
+    { name: 'deals', type: 'rollup', from: { objectId: 3, field: 'contact' }, op: 'count' },
+    { name: 'dealTotal', type: 'rollup', from: { objectId: 3, field: 'contact' }, op: 'sum', of: 'amount' },
+  ],
+};
 const stagePatch = { fieldValues: [{ fieldName: 'stage', value: 'customer' }] };
 const cursor = 'Mg.xO5v0mXHj8Qm3n1wXb2pXg';
 const tenant = { id: 2, name: 'Acme', database: 'DB_2', status: 'active', createdAt: AT };
@@ -331,7 +340,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   deleteMember: {},
   createObject: { request: definitionInput, response: definition },
   listObjects: { response: { items: [definition], nextCursor: null } },
-  updateObject: { request: definitionInput, response: { ...definition, version: 2 } },
+  updateObject: { request: definitionWithRollups, response: { id: 1, version: 2, ...definitionWithRollups } },
   getObject: { response: definition },
   getObjectVersion: { response: definition },
   createRole: { request: roleInput, response: role },
