@@ -677,6 +677,17 @@ describe('/console over HTTP', () => {
           { name: 'buyerName', type: 'lookup', reference: 'buyer', field: 'who' },
         ],
       });
+      // Each customer sums up the orders referencing it.
+      const spent = await call('PUT', `/admin/objects/${customer.id}`, ADMIN, {
+        name: 'Customer',
+        workspaceIds: [ws],
+        nameTemplate: '{who}',
+        fields: [
+          { name: 'who', type: 'text' },
+          { name: 'spent', type: 'rollup', from: { objectId: object.id, field: 'buyer' }, op: 'sum', of: 'price' },
+        ],
+      });
+      expect(spent.version).toBe(2);
       const grace = await create(fay.key, customer.id, [fv('who', 'Grace')]);
       const made = await create(fay.key, object.id, [
         fv('item', 'Lamp'),
@@ -736,6 +747,13 @@ describe('/console over HTTP', () => {
             const label = document.querySelector('label[for="field-buyerName"]').textContent;
             return [e.value, e.readOnly, e.disabled, label]; })()`),
         ).toEqual(['Grace', true, true, 'buyerName (lookup)']);
+        // A rollup shows what the records referencing this one sum up to, read-only too.
+        await page.evaluate(`location.hash = '#/records/${grace.id}'`);
+        await page.waitFor(`document.querySelector('#field-spent')?.value === '4.5'`, 'the sum of orders');
+        expect(
+          await page.evaluate(`(() => { const e = document.querySelector('#field-spent');
+            return [e.readOnly, e.disabled, document.querySelector('label[for="field-spent"]').textContent]; })()`),
+        ).toEqual([true, true, 'spent (rollup)']);
       } finally {
         await page.close();
       }
@@ -821,6 +839,7 @@ describe('/console over HTTP', () => {
           ['file', { multiple: true }],
           ['formula', { expression: 'size * 2', resultType: 'number' }],
           ['lookup', { reference: 'parent', lookupField: 'title' }],
+          ['rollup', { from: 'Sample', fromField: 'parent', op: 'sum', of: 'size' }],
         ];
         for (const [type, settings] of kinds) {
           const flags = { required: false, indexed: false, unique: false, multiple: false };
@@ -843,6 +862,13 @@ describe('/console over HTTP', () => {
           expect.objectContaining({ name: 'a_file', type: 'file', multiple: true }),
           expect.objectContaining({ name: 'a_formula', type: 'formula', expression: 'size * 2', resultType: 'number' }),
           expect.objectContaining({ name: 'a_lookup', type: 'lookup', reference: 'parent', field: 'title' }),
+          expect.objectContaining({
+            name: 'a_rollup',
+            type: 'rollup',
+            from: { objectId: sample.id, field: 'parent' },
+            op: 'sum',
+            of: 'size',
+          }),
         ]);
         await page.evaluate(`document.querySelector('button[aria-label="Show keys of Lee"]').click()`);
         await page.waitFor(`document.querySelector('button[aria-label^="Revoke key"]')`, "Lee's key");
