@@ -52,6 +52,11 @@ const NARROW = 1000;
  * a count reads rows bounded like a page's, however few records match.
  */
 export const COUNT_SCAN = 20_000;
+/**
+ * Records of the objects a query requires that SQL orders for a sort, at most, when the walk of
+ * the workspace's key meets too few of them to fill a page (other objects' records come first).
+ */
+const SORTED_OBJECTS = 20_000;
 
 /** The system fields each workspace keeps a sort key of (`record_sort.key`). */
 const SORT_KEYS: Partial<Record<SystemField, string>> = { createdAt: 'c', updatedAt: 'u', name: 'n' };
@@ -378,8 +383,13 @@ export class Queries {
       if (keyed !== undefined && (plan === undefined || !plan.few)) {
         // An `eq` or a range of the sorted key bounds its own walk: the walk reads by the page.
         const few = await this.fewCandidates(workspaceId, query, plan, keyed.name);
-        if (few === undefined) return this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
-        return this.sortedPage(workspaceId, query, plan, at, since, few);
+        if (few !== undefined) return this.sortedPage(workspaceId, query, plan, at, since, few);
+        const page = await this.keyedPage(workspaceId, query, plan, keyed, desc, at, since);
+        if (page.records.length === query.limit || page.next === undefined || at?.length === 1) return page;
+        // The walk's bound cut the page short: along the key, other objects' records outnumber the
+        // one it requires. SQL orders that object's records instead, when they are not too many.
+        const sparse = await this.objectRecords(workspaceId, query);
+        return sparse === undefined ? page : this.sortedPage(workspaceId, query, plan, at, since, sparse);
       }
       // A walk begun on a field's keys goes on here while its index is built again (its type
       // changed): the start of its records without a value is the same place in this order.
@@ -455,6 +465,25 @@ export class Queries {
       if (n < NARROW && (best === undefined || n < best.n)) best = { walk: option.walk, n };
     });
     return best?.walk;
+  }
+
+  /**
+   * The live records of the objects a query requires (`objectsOf`), as candidates for SQL to order,
+   * when their kept totals count at most SORTED_OBJECTS of them. One round trip, one row an object.
+   */
+  private async objectRecords(workspaceId: number, query: Query): Promise<((sql: Sql) => string) | undefined> {
+    const objects = objectsOf(query);
+    if (objects === undefined || query.namesDeleted) return undefined;
+    const [row] = await this.read([
+      this.db
+        .prepare(
+          `SELECT coalesce(sum(records), 0) AS n FROM record_totals WHERE workspace_id = ?1 AND field = ''
+             AND value = '' AND object_id IN (SELECT value FROM json_each(?2))`,
+        )
+        .bind(workspaceId, JSON.stringify(objects)),
+    ]);
+    const n = (row?.results[0] as { n: number } | undefined)?.n ?? Infinity;
+    return n <= SORTED_OBJECTS ? (sql) => `${workspaceWalk(sql, query, false, undefined)} c` : undefined;
   }
 
   /** The newest change's number of the workspace's tenant (its block of numbers): a walk's start. */
