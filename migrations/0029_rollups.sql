@@ -29,9 +29,11 @@ END;
 
 -- 3. A referencing record written moves its part between the records it referenced and those it
 -- references now: -1 for each of the old state (when live), +1 for each of the new, and a record
--- whose part did not change is left alone. A count and a sum change by the difference; a minimum
--- or maximum takes a new value at once, and is read again from the referencing records only when
--- the value that held it leaves (the others as they stand, and this record's new part).
+-- whose part did not change is left alone. Its part is a JSON number of the field `of` (a boolean
+-- or a text kept from before the field's type changed is none). A count and a sum of whole numbers
+-- change by the difference; a sum holding decimals is added up again when a number leaves it (a
+-- difference of doubles would keep the rounding of what left), as a minimum or maximum is when
+-- the value holding it leaves: from the others as they stand, and this record's new part.
 CREATE TRIGGER rollups_on_insert AFTER INSERT ON records
 WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 + 1)
   AND EXISTS (SELECT 1 FROM rollup_fields WHERE from_object = NEW.object_id)
@@ -49,12 +51,12 @@ BEGIN
       WHEN 'max' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
         ELSE max(coalesce(record_index.value, d.hi), coalesce(d.hi, record_index.value)) END
     END
-  FROM (SELECT c.name, c.op, c.target, sum(c.counted) AS dn, sum(CASE WHEN c.number THEN c.v ELSE 0 END) AS dt,
-      min(CASE WHEN c.number THEN c.v END) AS lo, max(CASE WHEN c.number THEN c.v END) AS hi
-    FROM (SELECT *, typeof(v) IN ('integer', 'real') AS number, op = 'count' OR typeof(v) IN ('integer', 'real')
-        AS counted
-      FROM (SELECT rf.name, rf.op, t.value AS target, (SELECT x.value ->> '$.value' FROM json_each(NEW.field_values) x
-          WHERE x.value ->> '$.fieldName' = rf.of) AS v
+  FROM (SELECT c.name, c.op, c.target, sum(c.counted) AS dn, sum(coalesce(c.v, 0)) AS dt, min(c.v) AS lo,
+      max(c.v) AS hi
+    FROM (SELECT *, op = 'count' OR v IS NOT NULL AS counted
+      FROM (SELECT rf.name, rf.op, t.value AS target,
+          (SELECT CASE WHEN json_type(x.value, '$.value') IN ('integer', 'real') THEN x.value ->> '$.value' END
+            FROM json_each(NEW.field_values) x WHERE x.value ->> '$.fieldName' = rf.of) AS v
         FROM rollup_fields rf JOIN json_each(NEW.field_values) e ON e.value ->> '$.fieldName' = rf.from_field,
           json_each(e.value, '$.value') t
         WHERE rf.from_object = NEW.object_id)) c
@@ -67,52 +69,64 @@ WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 +
   AND (NEW.field_values IS NOT OLD.field_values OR NEW.deleted IS NOT OLD.deleted)
   AND EXISTS (SELECT 1 FROM rollup_fields WHERE from_object = NEW.object_id)
 BEGIN
-  UPDATE record_index SET n = record_index.n + d.dn,
-    total = CASE WHEN record_index.n + d.dn = 0 THEN 0 ELSE record_index.total + d.dt END,
+  UPDATE record_index SET n = record_index.n + d.dn, total = d.total,
     value = CASE d.op
       WHEN 'count' THEN record_index.n + d.dn
-      WHEN 'sum' THEN CASE WHEN record_index.n + d.dn = 0 THEN 0 ELSE record_index.total + d.dt END
-      WHEN 'avg' THEN CASE WHEN record_index.n + d.dn > 0
-        THEN (record_index.total + d.dt) * 1.0 / (record_index.n + d.dn) END
-      WHEN 'min' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
-        WHEN d.gone_lo IS NOT NULL AND d.gone_lo <= record_index.value THEN (SELECT min(v) FROM (
-          SELECT (SELECT y.value ->> '$.value' FROM json_each(x.field_values) y
-            WHERE y.value ->> '$.fieldName' = d.of) AS v
-          FROM record_refs r JOIN records x ON x.id = r.record_id
-          WHERE r.target_id = d.target AND r.object_id = NEW.object_id AND r.field = d.from_field AND r.live = 1
-            AND r.record_id <> NEW.id
-          UNION ALL SELECT d.lo) WHERE typeof(v) IN ('integer', 'real'))
+      WHEN 'sum' THEN d.total
+      WHEN 'avg' THEN CASE WHEN record_index.n + d.dn > 0 THEN d.total * 1.0 / (record_index.n + d.dn) END
+      WHEN 'min' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL WHEN d.relo IS NOT NULL THEN d.relo
         ELSE min(coalesce(record_index.value, d.lo), coalesce(d.lo, record_index.value)) END
-      WHEN 'max' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL
-        WHEN d.gone_hi IS NOT NULL AND d.gone_hi >= record_index.value THEN (SELECT max(v) FROM (
-          SELECT (SELECT y.value ->> '$.value' FROM json_each(x.field_values) y
-            WHERE y.value ->> '$.fieldName' = d.of) AS v
-          FROM record_refs r JOIN records x ON x.id = r.record_id
-          WHERE r.target_id = d.target AND r.object_id = NEW.object_id AND r.field = d.from_field AND r.live = 1
-            AND r.record_id <> NEW.id
-          UNION ALL SELECT d.hi) WHERE typeof(v) IN ('integer', 'real'))
+      WHEN 'max' THEN CASE WHEN record_index.n + d.dn = 0 THEN NULL WHEN d.rehi IS NOT NULL THEN d.rehi
         ELSE max(coalesce(record_index.value, d.hi), coalesce(d.hi, record_index.value)) END
     END
-  FROM (SELECT c.name, c.op, c.of, c.from_field, c.target, sum(c.sign * c.counted) AS dn,
-      sum(CASE WHEN c.number THEN c.sign * c.v ELSE 0 END) AS dt,
-      min(CASE WHEN c.number AND c.sign = 1 THEN c.v END) AS lo,
-      max(CASE WHEN c.number AND c.sign = 1 THEN c.v END) AS hi,
-      min(CASE WHEN c.number AND c.sign = -1 THEN c.v END) AS gone_lo,
-      max(CASE WHEN c.number AND c.sign = -1 THEN c.v END) AS gone_hi,
-      count(*) AS parts
-    FROM (SELECT *, typeof(v) IN ('integer', 'real') AS number, op = 'count' OR typeof(v) IN ('integer', 'real')
-        AS counted
-      FROM (SELECT rf.name, rf.op, rf.of, rf.from_field, t.value AS target, s.sign,
-          (SELECT x.value ->> '$.value' FROM json_each(s.vs) x WHERE x.value ->> '$.fieldName' = rf.of) AS v
-        FROM rollup_fields rf,
-          (SELECT -1 AS sign, OLD.field_values AS vs WHERE OLD.deleted = 0
-            UNION ALL SELECT 1, NEW.field_values WHERE NEW.deleted = 0) s,
-          json_each(s.vs) e, json_each(e.value, '$.value') t
-        WHERE rf.from_object = NEW.object_id AND e.value ->> '$.fieldName' = rf.from_field)) c
-    GROUP BY c.name, c.op, c.of, c.from_field, c.target) d
-  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4
-    -- The same part before and after (the same value, or no number of a count): nothing to do.
-    AND NOT (d.parts = 2 AND d.dn = 0 AND (d.op = 'count' OR d.lo IS d.gone_lo));
+  FROM (SELECT d0.*,
+      CASE WHEN ri.n + d0.dn = 0 THEN 0
+        WHEN d0.op IN ('sum', 'avg') AND d0.gone_lo IS NOT NULL
+          AND (typeof(ri.total) = 'real' OR typeof(d0.gone_lo) = 'real')
+        THEN (SELECT CASE WHEN count(*) FILTER (WHERE typeof(v) = 'real') = 0 AND abs(total(v)) < 9007199254740992
+            THEN CAST(total(v) AS INTEGER) ELSE total(v) END FROM (
+          SELECT (SELECT CASE WHEN json_type(y.value, '$.value') IN ('integer', 'real') THEN y.value ->> '$.value' END
+              FROM json_each(x.field_values) y WHERE y.value ->> '$.fieldName' = d0.of) AS v
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = d0.target AND r.object_id = NEW.object_id AND r.field = d0.from_field AND r.live = 1
+            AND r.record_id <> NEW.id
+          UNION ALL SELECT d0.lo))
+        ELSE ri.total + d0.dt END AS total,
+      CASE WHEN d0.op = 'min' AND d0.gone_lo IS NOT NULL AND d0.gone_lo <= ri.value
+        THEN (SELECT min(v) FROM (
+          SELECT (SELECT CASE WHEN json_type(y.value, '$.value') IN ('integer', 'real') THEN y.value ->> '$.value' END
+              FROM json_each(x.field_values) y WHERE y.value ->> '$.fieldName' = d0.of) AS v
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = d0.target AND r.object_id = NEW.object_id AND r.field = d0.from_field AND r.live = 1
+            AND r.record_id <> NEW.id
+          UNION ALL SELECT d0.lo)) END AS relo,
+      CASE WHEN d0.op = 'max' AND d0.gone_hi IS NOT NULL AND d0.gone_hi >= ri.value
+        THEN (SELECT max(v) FROM (
+          SELECT (SELECT CASE WHEN json_type(y.value, '$.value') IN ('integer', 'real') THEN y.value ->> '$.value' END
+              FROM json_each(x.field_values) y WHERE y.value ->> '$.fieldName' = d0.of) AS v
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = d0.target AND r.object_id = NEW.object_id AND r.field = d0.from_field AND r.live = 1
+            AND r.record_id <> NEW.id
+          UNION ALL SELECT d0.hi)) END AS rehi
+    FROM (SELECT c.name, c.op, c.of, c.from_field, c.target, sum(c.sign * c.counted) AS dn,
+        sum(c.sign * coalesce(c.v, 0)) AS dt,
+        min(CASE WHEN c.sign = 1 THEN c.v END) AS lo, max(CASE WHEN c.sign = 1 THEN c.v END) AS hi,
+        min(CASE WHEN c.sign = -1 THEN c.v END) AS gone_lo, max(CASE WHEN c.sign = -1 THEN c.v END) AS gone_hi,
+        count(*) AS parts
+      FROM (SELECT *, op = 'count' OR v IS NOT NULL AS counted
+        FROM (SELECT rf.name, rf.op, rf.of, rf.from_field, t.value AS target, s.sign,
+            (SELECT CASE WHEN json_type(x.value, '$.value') IN ('integer', 'real') THEN x.value ->> '$.value' END
+              FROM json_each(s.vs) x WHERE x.value ->> '$.fieldName' = rf.of) AS v
+          FROM rollup_fields rf,
+            (SELECT -1 AS sign, OLD.field_values AS vs WHERE OLD.deleted = 0
+              UNION ALL SELECT 1, NEW.field_values WHERE NEW.deleted = 0) s,
+            json_each(s.vs) e, json_each(e.value, '$.value') t
+          WHERE rf.from_object = NEW.object_id AND e.value ->> '$.fieldName' = rf.from_field)) c
+      GROUP BY c.name, c.op, c.of, c.from_field, c.target) d0
+      JOIN record_index ri ON ri.record_id = d0.target AND ri.field = d0.name AND ri.role = 4
+    -- The same part before and after (the same number, or none, or a count's): nothing to do.
+    WHERE NOT (d0.parts = 2 AND d0.dn = 0 AND (d0.op = 'count' OR d0.lo IS d0.gone_lo))) d
+  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4;
 END;
 
 -- 4. Nothing else writes a rollup's rows but a definition (storage/record-index.ts computes a new or

@@ -3,7 +3,7 @@ import type { Env } from './env.ts';
 import { databaseFor } from './tenancy/routes.ts';
 import { tenantOfId } from './domain/tenant.ts';
 import { wakeWorkspaces } from './push/wake.ts';
-import { buildStep, buildsOf, FORMULAS_BUILD } from './storage/record-index.ts';
+import { buildStep, buildsOf, FORMULAS_BUILD, ROLLUPS_BUILD, rollupStep } from './storage/record-index.ts';
 import { formulaStep } from './write/formula-build.ts';
 
 /** After a failed chunk (D1 unreachable, say), the next try waits this long. */
@@ -37,8 +37,8 @@ export class IndexBuildObject extends DurableObject<Env> {
 
   /**
    * Runs one chunk of the object's formula computation, if one is due (the index follows formula
-   * values, so they go first), and while it waits, one chunk of an index build: when the next
-   * chunk is due, undefined when nothing is.
+   * values, so they go first), and while it waits, one chunk of its rollups' computation or else of
+   * an index build: when the next chunk is due, undefined when nothing is.
    */
   protected async step(objectId: number): Promise<number | undefined> {
     const db = await databaseFor(this.env, tenantOfId(objectId));
@@ -50,8 +50,15 @@ export class IndexBuildObject extends DurableObject<Env> {
       if (step.workspaceIds.length > 0) this.ctx.waitUntil(wakeWorkspaces(this.env, step.workspaceIds));
       next = step.next;
     }
+    if (next !== undefined && next <= Date.now()) return next;
+    // Rollups next: a field that took a rollup's name is indexed once the rollup's rows are gone.
+    const rollups = builds.find((build) => build.field === ROLLUPS_BUILD);
+    if (rollups !== undefined) {
+      await rollupStep(db, objectId, rollups);
+      return Date.now();
+    }
     const index = builds.find((build) => build.field !== FORMULAS_BUILD);
-    if (index === undefined || (next !== undefined && next <= Date.now())) return next;
+    if (index === undefined) return next;
     await buildStep(db, objectId, index);
     return Date.now();
   }

@@ -126,7 +126,7 @@ export function parseAggregate(
       indexed,
       ready,
       ...(multiple ? { multiple } : {}),
-      ...(rollup ? { rollup } : {}),
+      ...(rollup && def !== undefined ? { rollupOf: [def.id] } : {}),
     };
     return { field, type, fanOut, unique: known.unique === true };
   };

@@ -35,8 +35,8 @@ export type FieldRef =
       indexed: boolean;
       ready: boolean;
       multiple?: boolean;
-      /** A rollup: its value is its index row's, not the record's. */
-      rollup?: boolean;
+      /** The objects whose field of this name is a rollup: there its value is its index row's, not the record's. */
+      rollupOf?: number[];
     };
 
 export type Expr = { and: Expr[] } | { or: Expr[] } | { not: Expr } | { field: FieldRef; op: Op; value?: unknown };
@@ -115,7 +115,7 @@ export function opsFor(type: FieldType, system: SystemField | undefined, multipl
 /** The fields of the objects in view: one type per name, or `conflict` when objects disagree. */
 export type Catalog = Map<
   string,
-  { type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean; rollup?: boolean } | 'conflict'
+  { type: FieldType; indexed: boolean; ready: boolean; multiple?: boolean; rollupOf?: number[] } | 'conflict'
 >;
 
 /**
@@ -135,20 +135,21 @@ export function catalogOf(
       const multiple = field.type === 'reference' ? field.multiple === true : undefined;
       // A formula is queried as the type of what it yields.
       const type = valueType(field);
-      const rollup = field.type === 'rollup' ? true : undefined;
+      const rollupOf = field.type === 'rollup' ? [def.id] : [];
       if (known === undefined)
         catalog.set(field.name, {
           type,
           indexed,
           ready,
           ...(multiple === undefined ? {} : { multiple }),
-          ...(rollup === undefined ? {} : { rollup }),
+          ...(rollupOf.length === 0 ? {} : { rollupOf }),
         });
-      else if (known === 'conflict' || known.type !== type || known.multiple !== multiple || known.rollup !== rollup)
+      else if (known === 'conflict' || known.type !== type || known.multiple !== multiple)
         catalog.set(field.name, 'conflict');
       else {
         known.indexed &&= indexed;
         known.ready &&= ready;
+        if (rollupOf.length > 0) known.rollupOf = [...(known.rollupOf ?? []), ...rollupOf];
       }
     }
   }
@@ -188,7 +189,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
     if (known === undefined) return void add(at, 'unknown_field', 'no field of this name in the objects in view');
     if (known === 'conflict')
       return void add(at, 'ambiguous_field', 'objects in view define this field with different types');
-    const { type, indexed, ready, multiple, rollup } = known;
+    const { type, indexed, ready, multiple, rollupOf } = known;
     return {
       kind: 'value',
       name,
@@ -196,7 +197,7 @@ export function parseQuery(input: unknown, catalog: Catalog): Parsed<Query> {
       indexed,
       ready,
       ...(multiple === true ? { multiple } : {}),
-      ...(rollup === true ? { rollup } : {}),
+      ...(rollupOf === undefined ? {} : { rollupOf }),
     };
   };
 

@@ -550,11 +550,9 @@ export async function getObject(request: IRequest, context: Context): Promise<Re
   await requireAdmin(request, context);
   const { objectId } = pathIds(request.params, 'objectId');
   const id = own(context, objectId);
-  const [def, computed] = await Promise.all([
-    adminStore(context).getObject(id),
-    adminStore(context).formulasComputed(id),
-  ]);
+  const [def, computed] = await Promise.all([adminStore(context).getObject(id), adminStore(context).computing(id)]);
   if (def === undefined) throw notFound('Object');
-  const computing = computed === undefined ? {} : { computing: { formulas: { afterRecordId: computed } } };
+  const done = Object.entries(computed).map(([what, after]) => [what, { afterRecordId: after }]);
+  const computing = done.length === 0 ? {} : { computing: Object.fromEntries(done) };
   return json({ ...definitionOut(def), ...computing });
 }

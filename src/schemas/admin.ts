@@ -245,17 +245,28 @@ export const ObjectDefinitionRead = v.strictObject({
   computing: v.exactOptional(
     v.pipe(
       v.strictObject({
-        formulas: v.strictObject({
-          afterRecordId: v.pipe(
-            v.number(),
-            v.integer(),
-            v.description("Records up to this id (-1: none yet) hold the current formulas' values."),
-          ),
-        }),
+        formulas: v.exactOptional(
+          v.strictObject({
+            afterRecordId: v.pipe(
+              v.number(),
+              v.integer(),
+              v.description("Records up to this id (-1: none yet) hold the current formulas' values."),
+            ),
+          }),
+        ),
+        rollups: v.exactOptional(
+          v.strictObject({
+            afterRecordId: v.pipe(
+              v.number(),
+              v.integer(),
+              v.description("Records up to this id (-1: none yet) hold the current rollups' values."),
+            ),
+          }),
+        ),
       }),
       v.description(
-        'Present while a formula new or changed in this version is computed for the records written before ' +
-          "it: until then such a record holds the formula's old value, or none.",
+        'Present while a formula or a rollup new or changed in this version is computed for the records written ' +
+          "before it: until then such a record holds the field's old value, or none.",
       ),
     ),
   ),

@@ -3,7 +3,7 @@ import { idRange } from '../domain/tenant.ts';
 import type { FieldDef, ObjectDef, RollupReader } from '../domain/definition.ts';
 import type { Meter } from './meter.ts';
 import { retrying } from './retry.ts';
-import { FORMULAS_BUILD } from './record-index.ts';
+import { FORMULAS_BUILD, ROLLUPS_BUILD } from './record-index.ts';
 import { OBJECTS, toObjectDef, type ObjectRow } from './store.ts';
 import type { D1 } from './sessions.ts';
 
@@ -182,15 +182,20 @@ export class AdminStore {
     return rows[0] === undefined ? undefined : toObjectDef(rows[0]);
   }
 
-  /** Where the computation of the object's formulas for its records is (a record id), if one is due. */
-  async formulasComputed(id: number): Promise<number | undefined> {
-    const rows = await this.all<{ after: number }>(
+  /**
+   * Where the computations of the object's formulas and of its rollups for its records are (a
+   * record id), of those that are due.
+   */
+  async computing(id: number): Promise<{ formulas?: number; rollups?: number }> {
+    const rows = await this.all<{ field: string; after: number }>(
       this.db
-        .prepare('SELECT after_record_id AS after FROM index_builds WHERE object_id = ? AND field = ?')
-        .bind(id, FORMULAS_BUILD),
+        .prepare('SELECT field, after_record_id AS after FROM index_builds WHERE object_id = ? AND field IN (?, ?)')
+        .bind(id, FORMULAS_BUILD, ROLLUPS_BUILD),
       true,
     );
-    return rows[0]?.after;
+    const at = (field: string) => rows.find((row) => row.field === field)?.after;
+    const [formulas, rollups] = [at(FORMULAS_BUILD), at(ROLLUPS_BUILD)];
+    return { ...(formulas === undefined ? {} : { formulas }), ...(rollups === undefined ? {} : { rollups }) };
   }
 
   /** The current definitions of objects with an id above `after`, ascending, at most `limit`. */

@@ -3,7 +3,7 @@ import type { Aggregate, GroupBy, GroupRow, Interval, Measure } from '../domain/
 import { KEPT_GROUPS, keptGroups, keptPlan, type KeptPlan, type TotalsRow } from '../domain/aggregate-totals.ts';
 import type { Meter } from './meter.ts';
 import { matching, workspaceWalk } from './query.ts';
-import { elementsOf, Sql, valueOf } from './query-sql.ts';
+import { elementsOf, numberOf, Sql, valueOf } from './query-sql.ts';
 import { retrying } from './retry.ts';
 import type { D1 } from './sessions.ts';
 
@@ -75,12 +75,12 @@ function groupValue(sql: Sql, group: GroupBy, i: number): { value: string; join:
 
 function measureOf(sql: Sql, measure: Measure): string {
   if (measure.op === 'count' || measure.field === undefined) return 'count(*)';
-  const raw = valueOf(sql, measure.field);
-  // Of a number field, numbers only: a text kept from before its type changed is no value (as the kept totals hold).
+  // Of a number field, numbers only: a text or a boolean kept from before its type changed is no value.
   const numeric = measure.field.type === 'number' || measure.field.type === 'integer';
   const value = numeric
-    ? `(SELECT CASE WHEN typeof(v) IN ('integer', 'real') THEN v END FROM (SELECT ${raw} AS v))`
-    : raw;
+    ? `(SELECT CASE WHEN typeof(v) IN ('integer', 'real') THEN v END
+        FROM (SELECT ${numberOf(sql, measure.field)} AS v))`
+    : valueOf(sql, measure.field);
   // SQLite's sum() fails past 2^63 in whole numbers: total() adds as doubles, as JSON holds them.
   if (measure.op === 'sum') return `CASE WHEN count(${value}) > 0 THEN total(${value}) END`;
   return `${measure.op}(${value})`;

@@ -53,16 +53,30 @@ const ENTRY = '{"fieldName":';
  * at that index must name the field (a `json` value holding such text could mislead the count).
  * Only when it does not, or the array is not in that form, are the entries read one by one.
  */
-function located(sql: Sql, name: string): string {
+function located(sql: Sql, name: string, numbers = false): string {
   const n = sql.param(name);
   const entry = sql.param(`${ENTRY}${JSON.stringify(name)},"value":`);
   // Kept short: a filter may name 50 fields, and D1 takes 100 KB of SQL a statement.
   const v = 'r.field_values';
   const index = `(p-1-length(replace(substr(${v},1,p-1),'${ENTRY}','')))/${ENTRY.length}`;
   const written = `(${v}='[]' OR substr(${v},1,${ENTRY.length + 2})='[${ENTRY}"')`;
-  const oneByOne = `(SELECT f.value->>'$.value' FROM json_each(${v}) f WHERE f.value->>'$.fieldName'=${n})`;
-  return `(SELECT CASE WHEN e->>'$.fieldName'=${n} THEN e->>'$.value' WHEN p=0 AND ${written} THEN NULL
+  // Numbers only: a JSON number (->> reads a JSON true as 1).
+  const pick = (e: string): string =>
+    numbers
+      ? `CASE WHEN json_type(${e},'$.value') IN ('integer','real') THEN ${e}->>'$.value' END`
+      : `${e}->>'$.value'`;
+  const oneByOne = `(SELECT ${pick('f.value')} FROM json_each(${v}) f WHERE f.value->>'$.fieldName'=${n})`;
+  return `(SELECT CASE WHEN e->>'$.fieldName'=${n} THEN ${pick('e')} WHEN p=0 AND ${written} THEN NULL
     ELSE ${oneByOne} END FROM (SELECT p,${v}->('$['||(${index})||']') AS e FROM (SELECT instr(${v},${entry}) AS p)))`;
+}
+
+/**
+ * A number field's value in the record `r` when it holds a JSON number, else NULL (a boolean or a
+ * text kept from before the field's type changed is no number).
+ */
+export function numberOf(sql: Sql, field: FieldRef): string {
+  if (field.kind === 'system' || field.rollupOf !== undefined) return valueOf(sql, field);
+  return located(sql, field.name, true);
 }
 
 /**
@@ -71,10 +85,13 @@ function located(sql: Sql, name: string): string {
  */
 export function valueOf(sql: Sql, field: FieldRef): string {
   if (field.kind === 'system') return COLUMNS[field.name];
-  // A rollup is kept in its index row (the record's own primary key), never in its values.
-  if (field.rollup === true)
-    return `(SELECT value FROM record_index WHERE record_id = r.id AND field = ${sql.param(field.name)})`;
   const raw = located(sql, field.name);
+  // A rollup is kept in its index row (the record's own primary key), never in its values; another
+  // object may hold a number field of the same name in its values.
+  if (field.rollupOf !== undefined)
+    return `(CASE WHEN r.object_id IN (SELECT value FROM ${sql.list(field.rollupOf)})
+      THEN (SELECT value FROM record_index WHERE record_id = r.id AND field = ${sql.param(field.name)})
+      ELSE ${raw} END)`;
   // The key's expression names its value three times: the value is found once.
   return field.type === 'datetime' ? `(SELECT ${datetimeKey('d')} FROM (SELECT ${raw} AS d))` : raw;
 }

@@ -13,6 +13,8 @@ import type { D1 } from './sessions.ts';
 
 /** The build (a row of `index_builds`) that computes an object's formulas for its records: no field is so named. */
 export const FORMULAS_BUILD = '=formulas';
+/** The build that computes an object's new or changed rollups for its records. */
+export const ROLLUPS_BUILD = '=rollups';
 
 /**
  * A field value as the index compares it, from a `json_each` row `e` of a record's field values
@@ -89,10 +91,10 @@ const UNCLAIM = `UPDATE record_index SET unique_key = NULL
 const ROLES = `UPDATE record_index SET role = ${totalsRole('f.')}
   FROM index_fields f
   WHERE record_index.object_id = ?1 AND ${CHANGED} AND f.object_id = ?1 AND f.name = record_index.field
-    AND record_index.role IS NOT (${totalsRole('f.')})`;
+    AND record_index.role <> 4 AND record_index.role IS NOT (${totalsRole('f.')})`;
 // Builds no longer due: the field is no longer indexed, or is unique (built above). The
 // computation of formulas is not an index's build: it goes on.
-const CANCEL = `DELETE FROM index_builds WHERE object_id = ?1 AND field <> '${FORMULAS_BUILD}'
+const CANCEL = `DELETE FROM index_builds WHERE object_id = ?1 AND field NOT IN ('${FORMULAS_BUILD}', '${ROLLUPS_BUILD}')
   AND field NOT IN (SELECT name FROM index_fields WHERE object_id = ?1 AND NOT is_unique)`;
 // A field newly indexed (or indexed with another type) is built later, in chunks; a build
 // already under way for it starts again.
@@ -124,34 +126,11 @@ const rollupsOf = (delta: number): string => `(SELECT json_group_array(json_arra
   FROM objects o JOIN object_versions v ON v.object_id = o.id AND v.version = o.current_version + ${delta},
     json_each(v.fields) f
   WHERE o.id = ?1 AND f.value ->> '$.type' = 'rollup')`;
-/** The rollup fields of object ?1 that its new version computes as the last one did. */
-const ROLLUPS_KEPT = `SELECT c.value ->> 0 FROM json_each(${rollupsOf(0)}) c
-  WHERE EXISTS (SELECT 1 FROM json_each(${rollupsOf(-1)}) p WHERE p.value = c.value)`;
-// A rollup's rows (role 4) go with it, or when it computes another way: then it is computed again.
-const ROLLUPS_DROP = `DELETE FROM record_index WHERE object_id = ?1 AND role = 4 AND field NOT IN (${ROLLUPS_KEPT})`;
-/**
- * A new or changed rollup is computed for every record of the object, in the definition's own
- * transaction, from the live records referencing each (`record_refs`): how many count (every one
- * for a count, else those holding a number), their numbers' sum, least and greatest. Writes keep
- * it from then on (the triggers of migration 0029).
- */
-const ROLLUPS_BUILD = `INSERT INTO record_index (record_id, field, object_id, value, unique_key, live, role, n, total)
-  SELECT id, name, ?1, CASE op WHEN 'count' THEN a ->> 0 WHEN 'sum' THEN a ->> 1
-      WHEN 'avg' THEN CASE WHEN a ->> 0 > 0 THEN (a ->> 1) * 1.0 / (a ->> 0) END
-      WHEN 'min' THEN a ->> 2 WHEN 'max' THEN a ->> 3 END, NULL, 1, 4, a ->> 0, a ->> 1
-  FROM (SELECT t.id, rf.name, rf.op, (SELECT json_array(coalesce(sum(counted), 0), coalesce(sum(num), 0), min(num),
-        max(num))
-      FROM (SELECT CASE WHEN typeof(v) IN ('integer', 'real') THEN v END AS num,
-          rf.op = 'count' OR typeof(v) IN ('integer', 'real') AS counted
-        FROM (SELECT (SELECT y.value ->> '$.value' FROM json_each(x.field_values) y
-            WHERE y.value ->> '$.fieldName' = rf.of) AS v
-          FROM record_refs r JOIN records x ON x.id = r.record_id
-          WHERE r.target_id = t.id AND r.object_id = rf.from_object AND r.field = rf.from_field AND r.live = 1))) AS a
-    FROM records t JOIN rollup_fields rf ON rf.object_id = t.object_id
-    WHERE t.object_id = ?1 AND rf.name NOT IN (${ROLLUPS_KEPT}))
-  WHERE true
-  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = NULL, live = 1, role = 4,
-    n = excluded.n, total = excluded.total`;
+// A version whose rollups differ from the last one's (one new, changed or taken out) has them
+// computed again for every record of the object, in chunks; a computation under way starts again.
+const ROLLUPS_DUE = `INSERT INTO index_builds (object_id, field, after_record_id, started_at)
+  SELECT ?1, '${ROLLUPS_BUILD}', -1, ?2 WHERE ${rollupsOf(0)} IS NOT ${rollupsOf(-1)}
+  ON CONFLICT (object_id, field) DO UPDATE SET after_record_id = -1, started_at = excluded.started_at`;
 
 /**
  * The statements that make the index follow the object's current definition (after its new
@@ -161,11 +140,10 @@ const ROLLUPS_BUILD = `INSERT INTO record_index (record_id, field, object_id, va
  */
 export function reindexObject(db: D1, objectId: number, now: number): D1PreparedStatement[] {
   return [
-    ...[DROP, BUILD_UNIQUE, UNCLAIM, ROLES, CANCEL, ROLLUPS_DROP, ROLLUPS_BUILD].map((sql) =>
-      db.prepare(sql).bind(objectId),
-    ),
+    ...[DROP, BUILD_UNIQUE, UNCLAIM, ROLES, CANCEL].map((sql) => db.prepare(sql).bind(objectId)),
     db.prepare(DUE).bind(objectId, now),
     db.prepare(FORMULAS_DUE).bind(objectId, now),
+    db.prepare(ROLLUPS_DUE).bind(objectId, now),
   ];
 }
 
@@ -223,6 +201,61 @@ export async function objectsBuilding(db: D1): Promise<number[]> {
 export async function buildStep(db: D1, objectId: number, build: IndexBuild): Promise<boolean> {
   const results = await db.batch(STEP.map((sql) => db.prepare(sql).bind(objectId, build.field, build.after)));
   return (results[1]?.meta.changes ?? 0) === 0 && (results[2]?.meta.changes ?? 0) > 0;
+}
+
+/**
+ * Records a chunk of a rollups' computation reaches at most: each reads the records referencing
+ * it, so a chunk is smaller than an index build's.
+ */
+export const ROLLUP_CHUNK = 100;
+const ROLLUP_RECORDS = `(SELECT id FROM records WHERE object_id = ?1 AND id > ?2 ORDER BY id LIMIT ${ROLLUP_CHUNK})`;
+const ROLLUP_AT = `EXISTS (SELECT 1 FROM index_builds WHERE object_id = ?1 AND field = '${ROLLUPS_BUILD}'
+  AND after_record_id = ?2)`;
+/**
+ * A number as a rollup adds it up: a JSON number only (a boolean or a text kept from before the
+ * field's type changed is no number), from the `json_each` row `y` of a record's values.
+ */
+const ROLLUP_NUMBER = `CASE WHEN json_type(y.value, '$.value') IN ('integer', 'real')
+  THEN y.value ->> '$.value' END`;
+/**
+ * A chunk of the computation: the rows of rollups the object no longer has go; each of its
+ * rollups is computed from the live records referencing each record (`record_refs`): how many
+ * count (every one for a count, else those holding a number), their numbers' sum (whole numbers
+ * as a whole number while a double holds it exactly), least and greatest. Then the position
+ * moves on, or the computation ends, in the same transaction; a computation started again
+ * meanwhile is left to its own steps.
+ */
+const ROLLUP_STEP = [
+  `DELETE FROM record_index WHERE record_id IN ${ROLLUP_RECORDS} AND role = 4
+    AND field NOT IN (SELECT name FROM rollup_fields WHERE object_id = ?1) AND ${ROLLUP_AT}`,
+  `INSERT INTO record_index (record_id, field, object_id, value, unique_key, live, role, n, total)
+  SELECT id, name, ?1, CASE op WHEN 'count' THEN a ->> 0 WHEN 'sum' THEN a ->> 1
+      WHEN 'avg' THEN CASE WHEN a ->> 0 > 0 THEN (a ->> 1) * 1.0 / (a ->> 0) END
+      WHEN 'min' THEN a ->> 2 WHEN 'max' THEN a ->> 3 END, NULL, 1, 4, a ->> 0, a ->> 1
+  FROM (SELECT t.id, rf.name, rf.op, (SELECT json_array(coalesce(sum(counted), 0),
+        CASE WHEN count(*) FILTER (WHERE typeof(num) = 'real') = 0 AND abs(total(num)) < 9007199254740992
+          THEN CAST(total(num) AS INTEGER) ELSE total(num) END, min(num), max(num))
+      FROM (SELECT num, rf.op = 'count' OR num IS NOT NULL AS counted
+        FROM (SELECT (SELECT ${ROLLUP_NUMBER} FROM json_each(x.field_values) y
+            WHERE y.value ->> '$.fieldName' = rf.of) AS num
+          FROM record_refs r JOIN records x ON x.id = r.record_id
+          WHERE r.target_id = t.id AND r.object_id = rf.from_object AND r.field = rf.from_field AND r.live = 1))) AS a
+    FROM ${ROLLUP_RECORDS} t JOIN rollup_fields rf ON rf.object_id = ?1
+    WHERE ${ROLLUP_AT})
+  WHERE true
+  ON CONFLICT (record_id, field) DO UPDATE SET value = excluded.value, unique_key = NULL, live = 1, role = 4,
+    n = excluded.n, total = excluded.total`,
+  `DELETE FROM index_builds WHERE object_id = ?1 AND field = '${ROLLUPS_BUILD}' AND after_record_id = ?2
+    AND NOT EXISTS (SELECT 1 FROM records
+      WHERE object_id = ?1 AND id > coalesce((SELECT max(id) FROM ${ROLLUP_RECORDS}), ?2))`,
+  `UPDATE index_builds SET after_record_id = (SELECT max(id) FROM ${ROLLUP_RECORDS})
+    WHERE object_id = ?1 AND field = '${ROLLUPS_BUILD}' AND after_record_id = ?2`,
+];
+
+/** One chunk of the computation of an object's rollups (`build`: its position). True when it has more to do. */
+export async function rollupStep(db: D1, objectId: number, build: IndexBuild): Promise<boolean> {
+  const results = await db.batch(ROLLUP_STEP.map((sql) => db.prepare(sql).bind(objectId, build.after)));
+  return (results[2]?.meta.changes ?? 0) === 0 && (results[3]?.meta.changes ?? 0) > 0;
 }
 
 /** D1 refused a write because a unique field's value is held by another live record. */

@@ -1,6 +1,17 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { admin, call, createOne, fv, newUser, newWorkspace, queryRecords, valuesOf } from './helpers.ts';
+import {
+  admin,
+  call,
+  createOne,
+  fv,
+  indexBuilder,
+  newUser,
+  newWorkspace,
+  queryRecords,
+  untilIndexBuilt,
+  valuesOf,
+} from './helpers.ts';
 
 /**
  * Rollup fields: a record's count, sum, average, least and greatest over the live records that
@@ -41,13 +52,17 @@ async function setup() {
     ],
   });
   const rollups = ROLLUPS.map((field) => ({ ...field, from: { ...field.from, objectId: order.id } }));
-  const define = (fields: unknown[]) =>
-    admin('PUT', `/admin/objects/${account.id}`, {
+  // A new or changed rollup is computed for the records written before it in the background.
+  const define = async (fields: unknown[]) => {
+    const answer = await admin('PUT', `/admin/objects/${account.id}`, {
       name: 'Account',
       workspaceIds: [workspaceId],
       nameTemplate: '{title}',
       fields: [...accountFields, ...fields],
     });
+    if (answer.status === 200) await untilIndexBuilt(account.id);
+    return answer;
+  };
   return { editor, workspaceId, account, order, rollups, define };
 }
 
@@ -162,6 +177,51 @@ describe('rollup fields', () => {
     orders[2]!.amount = 8;
     orders[6]!.account = a.id;
     await check();
+  });
+
+  it('are computed for older records in the background, a chunk at a time, while writes go on', async () => {
+    const { editor, account, order, rollups } = await setup();
+    const builder = indexBuilder(account.id);
+    await builder.hold();
+    const accounts: number[] = [];
+    for (let batch = 0; batch < 8; batch++) {
+      const made = await call('POST', '/records/batch', {
+        key: editor.key,
+        body: Array.from({ length: 20 }, (_, i) => ({
+          objectId: account.id,
+          fieldValues: [fv('title', `A${batch * 20 + i}`)],
+        })),
+      });
+      accounts.push(...made.body.map((item: any) => item.record.id as number));
+    }
+    const [first, last] = [accounts[0]!, accounts.at(-1)!];
+    for (const target of [first, last]) await createOne(editor.key, order.id, [fv('account', target), fv('amount', 2)]);
+    const before = (await admin('GET', `/admin/objects/${account.id}`)).body;
+    const { id: _id, version: _version, ...definition } = before;
+    const put = await admin('PUT', `/admin/objects/${account.id}`, {
+      ...definition,
+      fields: [...definition.fields, ...rollups],
+    });
+    expect(put.status).toBe(200);
+    const computing = async () => (await admin('GET', `/admin/objects/${account.id}`)).body.computing;
+    expect(await computing()).toEqual({ rollups: { afterRecordId: -1 } });
+    // Not reached yet: no value.
+    expect((await rollupsOf(editor.key, first)).values).toEqual({});
+
+    expect(await builder.stepOnce(account.id)).toBe(true);
+    expect(await computing()).toEqual({ rollups: { afterRecordId: accounts[99] } });
+    expect((await rollupsOf(editor.key, first)).values).toMatchObject({ orders: 1, revenue: 2 });
+    expect((await rollupsOf(editor.key, last)).values).toEqual({});
+    // Writes meanwhile: kept where reached, counted when reached elsewhere.
+    await createOne(editor.key, order.id, [fv('account', first), fv('amount', 3)]);
+    await createOne(editor.key, order.id, [fv('account', last), fv('amount', 5)]);
+    await builder.stepOnce(account.id);
+    expect(await computing()).toBeUndefined();
+    expect((await rollupsOf(editor.key, first)).values).toEqual({ orders: 2, revenue: 5, average: 2.5, smallest: 2 });
+    expect((await rollupsOf(editor.key, last)).values).toEqual({ orders: 2, revenue: 7, average: 3.5, smallest: 2 });
+    const middle = await rollupsOf(editor.key, accounts[120]!);
+    expect(middle).toEqual({ values: { orders: 0, revenue: 0 }, version: 1 });
+    await builder.release(account.id);
   });
 
   it('never lose an increment to concurrent writes of the records that reference one', async () => {
