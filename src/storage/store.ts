@@ -39,7 +39,7 @@ export interface ObjectRow {
   workspace_ids: string;
 }
 
-export type RecordReadRow = RecordRow & { shared_workspace_ids: string; keyed?: number; rollups?: string };
+export type RecordReadRow = RecordRow & { shared_workspace_ids: string; keyed?: number; rollups?: string | null };
 
 /**
  * Records read from D1 whose row holds its keys (every record but one written before records had
@@ -188,7 +188,8 @@ const SHARED_WORKSPACES = `(SELECT json_group_array(workspace_id) FROM
 export const RECORD_COLUMNS = `r.id, r.object_id, r.object_version, r.name, r.field_values, r.creation_type, r.version,
   r.deleted, r.owned_by, r.created_at, r.created_by, r.updated_at, r.updated_by, r.is_template,
   r.folds IS NOT NULL AS keyed, ${SHARED_WORKSPACES},
-  (SELECT json_group_object(field, value) FROM record_index WHERE record_id = r.id AND role = 4) AS rollups`;
+  CASE WHEN EXISTS (SELECT 1 FROM reference_targets WHERE target = r.object_id) THEN (SELECT
+    json_group_object(field, value) FROM record_index WHERE record_id = r.id AND role = 4) END AS rollups`;
 
 const RECORDS = (tenant: number): string =>
   `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.id IN (${tenantIds('?', tenant)})`;
@@ -397,7 +398,8 @@ export function recordsOf(rows: readonly RecordReadRow[]): RecordOut[] {
   return rows.map((row) => {
     const record = toRecord(row, JSON.parse(row.shared_workspace_ids) as number[]);
     if (row.keyed === 1) keyedRecords.add(record);
-    if (row.rollups !== undefined && row.rollups !== '{}')
+    // Only a record of an object some reference field targets can have rollups.
+    if (typeof row.rollups === 'string' && row.rollups !== '{}')
       rollupsRead.set(record, JSON.parse(row.rollups) as Record<string, unknown>);
     return record;
   });
