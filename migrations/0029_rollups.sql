@@ -33,7 +33,9 @@ END;
 -- or a text kept from before the field's type changed is none). A count and a sum of whole numbers
 -- change by the difference; a sum holding decimals is added up again when a number leaves it (a
 -- difference of doubles would keep the rounding of what left), as a minimum or maximum is when
--- the value holding it leaves: from the others as they stand, and this record's new part.
+-- the value holding it leaves: from the others as they stand, and this record's new part. While the
+-- object's rollups are computed again (a `=rollups` build), a record the computation has not reached
+-- keeps what it holds: the computation counts it as it then stands.
 CREATE TRIGGER rollups_on_insert AFTER INSERT ON records
 WHEN NOT EXISTS (SELECT 1 FROM arrivals WHERE tenant_id = NEW.id / 68719476736 + 1)
   AND EXISTS (SELECT 1 FROM rollup_fields WHERE from_object = NEW.object_id)
@@ -61,7 +63,9 @@ BEGIN
           json_each(e.value, '$.value') t
         WHERE rf.from_object = NEW.object_id)) c
     GROUP BY c.name, c.op, c.target) d
-  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4;
+  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4
+    AND NOT EXISTS (SELECT 1 FROM index_builds b WHERE b.object_id = record_index.object_id
+      AND b.field = '=rollups' AND b.after_record_id < record_index.record_id);
 END;
 
 CREATE TRIGGER rollups_on_update AFTER UPDATE OF field_values, deleted ON records
@@ -126,7 +130,9 @@ BEGIN
       JOIN record_index ri ON ri.record_id = d0.target AND ri.field = d0.name AND ri.role = 4
     -- The same part before and after (the same number, or none, or a count's): nothing to do.
     WHERE NOT (d0.parts = 2 AND d0.dn = 0 AND (d0.op = 'count' OR d0.lo IS d0.gone_lo))) d
-  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4;
+  WHERE record_index.record_id = d.target AND record_index.field = d.name AND record_index.role = 4
+    AND NOT EXISTS (SELECT 1 FROM index_builds b WHERE b.object_id = record_index.object_id
+      AND b.field = '=rollups' AND b.after_record_id < record_index.record_id);
 END;
 
 -- 4. Nothing else writes a rollup's rows but a definition (storage/record-index.ts computes a new or

@@ -69,8 +69,10 @@ export async function listRecords(request: IRequest, context: Context): Promise<
   // A lookup is read when a record is answered: nothing stored can match it. A rollup is kept
   // apart from the record's values, which a list compares: a query filters it.
   // (As the reader sees the objects: a field hidden from them is as a field that does not exist.)
+  // (A list of one object: that object's fields alone.)
+  const listed = page.objects.filter((def) => filter.objectId === undefined || def.id === filter.objectId);
   const elsewhere = new Map(
-    objectsInView(caller, workspaceId, page.objects).flatMap((def) =>
+    objectsInView(caller, workspaceId, listed).flatMap((def) =>
       def.fields.filter(isReadElsewhere).map((f) => [f.name, f.type] as const),
     ),
   );

@@ -468,19 +468,23 @@ export class Queries {
   }
 
   /**
-   * The live records of the objects a query requires (`objectsOf`), as candidates for SQL to order,
-   * when their kept totals count at most SORTED_OBJECTS of them. One round trip, one row an object.
+   * The records of the objects a query requires (`objectsOf`), as candidates for SQL to order, when
+   * the workspace holds at most SORTED_OBJECTS of them: live ones as their kept totals count them,
+   * then, deleted ones included, counted up to one more than that. One round trip.
    */
   private async objectRecords(workspaceId: number, query: Query): Promise<((sql: Sql) => string) | undefined> {
     const objects = objectsOf(query);
-    if (objects === undefined || query.namesDeleted) return undefined;
+    if (objects === undefined) return undefined;
+    const s = new Sql();
+    const walk = `${workspaceWalk(s, query, false, undefined, SORTED_OBJECTS + 1)} c`;
     const [row] = await this.read([
       this.db
         .prepare(
-          `SELECT coalesce(sum(records), 0) AS n FROM record_totals WHERE workspace_id = ?1 AND field = ''
-             AND value = '' AND object_id IN (SELECT value FROM json_each(?2))`,
+          `SELECT CASE WHEN (SELECT coalesce(sum(records), 0) FROM record_totals WHERE workspace_id = ?2
+              AND field = '' AND value = '' AND object_id IN (SELECT value FROM json_each(?3))) > ${SORTED_OBJECTS}
+            THEN ${SORTED_OBJECTS + 1} ELSE (SELECT count(*) FROM ${walk}) END AS n`,
         )
-        .bind(workspaceId, JSON.stringify(objects)),
+        .bind(JSON.stringify(s.params), workspaceId, JSON.stringify(objects)),
     ]);
     const n = (row?.results[0] as { n: number } | undefined)?.n ?? Infinity;
     return n <= SORTED_OBJECTS ? (sql) => `${workspaceWalk(sql, query, false, undefined)} c` : undefined;
