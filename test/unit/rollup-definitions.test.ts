@@ -26,11 +26,18 @@ const rollup = (name: string, extra: Partial<FieldDef>): FieldDef => ({
   of: 'amount',
   ...extra,
 });
+/** A count: it reads no field. */
+const count = (name: string): FieldDef => ({
+  name,
+  type: 'rollup',
+  from: { objectId: ORDER, field: 'account' },
+  op: 'count',
+});
 
 describe('rollup definitions', () => {
   it('summarize a number of records referencing this object by a reference to it', () => {
     const sources = new Map([[ORDER, orderFields]]);
-    const fine = account([rollup('n', { op: 'count', of: undefined }), rollup('s', {}), rollup('f', { of: 'total' })]);
+    const fine = account([count('n'), rollup('s', {}), rollup('f', { of: 'total' })]);
     expect(rollupProblems(fine, sources, 3)).toEqual([]);
     const bad = account([
       rollup('a', { from: { objectId: ORDER, field: 'amount' } }),
@@ -80,11 +87,7 @@ describe('a record shows its rollups', () => {
       version: 2,
       name: 'Account',
       workspaceIds: [1],
-      fields: [
-        rollup('n', { op: 'count', of: undefined }),
-        { name: 'title', type: 'text' },
-        rollup('lo', {}),
-      ] as FieldDef[],
+      fields: [count('n'), { name: 'title', type: 'text' }, rollup('lo', {})] as FieldDef[],
     };
     const record = {
       id: 1,
