@@ -11,10 +11,10 @@ const RETRY_MS = 5_000;
 
 /**
  * One object per object definition (named by its id) builds the index of the fields newly marked
- * `indexed`, for the records written before: one chunk of records per alarm, each chunk and the
- * build's new position in one D1 transaction. Alarms never overlap, and the position lives in
- * D1, so a restart or a deploy loses at most a chunk in flight, which the next alarm builds
- * again. The object keeps only which object definition it serves.
+ * `indexed`, and computes new or changed formulas and rollups, for the records written before:
+ * one chunk of records per alarm, each chunk and the build's new position in one D1 transaction.
+ * Alarms never overlap, and the position lives in D1, so a restart or a deploy loses at most a
+ * chunk in flight, which the next alarm builds again. The object keeps only which object definition it serves.
  */
 export class IndexBuildObject extends DurableObject<Env> {
   /** Builds may be due for the object `objectId`: start building them. */

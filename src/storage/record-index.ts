@@ -207,7 +207,7 @@ export async function buildStep(db: D1, objectId: number, build: IndexBuild): Pr
  * Records a chunk of a rollups' computation reaches at most: each reads the records referencing
  * it, so a chunk is smaller than an index build's.
  */
-export const ROLLUP_CHUNK = 100;
+const ROLLUP_CHUNK = 100;
 const ROLLUP_RECORDS = `(SELECT id FROM records WHERE object_id = ?1 AND id > ?2 ORDER BY id LIMIT ${ROLLUP_CHUNK})`;
 const ROLLUP_AT = `EXISTS (SELECT 1 FROM index_builds WHERE object_id = ?1 AND field = '${ROLLUPS_BUILD}'
   AND after_record_id = ?2)`;
