@@ -1,4 +1,5 @@
 import type { Context } from '../context.ts';
+import { coalesced } from './coalesce.ts';
 import type { Env } from '../env.ts';
 import { answeredWorkspaces } from '../http/respond.ts';
 import { Meter } from '../storage/meter.ts';
@@ -31,6 +32,27 @@ async function activeIn(db: D1Database, workspaceIds: readonly number[], now: nu
 }
 
 /**
+ * The wake-ups of a namespace's objects, coalesced per object: while one is on its way, the writes
+ * that ask for it meanwhile share the one sent when it ends. A failure is logged; it ends nothing.
+ */
+const wakers = new WeakMap<object, (id: number) => Promise<void>>();
+
+function wakerOf(namespace: Env['LIVE'] | Env['WEBHOOKS'], what: string): (id: number) => Promise<void> {
+  let wake = wakers.get(namespace);
+  if (wake === undefined) {
+    const send = (id: number) =>
+      namespace
+        .getByName(String(id))
+        .wake(id)
+        .catch((error: unknown) =>
+          console.error(JSON.stringify({ message: `${what} wake-up failed`, id, error: String(error) })),
+        );
+    wakers.set(namespace, (wake = coalesced(send)));
+  }
+  return wake;
+}
+
+/**
  * After a write's answer has left, wakes the live streams and active webhook subscriptions of the workspaces its
  * records are shared with (none for a replay: it wrote nothing). Best effort, off the answer's
  * path and cost (its own meter): a lost wake-up only delays delivery until the subscription's
@@ -44,7 +66,7 @@ export function wakeAfterWrite(response: Response, context: Context): void {
   context.waitUntil(
     (async () => {
       const ids = await activeIn(context.db, workspaceIds, Date.now());
-      await Promise.all(ids.map((id) => context.env.WEBHOOKS.getByName(String(id)).wake(id)));
+      await Promise.all(ids.map(wakerOf(context.env.WEBHOOKS, 'webhook')));
     })().catch((error: unknown) =>
       console.error(
         JSON.stringify({ message: 'webhook wake-up failed', requestId: context.requestId, error: String(error) }),
@@ -58,11 +80,7 @@ export function wakeAfterWrite(response: Response, context: Context): void {
  * effort: a lost wake-up waits for the streams' next check, within a second.
  */
 async function wakeLive(env: Env, workspaceIds: readonly number[]): Promise<void> {
-  try {
-    await Promise.all(workspaceIds.map((id) => env.LIVE.getByName(String(id)).wake(id)));
-  } catch (error) {
-    console.error(JSON.stringify({ message: 'live wake-up failed', workspaceIds, error: String(error) }));
-  }
+  await Promise.all(workspaceIds.map(wakerOf(env.LIVE, 'live')));
 }
 
 /**
@@ -77,7 +95,7 @@ export async function wakeWorkspaces(env: Env, workspaceIds: readonly number[]):
     const db = first === undefined ? undefined : await databaseFor(env, tenantOfId(first));
     if (db === undefined) return;
     const ids = await activeIn(db, workspaceIds, Date.now());
-    await Promise.all(ids.map((id) => env.WEBHOOKS.getByName(String(id)).wake(id)));
+    await Promise.all(ids.map(wakerOf(env.WEBHOOKS, 'webhook')));
   } catch (error) {
     console.error(JSON.stringify({ message: 'webhook wake-up failed', workspaceIds, error: String(error) }));
   }

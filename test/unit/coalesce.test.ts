@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { coalesced } from '../../src/push/coalesce.ts';
+
+/** A send whose calls are recorded and end only when the test lets them. */
+function gatedSend() {
+  const sent: number[] = [];
+  const gates: (() => void)[] = [];
+  const send = (key: number) => {
+    sent.push(key);
+    return new Promise<void>((resolve) => gates.push(resolve));
+  };
+  const release = async () => {
+    for (const open of gates.splice(0)) open();
+    // Let the coalescer see the end and start what it owes.
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  return { sent, send, release };
+}
+
+describe('wake-ups coalesced per key', () => {
+  it('sends a key asked while idle at once, and again for an ask after the send ended', async () => {
+    const { sent, send, release } = gatedSend();
+    const wake = coalesced(send);
+    const first = wake(7);
+    expect(sent).toEqual([7]);
+    await release();
+    await first;
+    void wake(7);
+    expect(sent).toEqual([7, 7]);
+    await release();
+  });
+
+  it('turns any number of asks during a send into one more send, started after that send ended', async () => {
+    const { sent, send, release } = gatedSend();
+    const wake = coalesced(send);
+    void wake(1);
+    const asked = Array.from({ length: 50 }, () => wake(1));
+    expect(sent).toEqual([1]);
+    await release();
+    expect(sent).toEqual([1, 1]);
+    let covered = false;
+    void Promise.all(asked).then(() => (covered = true));
+    await Promise.resolve();
+    // The asks are covered only once the send started after them has ended.
+    expect(covered).toBe(false);
+    await release();
+    await Promise.all(asked);
+    expect(sent).toEqual([1, 1]);
+  });
+
+  it('keeps keys apart: one under way does not hold back or absorb another', async () => {
+    const { sent, send, release } = gatedSend();
+    const wake = coalesced(send);
+    void wake(1);
+    void wake(2);
+    void wake(1);
+    expect(sent).toEqual([1, 2]);
+    await release();
+    expect(sent).toEqual([1, 2, 1]);
+    await release();
+  });
+
+  it('goes on after a failed send: the asks made during it are still sent', async () => {
+    const sent: number[] = [];
+    let fail = true;
+    const wake = coalesced(async (key: number) => {
+      sent.push(key);
+      await Promise.resolve();
+      if (fail) {
+        fail = false;
+        throw new Error('object out of reach');
+      }
+    });
+    const first = wake(3);
+    const second = wake(3);
+    await Promise.all([first, second]);
+    expect(sent).toEqual([3, 3]);
+    await wake(3);
+    expect(sent).toEqual([3, 3, 3]);
+  });
+});
