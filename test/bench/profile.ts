@@ -2,7 +2,7 @@
  * `npm run bench:profile`: where one scenario's time goes, measured rather than guessed. Starts the
  * service under wrangler dev, warms its records as `npm run bench` does, then drives one scenario
  * (the hot record by default; `BENCH_PROFILE=patch` for patches over 1000 records, `batch` for
- * batches of 20 of them, `create` for creates of 20) while the
+ * batches of 20 of them, `create` for creates of 20, `cold` for first patches of records nobody used) while the
  * DevTools inspector samples the Worker's isolate (the Worker and its objects). Prints the
  * functions and files with the most self time and writes the whole profile to
  * `test/bench/hot.cpuprofile` (open it in Chrome's DevTools). D1's SQLite runs outside the isolate
@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { startLocalWorker } from '../e2e/server.ts';
-import { ADMIN, serviceTarget, warmUp } from './targets.ts';
+import { ADMIN, freshRecords, serviceTarget, warmUp } from './targets.ts';
 
 const WHICH = process.env.BENCH_PROFILE ?? 'hot';
 const AMOUNT = Number(process.env.BENCH_HOT_AMOUNT ?? 4000);
@@ -82,6 +82,8 @@ async function main(): Promise<void> {
   try {
     const target = await serviceTarget(worker, 1000);
     await warmUp(target);
+    // A cold patch takes a record nobody patched yet, one per request.
+    const fresh = WHICH === 'cold' ? await freshRecords(target, AMOUNT) : [];
     const session = await devtools(worker.inspectorPort);
     await session.send('Profiler.enable');
     await session.send('Profiler.setSamplingInterval', { interval: 200 });
@@ -91,7 +93,7 @@ async function main(): Promise<void> {
     const started = performance.now();
     const result = await (autocannon({
       url: target.url,
-      connections: 32,
+      connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
       amount: AMOUNT,
       headers: target.headers,
       requests: [
@@ -105,7 +107,7 @@ async function main(): Promise<void> {
               while (ids.size < 20) ids.add(random());
               return { ...req, path: '/records/batch', body: JSON.stringify(target.batchBody([...ids], ++value)) };
             }
-            const id = WHICH === 'hot' ? target.ids[0] : random();
+            const id = WHICH === 'hot' ? target.ids[0] : WHICH === 'cold' ? (fresh.pop() ?? random()) : random();
             const path = target.patchPath.replace('{id}', String(id));
             return { ...req, path, body: JSON.stringify(target.patchBody(++value)) };
           },
