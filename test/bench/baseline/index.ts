@@ -1,3 +1,4 @@
+import { DurableObject } from 'cloudflare:workers';
 import { chaosEnv, type ChaosVars } from '../../chaos/faults.ts';
 
 /**
@@ -8,6 +9,7 @@ import { chaosEnv, type ChaosVars } from '../../chaos/faults.ts';
  */
 interface Env extends ChaosVars {
   DB: D1Database;
+  OBJECTS: DurableObjectNamespace<BareObject>;
 }
 
 const INSERT = `INSERT INTO records (id, object_id, object_version, name, field_values, creation_type, version, deleted,
@@ -23,6 +25,18 @@ async function createTwenty(db: D1Database): Promise<void> {
   await db.batch(
     Array.from({ length: 20 }, (_, i) => [db.prepare(INSERT).bind(values(i), now, now), db.prepare(SHARE)]).flat(),
   );
+}
+
+/**
+ * The same one-record UPDATE, made from a Durable Object of the same kind as the service's record
+ * objects (SQLite-backed) and nothing else: `/fresh-object/records/{id}` sends each request to an
+ * object nobody used, as a record's first patch is. What it answers is the most a cold patch of
+ * the service can reach here, whatever the service does besides.
+ */
+export class BareObject extends DurableObject<Env> {
+  async patch(id: number, value: number): Promise<void> {
+    await this.env.DB.prepare(UPDATE).bind(values(value), Date.now(), id).run();
+  }
 }
 
 export default {
@@ -85,6 +99,13 @@ export default {
     if (url.pathname === '/records/batch' && request.method === 'PATCH') {
       const now = Date.now();
       await db.batch((body.ids ?? []).map((id) => db.prepare(UPDATE).bind(values(body.value), now, id)));
+      return Response.json({ ok: true });
+    }
+    const viaObject = /^\/fresh-object\/records\/(\d+)$/.exec(url.pathname)?.[1];
+    if (viaObject !== undefined && request.method === 'PATCH') {
+      // Named, as a record's object is (by its id), and by a name nobody used.
+      const object = rawEnv.OBJECTS.idFromName(`fresh-${crypto.randomUUID()}`);
+      await rawEnv.OBJECTS.get(object).patch(Number(viaObject), body.value);
       return Response.json({ ok: true });
     }
     const id = /^\/records\/(\d+)$/.exec(url.pathname)?.[1];
