@@ -3,23 +3,33 @@
  * while no send of it is under way; a key asked during a send is sent once more when that send
  * ends (once, however often it was asked meanwhile), so what was asked for after a send started
  * is always followed by a send that starts after it. Under load a workspace's writes thus cost
- * about one wake-up per round trip instead of one each. The promise an ask gets ends when the
- * send that covers it ends; `send` reports its own failures, which end nothing here.
+ * about one wake-up per round trip instead of one each.
+ *
+ * The sends run in the run of the ask that found the key idle: its promise ends when they all
+ * have; an ask during a send gets a promise that is already over. (The runtime keeps each
+ * request's work apart: a request may wait only on its own, never on another's send.) A send
+ * under way for `staleMs` (the run it belongs to was cut short) no longer holds its key. `send`
+ * reports its own failures, which end nothing here.
  */
-export function coalesced<K>(send: (key: K) => Promise<void>): (key: K) => Promise<void> {
-  const underWay = new Map<K, { again: boolean; done: Promise<void> }>();
+export function coalesced<K>(
+  send: (key: K) => Promise<void>,
+  staleMs = 5_000,
+  now: () => number = Date.now,
+): (key: K) => Promise<void> {
+  const underWay = new Map<K, { again: boolean; since: number }>();
   return (key) => {
     const busy = underWay.get(key);
-    if (busy !== undefined) {
+    if (busy !== undefined && now() - busy.since < staleMs) {
       busy.again = true;
-      return busy.done;
+      return Promise.resolve();
     }
-    const state = { again: true, done: Promise.resolve() };
+    const state = { again: true, since: now() };
     underWay.set(key, state);
-    state.done = (async () => {
+    return (async () => {
       try {
         while (state.again) {
           state.again = false;
+          state.since = now();
           try {
             await send(key);
           } catch {
@@ -27,9 +37,9 @@ export function coalesced<K>(send: (key: K) => Promise<void>): (key: K) => Promi
           }
         }
       } finally {
-        underWay.delete(key);
+        // A send taken over as stale leaves the key to the one that took it over.
+        if (underWay.get(key) === state) underWay.delete(key);
       }
     })();
-    return state.done;
   };
 }
