@@ -40,13 +40,13 @@ const wakers = new WeakMap<object, (id: number) => Promise<void>>();
 function wakerOf(namespace: Env['LIVE'] | Env['WEBHOOKS'], what: string): (id: number) => Promise<void> {
   let wake = wakers.get(namespace);
   if (wake === undefined) {
-    const send = (id: number) =>
-      namespace
-        .getByName(String(id))
-        .wake(id)
-        .catch((error: unknown) =>
-          console.error(JSON.stringify({ message: `${what} wake-up failed`, id, error: String(error) })),
-        );
+    const send = async (id: number) => {
+      try {
+        await namespace.getByName(String(id)).wake(id);
+      } catch (error) {
+        console.error(JSON.stringify({ message: `${what} wake-up failed`, id, error: String(error) }));
+      }
+    };
     wakers.set(namespace, (wake = coalesced(send)));
   }
   return wake;
@@ -80,7 +80,11 @@ export function wakeAfterWrite(response: Response, context: Context): void {
  * effort: a lost wake-up waits for the streams' next check, within a second.
  */
 async function wakeLive(env: Env, workspaceIds: readonly number[]): Promise<void> {
-  await Promise.all(workspaceIds.map(wakerOf(env.LIVE, 'live')));
+  try {
+    await Promise.all(workspaceIds.map(wakerOf(env.LIVE, 'live')));
+  } catch (error) {
+    console.error(JSON.stringify({ message: 'live wake-up failed', workspaceIds, error: String(error) }));
+  }
 }
 
 /**

@@ -97,4 +97,41 @@ describe('wake-ups coalesced per key', () => {
     void wake(4);
     expect(sent).toEqual([4, 4]);
   });
+
+  it('sends for others for a while only: then its last send covers them and a later ask runs its own', async () => {
+    let clock = 0;
+    const sent: number[] = [];
+    const gates: (() => void)[] = [];
+    const wake = coalesced(
+      (key: number) => {
+        sent.push(key);
+        return new Promise<void>((resolve) => gates.push(resolve));
+      },
+      5_000,
+      () => clock,
+      10_000,
+    );
+    const release = async () => {
+      for (const open of gates.splice(0)) open();
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+    };
+    let ownerOver = false;
+    void wake(5).then(() => (ownerOver = true));
+    // Asks keep coming during every send: the owner sends once more after each.
+    for (let t = 1; t <= 3; t++) {
+      clock = t * 4_000;
+      void wake(5);
+      await release();
+    }
+    expect(sent).toHaveLength(4);
+    // Past 10 s the owner's send in flight is its last: an ask now starts a run of its own.
+    clock = 13_000;
+    let laterOver = false;
+    void wake(5).then(() => (laterOver = true));
+    expect(sent).toHaveLength(5);
+    await release();
+    expect(ownerOver).toBe(true);
+    expect(laterOver).toBe(true);
+    expect(sent).toHaveLength(5);
+  });
 });
