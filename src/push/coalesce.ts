@@ -9,8 +9,7 @@
  * have; an ask during a send gets a promise that is already over. (The runtime keeps each
  * request's work apart: a request may wait only on its own, never on another's send.) A send
  * under way for `staleMs` (the run it belongs to was cut short) no longer holds its key, and a run
-sends for others for `ownMs` at most. `send`
- * reports its own failures, which end nothing here.
+ * sends for others for `ownMs` at most. `send` reports its own failures, which end nothing here.
  */
 export function coalesced<K>(
   send: (key: K) => Promise<void>,
