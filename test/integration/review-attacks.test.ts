@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { database, mover, movingTenant, stepMove } from './moving.ts';
+import { byHand, liveValues, rollupDef, type RollupSpec } from './rollup-counts.ts';
 import {
   admin,
   call,
@@ -21,61 +22,12 @@ import {
  * restarts, moves) and on the fallback that lets SQL order one object's records for a sort.
  */
 
-type Op = 'count' | 'sum' | 'avg' | 'min' | 'max';
-interface Spec {
-  name: string;
-  op: Op;
-  of?: string;
-  field?: string;
-}
-
-const rollup = (spec: Spec, from: number) => ({
-  name: spec.name,
-  type: 'rollup',
-  from: { objectId: from, field: spec.field ?? 'account' },
-  op: spec.op,
-  ...(spec.of === undefined ? {} : { of: spec.of }),
-});
-
-/** The live records of `objectId` with their values, straight from D1. */
-async function liveValues(objectId: number, db: D1Database = env.DB): Promise<Record<string, unknown>[]> {
-  const rows = await db
-    .prepare('SELECT field_values FROM records WHERE object_id = ? AND deleted = 0')
-    .bind(objectId)
-    .all<{ field_values: string }>();
-  return rows.results.map((r) =>
-    Object.fromEntries(
-      (JSON.parse(r.field_values) as { fieldName: string; value: unknown }[]).map((e) => [e.fieldName, e.value]),
-    ),
-  );
-}
-
-/** What the rollups `specs` should show on `target`, counted by hand. */
-function byHand(records: Record<string, unknown>[], target: number, specs: Spec[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const spec of specs) {
-    const field = spec.field ?? 'account';
-    const refs = records.filter((r) => r[field] === target);
-    if (spec.op === 'count') {
-      out[spec.name] = refs.length;
-      continue;
-    }
-    const nums = refs.map((r) => r[spec.of!]).filter((v): v is number => typeof v === 'number');
-    const sum = nums.reduce((a, b) => a + b, 0);
-    if (spec.op === 'sum') out[spec.name] = sum;
-    else if (nums.length > 0)
-      out[spec.name] =
-        spec.op === 'avg' ? sum / nums.length : spec.op === 'min' ? Math.min(...nums) : Math.max(...nums);
-  }
-  return out;
-}
-
 /** Every target's rollups as a reader sees them, against the hand count; no target gets a new version. */
 async function expectExact(
   key: string,
   sourceObject: number,
   targets: number[],
-  specs: Spec[],
+  specs: RollupSpec[],
   db: D1Database = env.DB,
   versions: Record<number, number> = {},
 ): Promise<void> {
@@ -185,13 +137,13 @@ describe('review: rollups computed in the background, racing writes', () => {
     const orders: number[] = [];
     for (const [i, target] of [...early, ...late].entries())
       orders.push(await w.newOrder({ account: target, amount: i + 0.5, qty: i }));
-    const first: Spec[] = [
+    const first: RollupSpec[] = [
       { name: 'orders', op: 'count' },
       { name: 'revenue', op: 'sum', of: 'amount' },
       { name: 'lo', op: 'min', of: 'amount' },
       { name: 'hi', op: 'max', of: 'qty' },
     ];
-    expect((await w.define(first.map((s) => rollup(s, w.order.id)))).status).toBe(200);
+    expect((await w.define(first.map((s) => rollupDef(s, w.order.id)))).status).toBe(200);
     expect(await w.computing()).toEqual({ rollups: { afterRecordId: -1 } });
     expect(await builder.stepOnce(w.account.id)).toBe(true);
     expect(await w.computing()).toEqual({ rollups: { afterRecordId: ids[99] } });
@@ -212,12 +164,12 @@ describe('review: rollups computed in the background, racing writes', () => {
     orders.push(await w.newOrder({ account: fresh, amount: 7.25, qty: 9 }));
 
     // The definition changes mid-build: `orders` becomes a sum, `lo` a greatest, `hi` goes.
-    const second: Spec[] = [
+    const second: RollupSpec[] = [
       { name: 'orders', op: 'sum', of: 'qty' },
       { name: 'revenue', op: 'sum', of: 'amount' },
       { name: 'lo', op: 'max', of: 'amount' },
     ];
-    expect((await w.define(second.map((s) => rollup(s, w.order.id)))).status).toBe(200);
+    expect((await w.define(second.map((s) => rollupDef(s, w.order.id)))).status).toBe(200);
     expect(await w.computing()).toEqual({ rollups: { afterRecordId: -1 } });
     orders.push(await w.newOrder({ account: late[2], amount: 1.5, qty: 4 }));
     orders.push(await w.newOrder({ account: early[2], amount: 2.5, qty: 6 }));
@@ -244,14 +196,14 @@ describe('review: rollups computed in the background, racing writes', () => {
     const ids = await w.accounts(220);
     for (const [i, target] of ids.entries()) if (i % 10 === 0) await w.newOrder({ account: target, amount: i });
     await builder.hold();
-    const specs: Spec[] = [
+    const specs: RollupSpec[] = [
       { name: 'orders', op: 'count' },
       { name: 'revenue', op: 'sum', of: 'amount' },
     ];
-    expect((await w.define(specs.map((s) => rollup(s, w.order.id)))).status).toBe(200);
+    expect((await w.define(specs.map((s) => rollupDef(s, w.order.id)))).status).toBe(200);
     expect(await builder.stepOnce(w.account.id)).toBe(true);
     // Taken out after one chunk of a hundred.
-    expect((await w.define([rollup(specs[1]!, w.order.id)])).status).toBe(200);
+    expect((await w.define([rollupDef(specs[1]!, w.order.id)])).status).toBe(200);
     expect(await w.computing()).toEqual({ rollups: { afterRecordId: -1 } });
     const read = await call('GET', `/records/${ids[0]}`, { key: w.key });
     expect(Object.keys(valuesOf(read.body))).not.toContain('orders');
@@ -269,7 +221,7 @@ describe('review: rollups computed in the background, racing writes', () => {
     await w.newOrder({ account: ids[0], amount: 2 });
     await builder.hold();
     const defined = await w.define(
-      [rollup({ name: 'orders', op: 'count' }, w.order.id)],
+      [rollupDef({ name: 'orders', op: 'count' }, w.order.id)],
       [{ name: 'shout', type: 'formula', expression: 'UPPER(title)', resultType: 'text' }],
     );
     expect(defined.status, JSON.stringify(defined.body)).toBe(200);
@@ -312,7 +264,7 @@ describe('review: a tenant moved while its rollups are computed', () => {
     for (let i = 0; i < 8; i++) await person(i, companies[i % 2 ? 3 : 130]!);
     const builder = indexBuilder(tenant.companyObjectId);
     await builder.hold();
-    const specs: Spec[] = [
+    const specs: RollupSpec[] = [
       { name: 'people', op: 'count', field: 'company' },
       { name: 'best', op: 'max', of: 'score', field: 'company' },
       { name: 'total', op: 'sum', of: 'score', field: 'company' },
@@ -321,7 +273,7 @@ describe('review: a tenant moved while its rollups are computed', () => {
       name: 'Company',
       workspaceIds: [tenant.workspaceId],
       nameTemplate: '{title}',
-      fields: [{ name: 'title', type: 'text' }, ...specs.map((s) => rollup(s, tenant.objectId))],
+      fields: [{ name: 'title', type: 'text' }, ...specs.map((s) => rollupDef(s, tenant.objectId))],
     });
     expect(defined.status, JSON.stringify(defined.body)).toBe(200);
     expect(await builder.stepOnce(tenant.companyObjectId)).toBe(true);
@@ -772,7 +724,7 @@ describe("review: a rollup's name shared with another object's number field", ()
     const before = await list();
     expect(before.status).toBe(200);
     expect(before.body.items).toHaveLength(1);
-    expect((await w.define([rollup({ name: 'amount', op: 'sum', of: 'amount' }, w.order.id)])).status).toBe(200);
+    expect((await w.define([rollupDef({ name: 'amount', op: 'sum', of: 'amount' }, w.order.id)])).status).toBe(200);
     await untilIndexBuilt(w.account.id);
     // The query names it fine (FieldRef.rollupOf): the list should too, for the orders' own number.
     const query = await queryRecords(w.key, w.workspaceId, {
@@ -808,8 +760,8 @@ describe('review: a sort by a rollup whose records without a value come after ma
     expect(
       (
         await w.define([
-          rollup({ name: 'lo', op: 'min', of: 'amount' }, w.order.id),
-          rollup({ name: 'orders', op: 'count' }, w.order.id),
+          rollupDef({ name: 'lo', op: 'min', of: 'amount' }, w.order.id),
+          rollupDef({ name: 'orders', op: 'count' }, w.order.id),
         ])
       ).status,
     ).toBe(200);
@@ -860,13 +812,13 @@ describe('review: what a record shows while a changed rollup is computed again',
     const [a] = await w.accounts(1);
     await w.newOrder({ account: a, qty: 2 });
     await w.newOrder({ account: a, qty: 3 });
-    expect((await w.define([rollup({ name: 'orders', op: 'count' }, w.order.id)])).status).toBe(200);
+    expect((await w.define([rollupDef({ name: 'orders', op: 'count' }, w.order.id)])).status).toBe(200);
     await untilIndexBuilt(w.account.id);
     const shown = async () => valuesOf((await call('GET', `/records/${a}`, { key: w.key })).body).orders;
     expect(await shown()).toBe(2);
     await builder.hold();
     // `orders` becomes the sum of qty; the computation has not reached the account yet.
-    expect((await w.define([rollup({ name: 'orders', op: 'sum', of: 'qty' }, w.order.id)])).status).toBe(200);
+    expect((await w.define([rollupDef({ name: 'orders', op: 'sum', of: 'qty' }, w.order.id)])).status).toBe(200);
     expect(await w.computing()).toEqual({ rollups: { afterRecordId: -1 } });
     await w.newOrder({ account: a, qty: 6 });
     const meanwhile = await shown();

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { database, mover, movingTenant, stepMove } from './moving.ts';
+import { byHand, liveValues, rollupDef, type RollupSpec } from './rollup-counts.ts';
 import {
   admin as adminCall,
   bulkRecords,
@@ -51,14 +52,6 @@ async function untilRollupsComputed(objectId: number): Promise<void> {
   throw new Error(`rollups of object ${objectId} not computed`);
 }
 
-type Op = 'count' | 'sum' | 'avg' | 'min' | 'max';
-interface RollupSpec {
-  name: string;
-  field: string;
-  op: Op;
-  of?: string;
-}
-
 /** The rollups every world defines on Account, over Order's references. */
 const SPECS: RollupSpec[] = [
   { name: 'n', field: 'account', op: 'count' },
@@ -81,14 +74,6 @@ const ORDER_FIELDS = (accountId: number) => [
   { name: 'qty', type: 'integer' },
   { name: 'double', type: 'formula', expression: 'amount * 2', resultType: 'number' },
 ];
-
-const rollupDef = (spec: RollupSpec, orderId: number) => ({
-  name: spec.name,
-  type: 'rollup',
-  from: { objectId: orderId, field: spec.field },
-  op: spec.op,
-  ...(spec.of === undefined ? {} : { of: spec.of }),
-});
 
 async function world(specs: RollupSpec[] = SPECS) {
   const editor = await newUser('editor');
@@ -141,41 +126,6 @@ async function world(specs: RollupSpec[] = SPECS) {
   const restore = async (id: number) =>
     expect((await call('POST', `/workspaces/${workspaceId}/records/${id}/restore`, { key })).status).toBe(200);
   return { editor, key, workspaceId, account, order, defineAccount, newAccount, newOrder, patch, remove, restore };
-}
-
-/** The live records of `objectId` with their values, read straight from D1. */
-async function liveValues(objectId: number, db: D1Database = env.DB): Promise<Record<string, unknown>[]> {
-  const rows = await db
-    .prepare('SELECT field_values FROM records WHERE object_id = ? AND deleted = 0')
-    .bind(objectId)
-    .all<{ field_values: string }>();
-  return rows.results.map((r) =>
-    Object.fromEntries(
-      (JSON.parse(r.field_values) as { fieldName: string; value: unknown }[]).map((e) => [e.fieldName, e.value]),
-    ),
-  );
-}
-
-/** What the rollups of `specs` should show on record `target`, by hand (a record counts once). */
-function byHand(records: Record<string, unknown>[], target: number, specs: RollupSpec[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const spec of specs) {
-    const refs = records.filter((r) => {
-      const v = r[spec.field];
-      return Array.isArray(v) ? v.includes(target) : v === target;
-    });
-    if (spec.op === 'count') {
-      out[spec.name] = refs.length;
-      continue;
-    }
-    const nums = refs.map((r) => r[spec.of!]).filter((v): v is number => typeof v === 'number');
-    const sum = nums.reduce((a, b) => a + b, 0);
-    if (spec.op === 'sum') out[spec.name] = sum;
-    else if (nums.length > 0)
-      out[spec.name] =
-        spec.op === 'avg' ? sum / nums.length : spec.op === 'min' ? Math.min(...nums) : Math.max(...nums);
-  }
-  return out;
 }
 
 async function shown(key: string, id: number, specs: RollupSpec[]) {
