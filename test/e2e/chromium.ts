@@ -82,7 +82,7 @@ export async function openTab(url: string, width = 1280, height = 900): Promise<
     child.once('exit', () => reject(new Error(`Chromium exited: ${err}`)));
   }).catch((error: unknown) => {
     child.kill('SIGKILL');
-    rmSync(profile, { recursive: true, force: true });
+    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     throw error;
   });
   const socket = new WebSocket(endpoint, { perMessageDeflate: false });
@@ -163,7 +163,8 @@ export async function openTab(url: string, width = 1280, height = 900): Promise<
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
       if (child.exitCode === null) child.kill('SIGKILL');
-      rmSync(profile, { recursive: true, force: true });
+      // Chromium's helper processes may still write to the profile as the browser exits: retry.
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
   return tab;
