@@ -11,6 +11,7 @@ import { claimsOf } from '../storage/record-index.ts';
 import { AGAIN } from '../storage/retry.ts';
 import { recordPart, type RecordPart } from '../storage/writes.ts';
 import { itemsAnswer, JSON_TYPE } from './answer.ts';
+import { BatchLane, type LanePlace } from './batch-lane.ts';
 import { CALL_DEADLINE_MS } from './deadlines.ts';
 import type { WriteRun } from './kind.ts';
 import type { Write, WriteCall } from './write.ts';
@@ -22,7 +23,8 @@ type BatchWrite = Extract<Write, { kind: 'batch' }>;
  * commits the new states in one D1 batch guarded by the versions read (the unchanged elements
  * too, so every answer is the state at the commit) that starts with the batch's ledger row. If
  * any record moved on meanwhile, nothing was written: the batch learns what moved and is decided
- * again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock.
+ * again, for up to 10 seconds. Batches never hold an object, so they cannot deadlock. Batches of
+ * one isolate that share records take turns (see batch-lane.ts), so they seldom meet there.
  */
 
 /** A batch, read: the records and their definitions, read from D1 (a batch needs their state). */
@@ -40,6 +42,8 @@ export async function batchRun(
   const { writes } = context;
   const states = new Map<number, RecordOut>();
   const batch: Batch = { items, objects, caller, now: Date.now(), parts: new Map() };
+  let place: LanePlace | undefined;
+  let committed: readonly RecordOut[] | undefined;
   /** Read once more for the records whose versions a commit found moved on. */
   const learn = (moved: ReadonlyMap<number, RecordOut>) => {
     for (const [id, record] of moved) states.set(id, record);
@@ -56,6 +60,9 @@ export async function batchRun(
         });
         if (problems.length > 0) throw rejected(problems);
         for (const item of items) states.set(item.id, records.get(item.id) as RecordOut);
+        place = lane.enter([...states.keys()]);
+        for (const [id, record] of await place.ready(LANE_WAIT_MS))
+          if (record.version > (states.get(id)?.version ?? Infinity)) states.set(id, record);
         await ownTurn(context, items, states);
         batch.now = Date.now();
       }
@@ -83,11 +90,11 @@ export async function batchRun(
       },
       committed: (plan, results) => {
         const moved = plan.made === undefined ? new Map<number, RecordOut>() : writes.movedOf(results);
-        if (moved.size === 0) return plan.answered;
+        if (moved.size === 0) return (committed = plan.answered);
         learn(moved);
         return AGAIN;
       },
-      replayed: (_, answered) => answered,
+      replayed: (_, answered) => (committed = answered),
       lost: async (plan, deadline) =>
         learn(
           await writes.moved(
@@ -118,8 +125,14 @@ export async function batchRun(
         ),
     }),
     answer: (answered, work) => itemsAnswer(answered, 200, work),
+    settled: () => place?.leave(committed),
   };
 }
+
+/** The batches of this isolate, in the order they take turns on records they share. */
+const lane = new BatchLane();
+/** How long a batch waits for the ones before it: past that, it races them (its guards keep it right). */
+const LANE_WAIT_MS = 2_000;
 
 /**
  * The record whose object this runs in gives the batch its turn (no call): the patches queued

@@ -67,8 +67,17 @@ function read(context: Context, call: WriteCall): Promise<WriteRun<unknown, unkn
   }
 }
 
+/** Runs the write, and tells it when it is over. */
+async function run<Plan, Done>(context: Context, call: WriteCall, write: WriteRun<Plan, Done>): Promise<WriteAnswer> {
+  try {
+    return await attempted(context, call, write);
+  } finally {
+    write.settled?.();
+  }
+}
+
 /** Claims the key, then decides and commits until an attempt is not lost to another writer. */
-function run<Plan, Done>(context: Context, call: WriteCall, write: WriteRun<Plan, Done>): Promise<WriteAnswer> {
+function attempted<Plan, Done>(context: Context, call: WriteCall, write: WriteRun<Plan, Done>): Promise<WriteAnswer> {
   return withKey(context, call, write.userId, write.body, async (claim) => {
     const deadline = Date.now() + TURN_TIMEOUT_MS;
     const done = await recomputing(

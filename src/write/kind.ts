@@ -23,6 +23,8 @@ export interface WriteRun<Plan, Done> extends Attempts<Plan, Done> {
   claims(plan: Plan): Claims;
   /** The answer of what the write did. */
   answer(done: Done, work: Work): WriteAnswer;
+  /** Called once the write is over, however it ended (answered, refused, failed or replayed). */
+  settled?(): void;
 }
 
 /** A write's attempts: each decides on what is known then, and commits its plan. */
