@@ -41,6 +41,17 @@ export class VersionConflict extends Error {
   }
 }
 
+/**
+ * A write's records are not in this database any more: their tenant left it. Its message names
+ * the refusal a write there gets from D1, and it is answered the same way.
+ */
+export class RecordsLeft extends Error {
+  constructor() {
+    super('tenant_not_here: the records of this write are no longer in this database');
+    this.name = 'RecordsLeft';
+  }
+}
+
 /** D1 never told whether the write committed, until the deadline. */
 export class OutcomeUnknown extends Error {
   constructor() {
@@ -207,9 +218,9 @@ const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fing
 
 // A write made only while the records it read are at those versions (`?3`: `[[id, version],
 // …]`), in one round trip that answers either way: its ledger row goes in only then, every other
-// statement acts only when that row is in, and a last one reads the records that moved on when
-// it is not. A lost race thus costs one round trip and no abort. An id already finished is
-// inserted as it is, to fail on its key.
+// statement acts only when that row is in, and the last two read the records that moved on when
+// it is not, and whether it is. A lost race thus costs one round trip and no abort. An id already
+// finished is inserted as it is, to fail on its key.
 const LEDGERED = (param: string): string => `EXISTS (SELECT 1 FROM writes WHERE id = ${param})`;
 const LEDGER_WHILE = `INSERT INTO writes (id, outcome) SELECT ?1, ?2
   WHERE (SELECT count(*) FROM json_each(?3) g JOIN records r
@@ -219,6 +230,7 @@ const UPDATES_WHILE = `${UPDATES} AND ${LEDGERED('?2')}`;
 const CHANGES_WHILE = CHANGES.replace(' ORDER BY key', ` WHERE ${LEDGERED('?2')} ORDER BY key`);
 const KEY_DONE_WHILE = KEY_DONE.replace(/VALUES \(([^)]*)\)/, `SELECT $1 WHERE ${LEDGERED('?9')}`);
 const MOVED_UNLESS = `${MOVED} AND NOT ${LEDGERED('?2')}`;
+const MADE = `SELECT ${LEDGERED('?1')} AS made`;
 if (CHANGES_WHILE === CHANGES || KEY_DONE_WHILE === KEY_DONE)
   throw new Error('CHANGES or KEY_DONE no longer has the shape their conditional forms are made from');
 
@@ -421,9 +433,10 @@ export class RecordWrites {
 
   /**
    * A write of records' new states (or guards), their change rows and its key, made only while
-   * the records are at the versions read (see LEDGER_WHILE): its statements, whose last reads the
-   * records that moved on when it was not made. Undefined when a record is too large to travel
-   * packed with the others: that write goes as batchWrites() does, and a lost race aborts it.
+   * the records are at the versions read (see LEDGER_WHILE): its statements, whose last two read
+   * the records that moved on when it was not made, and whether it was (see movedOf). Undefined
+   * when a record is too large to travel packed with the others: that write goes as batchWrites()
+   * does, and a lost race aborts it.
    */
   writesWhile(
     writeId: string,
@@ -447,12 +460,19 @@ export class RecordWrites {
       ...changePacks.map((pack) => this.db.prepare(CHANGES_WHILE).bind(pack, writeId)),
       ...(key === undefined ? [] : [this.keyStatement(KEY_DONE_WHILE, key.claim, writeId, key.answer, key.now)]),
       this.db.prepare(MOVED_UNLESS).bind(versions, writeId),
+      this.db.prepare(MADE).bind(writeId),
     ];
   }
 
-  /** The records that moved on, as the last statement of writesWhile() read them (none: it was made). */
+  /**
+   * The records that moved on, as the last statements of writesWhile() read them (none: it was
+   * made). Not made while none moved on means its records are no longer here: their tenant left
+   * this database (its rows are removed after a move), which is refused as any write there is.
+   */
   movedOf(results: readonly D1Result<unknown>[]): Map<number, RecordOut> {
-    const rows = (results.at(-1)?.results ?? []) as RecordReadRow[];
+    if ((results.at(-1)?.results?.[0] as { made?: number } | undefined)?.made === 1) return new Map();
+    const rows = (results.at(-2)?.results ?? []) as RecordReadRow[];
+    if (rows.length === 0) throw new RecordsLeft();
     return new Map(recordsOf(rows).map((record) => [record.id, record]));
   }
 

@@ -10,23 +10,26 @@ import type { RecordOut } from '../schemas/record.ts';
  *
  * Only the order is kept here, never correctness: the version guards and the ledger still decide
  * every commit, so a write from elsewhere (a single patch, another isolate, a twin) that moves a
- * record on is met as before. A batch waits at most `maxMs` (a batch that never leaves, its request
- * cut short, holds the ones after it that long), and batches enter in one order, so none waits
- * for one that waits for it.
+ * record on is met as before. Batches enter in one order, so none waits for one that waits for it.
+ * A batch waits at most `maxMs`, and a batch that never left (its object was reset, its request
+ * cut short) is forgotten `lifeMs` after it entered: it holds no one after that.
  */
 export class BatchLane {
   /** The last batch that entered with each record, until it leaves. */
   private readonly last = new Map<number, Place>();
 
+  constructor(private readonly lifeMs: number) {}
+
   /** A batch of `ids` enters: the batches of this isolate that share one of them are before it. */
-  enter(ids: readonly number[]): LanePlace {
+  enter(ids: readonly number[], now = Date.now()): LanePlace {
+    if (this.last.size > KEPT) this.forgetOver(now);
     const before = new Set<Place>();
     for (const id of ids) {
       const place = this.last.get(id);
-      if (place !== undefined) before.add(place);
+      if (place !== undefined && place.until > now) before.add(place);
     }
     let leave: (committed: readonly RecordOut[]) => void = () => undefined;
-    const place: Place = { committed: new Promise((resolve) => (leave = resolve)) };
+    const place: Place = { committed: new Promise((resolve) => (leave = resolve)), until: now + this.lifeMs };
     for (const id of ids) this.last.set(id, place);
     let left = false;
     return {
@@ -40,15 +43,25 @@ export class BatchLane {
     };
   }
 
-  /** Records a batch is waiting behind (for tests: none once every batch left). */
+  /** Forgets the batches that entered more than `lifeMs` ago and never left. */
+  private forgetOver(now: number): void {
+    for (const [id, place] of this.last) if (place.until <= now) this.last.delete(id);
+  }
+
+  /** Records a batch may wait behind (for tests: none once every batch left). */
   get size(): number {
     return this.last.size;
   }
 }
 
+/** Records a lane holds before it looks for batches that never left (each forgotten when named again). */
+const KEPT = 10_000;
+
 interface Place {
   /** What the batch committed, once it left (nothing when it wrote nothing). */
   committed: Promise<readonly RecordOut[]>;
+  /** When the batch is forgotten if it never left. */
+  until: number;
 }
 
 /** A batch's place in the lane. */

@@ -60,10 +60,11 @@ export async function batchRun(
         });
         if (problems.length > 0) throw rejected(problems);
         for (const item of items) states.set(item.id, records.get(item.id) as RecordOut);
+        await ownTurn(context, items, states);
+        // After its turn: a batch in the lane is one about to commit, never one waiting on a busy record.
         place = lane.enter([...states.keys()]);
         for (const [id, record] of await place.ready(LANE_WAIT_MS))
           if (record.version > (states.get(id)?.version ?? Infinity)) states.set(id, record);
-        await ownTurn(context, items, states);
         batch.now = Date.now();
       }
       return planBatch(batch, states);
@@ -91,17 +92,21 @@ export async function batchRun(
       committed: (plan, results) => {
         const moved = plan.made === undefined ? new Map<number, RecordOut>() : writes.movedOf(results);
         if (moved.size === 0) return (committed = plan.answered);
+        // It races from now on: the batches after it need not wait for it.
+        place?.leave();
         learn(moved);
         return AGAIN;
       },
       replayed: (_, answered) => (committed = answered),
-      lost: async (plan, deadline) =>
+      lost: async (plan, deadline) => {
+        place?.leave();
         learn(
           await writes.moved(
             plan.parts.map(({ base }) => [base.id, base.version]),
             deadline + CALL_DEADLINE_MS,
           ),
-        ),
+        );
+      },
     },
     claims: () => ({
       caller,
@@ -130,9 +135,11 @@ export async function batchRun(
 }
 
 /** The batches of this isolate, in the order they take turns on records they share. */
-const lane = new BatchLane();
 /** How long a batch waits for the ones before it: past that, it races them (its guards keep it right). */
 const LANE_WAIT_MS = 2_000;
+/** A batch that never left (its object reset) holds the ones after it this long after it entered, at most. */
+const LANE_LIFE_MS = 5_000;
+const lane = new BatchLane(LANE_LIFE_MS);
 
 /**
  * The record whose object this runs in gives the batch its turn (no call): the patches queued

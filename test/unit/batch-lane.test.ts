@@ -14,14 +14,14 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
 
 describe('batches of one isolate take turns on the records they share', () => {
   it('lets a batch that shares no record with the ones before it go at once', async () => {
-    const lane = new BatchLane();
+    const lane = new BatchLane(60_000);
     lane.enter([1, 2]);
     const other = lane.enter([3, 4]);
     expect(await other.ready(1_000)).toEqual(new Map());
   });
 
   it('holds a batch until every batch before it that shares a record left, and gives it their newest states', async () => {
-    const lane = new BatchLane();
+    const lane = new BatchLane(60_000);
     const first = lane.enter([1, 2]);
     const second = lane.enter([2, 3]);
     const third = lane.enter([3, 1, 9]);
@@ -44,7 +44,7 @@ describe('batches of one isolate take turns on the records they share', () => {
   });
 
   it('gives nothing for a batch before that wrote nothing, and forgets records once their last batch left', async () => {
-    const lane = new BatchLane();
+    const lane = new BatchLane(60_000);
     const refused = lane.enter([1]);
     const next = lane.enter([1]);
     refused.leave();
@@ -60,7 +60,7 @@ describe('batches of one isolate take turns on the records they share', () => {
   it('stops waiting for a batch that never leaves after the longest wait, with no states from it', async () => {
     vi.useFakeTimers();
     try {
-      const lane = new BatchLane();
+      const lane = new BatchLane(60_000);
       lane.enter([1]);
       const stuck = lane.enter([1]).ready(2_000);
       expect(await settled(stuck)).toBe(false);
@@ -73,8 +73,18 @@ describe('batches of one isolate take turns on the records they share', () => {
     }
   });
 
+  it('forgets a batch that never left once its life is over: the ones after it go at once', async () => {
+    const lane = new BatchLane(5_000);
+    lane.enter([1, 2], 1_000);
+    const during = lane.enter([2], 5_999);
+    expect(await settled(during.ready(60_000))).toBe(false);
+    // The first entered at 1000: from 6000 on nobody waits for it, and its records are forgotten.
+    expect(await lane.enter([1], 6_000).ready(60_000)).toEqual(new Map());
+    expect(lane.size).toBe(2);
+  });
+
   it('never lets two batches wait for each other: a batch waits only for ones that entered before it', async () => {
-    const lane = new BatchLane();
+    const lane = new BatchLane(60_000);
     const places = Array.from({ length: 50 }, (_, i) => lane.enter([i % 7, (i * 3) % 11, 100 + (i % 2)]));
     // Each leaves as soon as it is ready: all of them finish, in the order they entered.
     const order: number[] = [];
