@@ -80,7 +80,7 @@ const until = async (ok: () => boolean) => {
 };
 
 describe('the batch lane', () => {
-  it("a batch waiting for its first record's turn holds no place: a batch of its other record commits first", async () => {
+  it("a batch waiting for its own record's turn holds no place: a batch of its other record goes first", async () => {
     const { editor, ids } = await setup(2);
     const [a, b] = ids as [number, number];
     const held = holdTurn(a);
@@ -106,7 +106,7 @@ describe('the batch lane', () => {
     expect(inLane()).toBe(0);
   });
 
-  it('a batch that waited for the one before it starts from what that one committed: one read, one commit', async () => {
+  it('a batch that waited starts from what the one before it committed: one read, one commit', async () => {
     const { editor, ids } = await setup(3);
     const [a, b, c] = ids as [number, number, number];
     const held = holdNextCommit();
@@ -207,7 +207,7 @@ describe('the batch lane', () => {
     expect(inLane()).toBe(0);
   });
 
-  it('a batch whose object is reset in the lane: the next batch of its records still commits on what D1 holds', async () => {
+  it('an object reset in the lane: the next batch of its records still commits on what D1 holds', async () => {
     const { editor, ids } = await setup(2);
     const [a, b] = ids as [number, number];
     const held = holdNextCommit();

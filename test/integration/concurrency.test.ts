@@ -72,7 +72,7 @@ describe('no lost update, ever', () => {
     },
   );
 
-  it('12 concurrent batches over the same 20 records in different orders all succeed, nothing lost', async () => {
+  it('12 concurrent batches over the same 20 records in any order: all at their first try, nothing lost', async () => {
     const { editor, ids } = await setup(20);
     const B = 12;
     const answers = await Promise.all(
@@ -94,31 +94,11 @@ describe('no lost update, ever', () => {
         .sort((x, y) => x - y);
       expect(seen).toEqual(Array.from({ length: B }, (_, i) => i + 2));
     }
-  });
-
-  it('concurrent batches over the same records take turns: each commits at its first try, values and versions all kept', async () => {
-    const { editor, ids } = await setup(20);
-    const B = 12;
-    const answers = await Promise.all(
-      Array.from({ length: B }, (_, b) =>
-        call('PATCH', '/records/batch', {
-          key: editor.key,
-          body: shuffled(ids).map((id) => ({ id, fieldValues: [fv(`f${b}`, b)] })),
-        }),
-      ),
-    );
-    expect(answers.map((a) => a.status)).toEqual(Array(B).fill(200));
-    // One read and one commit each: none lost a race to another batch and decided again.
+    // They took turns: one read and one commit each, none lost a race and decided again.
     const roundTrips = answers.map((a) =>
       Number(/"(\d+) round trips?"/.exec(a.headers.get('Server-Timing') ?? '')?.[1]),
     );
     expect(roundTrips).toEqual(Array(B).fill(2));
-    // Each started from what the batch before it committed: all twelve values on every record.
-    for (const id of ids) {
-      const record = await storedRecord(id);
-      expect(record.version).toBe(1 + B);
-      for (let b = 0; b < B; b++) expect(record.values[`f${b}`]).toBe(b);
-    }
     const changes = await env.DB.prepare(
       `SELECT count(*) AS n, count(DISTINCT record_id || ':' || version) AS distinct_versions FROM changes
         WHERE record_id IN (SELECT value FROM json_each(?1)) AND type = 'updated'`,

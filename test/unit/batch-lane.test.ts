@@ -20,7 +20,7 @@ describe('batches of one isolate take turns on the records they share', () => {
     expect(await other.ready(1_000)).toEqual(new Map());
   });
 
-  it('holds a batch until every batch before it that shares a record left, and gives it their newest states', async () => {
+  it('holds a batch until each one before it that shares a record left, and gives it their newest states', async () => {
     const lane = new BatchLane(60_000);
     const first = lane.enter([1, 2]);
     const second = lane.enter([2, 3]);
@@ -43,7 +43,7 @@ describe('batches of one isolate take turns on the records they share', () => {
     expect(lane.size).toBe(0);
   });
 
-  it('gives nothing for a batch before that wrote nothing, and forgets records once their last batch left', async () => {
+  it('gives nothing for a batch before that wrote nothing; forgets records once their last batch left', async () => {
     const lane = new BatchLane(60_000);
     const refused = lane.enter([1]);
     const next = lane.enter([1]);
