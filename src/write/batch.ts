@@ -134,11 +134,11 @@ export async function batchRun(
   };
 }
 
-/** The batches of this isolate, in the order they take turns on records they share. */
 /** How long a batch waits for the ones before it: past that, it races them (its guards keep it right). */
 const LANE_WAIT_MS = 2_000;
 /** A batch that never left (its object reset) holds the ones after it this long after it entered, at most. */
 const LANE_LIFE_MS = 5_000;
+/** The batches of this isolate, in the order they take turns on records they share. */
 const lane = new BatchLane(LANE_LIFE_MS);
 
 /**
