@@ -218,9 +218,9 @@ const KEY_DONE = `INSERT INTO idempotency_keys (user_id, method, path, key, fing
 
 // A write made only while the records it read are at those versions (`?3`: `[[id, version],
 // …]`), in one round trip that answers either way: its ledger row goes in only then, every other
-// statement acts only when that row is in, and the last two read the records that moved on when
-// it is not, and whether it is. A lost race thus costs one round trip and no abort. An id already
-// finished is inserted as it is, to fail on its key.
+// statement acts only when that row is in, and a last one reads the records that moved on when
+// it is not. A lost race thus costs one round trip and no abort. An id already finished is
+// inserted as it is, to fail on its key.
 const LEDGERED = (param: string): string => `EXISTS (SELECT 1 FROM writes WHERE id = ${param})`;
 const LEDGER_WHILE = `INSERT INTO writes (id, outcome) SELECT ?1, ?2
   WHERE (SELECT count(*) FROM json_each(?3) g JOIN records r
@@ -230,7 +230,6 @@ const UPDATES_WHILE = `${UPDATES} AND ${LEDGERED('?2')}`;
 const CHANGES_WHILE = CHANGES.replace(' ORDER BY key', ` WHERE ${LEDGERED('?2')} ORDER BY key`);
 const KEY_DONE_WHILE = KEY_DONE.replace(/VALUES \(([^)]*)\)/, `SELECT $1 WHERE ${LEDGERED('?9')}`);
 const MOVED_UNLESS = `${MOVED} AND NOT ${LEDGERED('?2')}`;
-const MADE = `SELECT ${LEDGERED('?1')} AS made`;
 if (CHANGES_WHILE === CHANGES || KEY_DONE_WHILE === KEY_DONE)
   throw new Error('CHANGES or KEY_DONE no longer has the shape their conditional forms are made from');
 
@@ -433,10 +432,9 @@ export class RecordWrites {
 
   /**
    * A write of records' new states (or guards), their change rows and its key, made only while
-   * the records are at the versions read (see LEDGER_WHILE): its statements, whose last two read
-   * the records that moved on when it was not made, and whether it was (see movedOf). Undefined
-   * when a record is too large to travel packed with the others: that write goes as batchWrites()
-   * does, and a lost race aborts it.
+   * the records are at the versions read (see LEDGER_WHILE): its statements, whose last reads the
+   * records that moved on when it was not made. Undefined when a record is too large to travel
+   * packed with the others: that write goes as batchWrites() does, and a lost race aborts it.
    */
   writesWhile(
     writeId: string,
@@ -460,18 +458,18 @@ export class RecordWrites {
       ...changePacks.map((pack) => this.db.prepare(CHANGES_WHILE).bind(pack, writeId)),
       ...(key === undefined ? [] : [this.keyStatement(KEY_DONE_WHILE, key.claim, writeId, key.answer, key.now)]),
       this.db.prepare(MOVED_UNLESS).bind(versions, writeId),
-      this.db.prepare(MADE).bind(writeId),
     ];
   }
 
   /**
-   * The records that moved on, as the last statements of writesWhile() read them (none: it was
-   * made). Not made while none moved on means its records are no longer here: their tenant left
-   * this database (its rows are removed after a move), which is refused as any write there is.
+   * The records that moved on, as the last statement of writesWhile() read them (none: it was
+   * made, its ledger row, the first statement, went in). Not made while none moved on means its
+   * records are no longer here: their tenant left this database (its rows are removed after a
+   * move), which is refused as any write there is.
    */
   movedOf(results: readonly D1Result<unknown>[]): Map<number, RecordOut> {
-    if ((results.at(-1)?.results?.[0] as { made?: number } | undefined)?.made === 1) return new Map();
-    const rows = (results.at(-2)?.results ?? []) as RecordReadRow[];
+    if (results[0]?.meta.changes === 1) return new Map();
+    const rows = (results.at(-1)?.results ?? []) as RecordReadRow[];
     if (rows.length === 0) throw new RecordsLeft();
     return new Map(recordsOf(rows).map((record) => [record.id, record]));
   }
