@@ -13,9 +13,7 @@
  */
 export function coalesced<K>(
   send: (key: K) => Promise<void>,
-  staleMs = 5_000,
-  now: () => number = Date.now,
-  ownMs = 10_000,
+  { staleMs = 5_000, ownMs = 10_000, now = Date.now }: { staleMs?: number; ownMs?: number; now?: () => number } = {},
 ): (key: K) => Promise<void> {
   const underWay = new Map<K, { again: boolean; since: number }>();
   return (key) => {

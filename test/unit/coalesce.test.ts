@@ -86,8 +86,7 @@ describe('wake-ups coalesced per key', () => {
         sent.push(key);
         return new Promise<void>(() => {});
       },
-      5_000,
-      () => clock,
+      { staleMs: 5_000, now: () => clock },
     );
     void wake(4);
     clock = 4_999;
@@ -107,9 +106,7 @@ describe('wake-ups coalesced per key', () => {
         sent.push(key);
         return new Promise<void>((resolve) => gates.push(resolve));
       },
-      5_000,
-      () => clock,
-      10_000,
+      { staleMs: 5_000, ownMs: 10_000, now: () => clock },
     );
     const release = async () => {
       for (const open of gates.splice(0)) open();
